@@ -1,0 +1,45 @@
+# The two set-up commands of the README:
+#   make demo   -- the leader-move demo on a local 3-node KRaft cluster it starts itself
+#   make test   -- the whole test suite (lint, types, codec drift check, unit + real-cluster tests)
+# Both create .venv, install what they need and provision the Kafka jars (cached per user).
+
+PYTHON ?= python3
+VENV ?= .venv
+BIN := $(VENV)/bin
+KAFKA_PROTOCOL_DIR ?= ../shared/kafka-protocol
+STAMP := $(VENV)/.installed
+
+.PHONY: demo test lint typecheck codegen-check unit venv clean
+
+$(STAMP): pyproject.toml
+	@echo ">> creating $(VENV) and installing aiokafka_lead[dev]"
+	@test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
+	@$(BIN)/python -m pip install --quiet --upgrade pip
+	@$(BIN)/python -m pip install --quiet -e '.[dev]'
+	@touch $@
+
+venv: $(STAMP)
+
+lint: $(STAMP)
+	$(BIN)/ruff check aiokafka_lead tests tools benchmarks examples
+
+typecheck: $(STAMP)
+	$(BIN)/mypy
+
+codegen-check: $(STAMP)
+	@if [ -f tools/gen_protocol.py ]; then \
+	  $(BIN)/python tools/gen_protocol.py --check --spec-dir $(KAFKA_PROTOCOL_DIR); fi
+
+test: $(STAMP) lint typecheck codegen-check
+	$(BIN)/python -m aiokafka_lead.testing.cluster provision
+	$(BIN)/python -m pytest $(PYTEST_ARGS)
+
+unit: $(STAMP)
+	$(BIN)/python -m pytest -m 'not integration' $(PYTEST_ARGS)
+
+demo: $(STAMP)
+	$(BIN)/python -m aiokafka_lead.testing.cluster provision
+	$(BIN)/aiokafka-lead demo $(DEMO_ARGS)
+
+clean:
+	rm -rf $(VENV) .mypy_cache .ruff_cache .pytest_cache
