@@ -1,0 +1,124 @@
+"""Immutable cluster-state records kept by the MetadataStore.
+
+They are plain values, decoupled from the wire classes: the refresher converts a
+MetadataResponse into a :class:`MetadataSnapshot`, the producer and fetcher turn the
+KIP-951 fields of their responses into :class:`LeaderHint` and :class:`BrokerNode`.
+"""
+
+from __future__ import annotations
+
+import enum
+import uuid
+from dataclasses import dataclass, field
+
+from aiokafka_lead.structs import TopicPartition
+
+NO_LEADER = -1
+NO_EPOCH = -1
+ZERO_UUID = uuid.UUID(int=0)
+
+
+@dataclass(frozen=True, slots=True)
+class BrokerNode:
+    """A broker's identity and address (Metadata ``Brokers`` / KIP-951 ``NodeEndpoints``)."""
+
+    node_id: int
+    host: str
+    port: int
+    rack: str | None = None
+
+    @property
+    def address(self) -> tuple[str, int]:
+        return (self.host, self.port)
+
+
+@dataclass(frozen=True, slots=True)
+class PartitionMetadata:
+    """One partition's leadership, as last accepted by the store."""
+
+    topic: str
+    partition: int
+    leader_id: int
+    leader_epoch: int
+    replica_nodes: tuple[int, ...] = ()
+    isr_nodes: tuple[int, ...] = ()
+    offline_replicas: tuple[int, ...] = ()
+    error_code: int = 0
+
+    @property
+    def tp(self) -> TopicPartition:
+        return TopicPartition(self.topic, self.partition)
+
+
+@dataclass(frozen=True, slots=True)
+class TopicMetadata:
+    """A topic as one Metadata response described it."""
+
+    name: str
+    topic_id: uuid.UUID = ZERO_UUID
+    is_internal: bool = False
+    error_code: int = 0
+    partitions: tuple[PartitionMetadata, ...] = ()
+
+
+@dataclass(frozen=True, slots=True)
+class MetadataSnapshot:
+    """A decoded Metadata response, in the store's terms.
+
+    ``epochs_reliable`` is False for Metadata below v9 (the guide's rule): those
+    responses are accepted as they are, and their partitions' epochs become unknown.
+    ``requested_topics`` None means "all topics": topics absent from the response are
+    then dropped; otherwise only the named topics are touched.
+    """
+
+    brokers: tuple[BrokerNode, ...]
+    topics: tuple[TopicMetadata, ...]
+    controller_id: int = -1
+    cluster_id: str | None = None
+    epochs_reliable: bool = True
+    requested_topics: frozenset[str] | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class LeaderHint:
+    """KIP-951 ``CurrentLeader`` for one partition of a Produce/Fetch response."""
+
+    topic: str
+    partition: int
+    leader_id: int
+    leader_epoch: int
+
+    @property
+    def tp(self) -> TopicPartition:
+        return TopicPartition(self.topic, self.partition)
+
+
+class HintOutcome(enum.Enum):
+    """What the store did with one leader hint; the non-APPLIED names feed metrics."""
+
+    APPLIED = "applied"
+    INVALID = "invalid"  # leader_id < 0 or leader_epoch < 0: the broker sent "no hint"
+    UNKNOWN_PARTITION = "unknown_partition"
+    UNKNOWN_NODE = "unknown_node"  # neither cached nor listed in NodeEndpoints
+    STALE_EPOCH = "stale_epoch"  # equal to or older than what the store knows
+
+
+@dataclass(slots=True)
+class MetadataChange:
+    """What one mutation changed; handed to listeners (sender, fetcher, pool)."""
+
+    reason: str
+    leaders_changed: set[TopicPartition] = field(default_factory=set)
+    nodes_changed: set[int] = field(default_factory=set)
+    nodes_removed: set[int] = field(default_factory=set)
+    topics_added: set[str] = field(default_factory=set)
+    topics_removed: set[str] = field(default_factory=set)
+
+    def __bool__(self) -> bool:
+        return bool(
+            self.leaders_changed
+            or self.nodes_changed
+            or self.nodes_removed
+            or self.topics_added
+            or self.topics_removed
+        )

@@ -1,0 +1,379 @@
+"""The epoch-guarded MetadataStore: one per client, the only source of cluster state.
+
+Rules (KIP-951, KIP-320; docs/DESIGN.md "non-obvious invariants"):
+
+* A Metadata response never regresses a partition's leader epoch. An equal epoch is
+  accepted (it refreshes ISR and replicas); a changed topic id resets the topic; Metadata
+  below v9 carries no reliable epochs and is accepted as it is, leaving the epoch unknown.
+* A lower epoch seen ``stale_accept_count`` times in a row, over at least
+  ``stale_accept_after_s`` seconds, is accepted with a warning (an unclean recovery must
+  not strand the client). The time bound keeps a burst of expedited refreshes against a
+  lagging broker from reverting a fresh leader.
+* A KIP-951 hint is applied only if leader_id >= 0, leader_epoch >= 0, the partition is
+  known, the leader node is known or listed in NodeEndpoints, and the epoch is STRICTLY
+  greater than the known one. Only hinted partitions change; endpoints of applied hints
+  add or update nodes, never remove any.
+* Every hint response asks for an expedited refresh, applied or not; nobody waits for it.
+
+Mutators are synchronous and never await, so state is consistent without locks.
+"""
+
+from __future__ import annotations
+
+import collections
+import dataclasses
+import logging
+import time
+import uuid
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass
+
+import anyio
+
+from aiokafka_lead.metadata.model import (
+    NO_LEADER,
+    ZERO_UUID,
+    BrokerNode,
+    HintOutcome,
+    LeaderHint,
+    MetadataChange,
+    MetadataSnapshot,
+    PartitionMetadata,
+    TopicMetadata,
+)
+from aiokafka_lead.structs import TopicPartition
+
+log = logging.getLogger(__name__)
+
+UNKNOWN_TOPIC_OR_PARTITION = 3
+LEADER_NOT_AVAILABLE = 5
+
+Listener = Callable[[MetadataChange], None]
+
+
+@dataclass(slots=True)
+class _StaleRun:
+    epoch: int
+    count: int
+    first_seen: float
+
+
+@dataclass(frozen=True, slots=True)
+class _TopicState:
+    topic_id: uuid.UUID
+    is_internal: bool
+    partition_count: int
+
+
+def _recreated(known: uuid.UUID, seen: uuid.UUID) -> bool:
+    """A different non-zero topic id under the same name: the topic was deleted and made again."""
+    return ZERO_UUID not in (known, seen) and known != seen
+
+
+class MetadataStore:
+    """Cluster state shared by the producer's sender, the fetcher and the admin client."""
+
+    def __init__(
+        self,
+        *,
+        stale_accept_count: int = 5,
+        stale_accept_after_s: float = 10.0,
+        clock: Callable[[], float] = time.monotonic,
+    ) -> None:
+        self._stale_accept_count = stale_accept_count
+        self._stale_accept_after_s = stale_accept_after_s
+        self._clock = clock
+        self._nodes: dict[int, BrokerNode] = {}
+        self._partitions: dict[TopicPartition, PartitionMetadata] = {}
+        self._topics: dict[str, _TopicState] = {}
+        self._names_by_id: dict[uuid.UUID, str] = {}
+        self._topic_errors: dict[str, int] = {}
+        self._stale: dict[TopicPartition, _StaleRun] = {}
+        self._listeners: list[Listener] = []
+        self._version = 0
+        self._changed: anyio.Event | None = None
+        self._refresh_reasons: list[str] = []
+        self._refresh_wanted: anyio.Event | None = None
+        self.controller_id = -1
+        self.cluster_id: str | None = None
+        self.last_refresh: float | None = None
+        self.hint_outcomes: collections.Counter[HintOutcome] = collections.Counter()
+        self.refresh_requests: collections.Counter[str] = collections.Counter()
+        self.stale_metadata_ignored = 0
+
+    # ------------------------------------------------------------------ queries
+    @property
+    def version(self) -> int:
+        """Bumped by every mutation that changed something."""
+        return self._version
+
+    @property
+    def has_metadata(self) -> bool:
+        return self.last_refresh is not None
+
+    def node(self, node_id: int) -> BrokerNode | None:
+        return self._nodes.get(node_id)
+
+    def nodes(self) -> list[BrokerNode]:
+        return list(self._nodes.values())
+
+    def partition(self, tp: TopicPartition) -> PartitionMetadata | None:
+        return self._partitions.get(tp)
+
+    def leader_epoch(self, tp: TopicPartition) -> int:
+        p = self._partitions.get(tp)
+        return -1 if p is None else p.leader_epoch
+
+    def leader_for(self, tp: TopicPartition) -> BrokerNode | None:
+        """The leader's node, or None when the leader or its address is unknown."""
+        p = self._partitions.get(tp)
+        if p is None or p.leader_id == NO_LEADER:
+            return None
+        return self._nodes.get(p.leader_id)
+
+    def topics(self) -> set[str]:
+        return set(self._topics)
+
+    def partitions_for_topic(self, topic: str) -> set[int] | None:
+        state = self._topics.get(topic)
+        if state is None:
+            return None
+        return {
+            p for p in range(state.partition_count) if TopicPartition(topic, p) in self._partitions
+        }
+
+    def topic_id(self, topic: str) -> uuid.UUID | None:
+        state = self._topics.get(topic)
+        return None if state is None or state.topic_id == ZERO_UUID else state.topic_id
+
+    def topic_name(self, topic_id: uuid.UUID) -> str | None:
+        return self._names_by_id.get(topic_id)
+
+    def topic_error(self, topic: str) -> int:
+        """The error code the last Metadata response gave for this topic (0 if none)."""
+        return self._topic_errors.get(topic, 0)
+
+    def is_internal(self, topic: str) -> bool:
+        state = self._topics.get(topic)
+        return state is not None and state.is_internal
+
+    # ------------------------------------------------------------ notifications
+    def add_listener(self, listener: Listener) -> None:
+        """Call ``listener`` synchronously after every effective change."""
+        self._listeners.append(listener)
+
+    def remove_listener(self, listener: Listener) -> None:
+        self._listeners.remove(listener)
+
+    async def wait_for_change(self, since_version: int) -> int:
+        """Return once :attr:`version` differs from ``since_version``."""
+        while self._version == since_version:
+            if self._changed is None:
+                self._changed = anyio.Event()
+            await self._changed.wait()
+        return self._version
+
+    def _publish(self, change: MetadataChange) -> None:
+        if not change:
+            return
+        self._version += 1
+        log.debug("metadata changed (%s): %s", change.reason, change)
+        if self._changed is not None:
+            self._changed.set()
+            self._changed = None
+        for listener in list(self._listeners):
+            listener(change)
+
+    # ------------------------------------------------------------ refresh asks
+    def request_refresh(self, reason: str) -> None:
+        """Ask the background refresher for an expedited Metadata request (never awaited)."""
+        self.refresh_requests[reason.split(":", 1)[0]] += 1
+        self._refresh_reasons.append(reason)
+        log.debug("metadata refresh requested: %s", reason)
+        if self._refresh_wanted is not None:
+            self._refresh_wanted.set()
+
+    @property
+    def refresh_pending(self) -> bool:
+        return bool(self._refresh_reasons)
+
+    def take_refresh_reasons(self) -> list[str]:
+        """Hand the pending reasons to the refresher and clear them."""
+        reasons, self._refresh_reasons = self._refresh_reasons, []
+        return reasons
+
+    async def wait_refresh_requested(self) -> None:
+        """Return when an expedited refresh is pending."""
+        while not self._refresh_reasons:
+            if self._refresh_wanted is None:
+                self._refresh_wanted = anyio.Event()
+            await self._refresh_wanted.wait()
+            self._refresh_wanted = None
+
+    # -------------------------------------------------------- metadata response
+    def apply_metadata(
+        self, snapshot: MetadataSnapshot, reason: str = "metadata"
+    ) -> MetadataChange:
+        """Merge a Metadata response under the epoch rules; return what changed."""
+        change = MetadataChange(reason=reason)
+        self.last_refresh = self._clock()
+        if snapshot.brokers:
+            self._replace_nodes(snapshot.brokers, change)
+        if snapshot.controller_id >= 0:
+            self.controller_id = snapshot.controller_id
+        if snapshot.cluster_id is not None:
+            self.cluster_id = snapshot.cluster_id
+        seen: set[str] = set()
+        for topic in snapshot.topics:
+            seen.add(topic.name)
+            self._merge_topic(topic, snapshot.epochs_reliable, change)
+        if snapshot.requested_topics is None:
+            for name in list(self._topics):
+                if name not in seen:
+                    self._drop_topic(name, change)
+        self._publish(change)
+        return change
+
+    def _replace_nodes(self, brokers: Iterable[BrokerNode], change: MetadataChange) -> None:
+        fresh = {b.node_id: b for b in brokers}
+        for node_id, node in fresh.items():
+            if self._nodes.get(node_id) != node:
+                change.nodes_changed.add(node_id)
+        change.nodes_removed.update(set(self._nodes) - set(fresh))
+        self._nodes = fresh
+
+    def _merge_topic(self, topic: TopicMetadata, reliable: bool, change: MetadataChange) -> None:
+        name = topic.name
+        if topic.error_code:
+            self._topic_errors[name] = topic.error_code
+            if topic.error_code == UNKNOWN_TOPIC_OR_PARTITION:
+                self._drop_topic(name, change)
+            elif topic.error_code == LEADER_NOT_AVAILABLE:
+                self.request_refresh(f"leader not available: topic {name}")
+            return
+        self._topic_errors.pop(name, None)
+        current = self._topics.get(name)
+        if current is not None and _recreated(current.topic_id, topic.topic_id):
+            log.info("topic %s was recreated (topic id changed); resetting its state", name)
+            self._drop_topic(name, change)
+            current = None
+        if current is None:
+            change.topics_added.add(name)
+        topic_id = (
+            topic.topic_id
+            if topic.topic_id != ZERO_UUID
+            else (current.topic_id if current is not None else ZERO_UUID)
+        )
+        count = max((p.partition for p in topic.partitions), default=-1) + 1
+        if current is not None:
+            count = max(count, current.partition_count)
+        self._topics[name] = _TopicState(topic_id, topic.is_internal, count)
+        if topic_id != ZERO_UUID:
+            self._names_by_id[topic_id] = name
+        for p in topic.partitions:
+            self._merge_partition(p, reliable, change)
+
+    def _merge_partition(
+        self, new: PartitionMetadata, reliable: bool, change: MetadataChange
+    ) -> None:
+        tp = new.tp
+        cur = self._partitions.get(tp)
+        if not reliable:
+            new = dataclasses.replace(new, leader_epoch=-1)
+        elif (
+            cur is not None
+            and 0 <= new.leader_epoch < cur.leader_epoch
+            and not self._accept_lower_epoch(tp, new.leader_epoch, cur.leader_epoch)
+        ):
+            return
+        self._stale.pop(tp, None)
+        self._partitions[tp] = new
+        if cur is None or (cur.leader_id, cur.leader_epoch) != (new.leader_id, new.leader_epoch):
+            change.leaders_changed.add(tp)
+        if new.leader_id == NO_LEADER:
+            self.request_refresh(f"no leader: {tp.topic}-{tp.partition}")
+
+    def _accept_lower_epoch(self, tp: TopicPartition, epoch: int, known: int) -> bool:
+        now = self._clock()
+        run = self._stale.get(tp)
+        if run is None or run.epoch != epoch:
+            run = self._stale[tp] = _StaleRun(epoch, 0, now)
+        run.count += 1
+        if (
+            run.count >= self._stale_accept_count
+            and now - run.first_seen >= self._stale_accept_after_s
+        ):
+            log.warning(
+                "accepting lower leader epoch %d < %d for %s-%d after %d responses in a row "
+                "(unclean recovery?)",
+                epoch,
+                known,
+                tp.topic,
+                tp.partition,
+                run.count,
+            )
+            return True
+        self.stale_metadata_ignored += 1
+        log.debug(
+            "ignoring stale metadata for %s-%d: epoch %d < %d", tp.topic, tp.partition, epoch, known
+        )
+        return False
+
+    def _drop_topic(self, name: str, change: MetadataChange) -> None:
+        state = self._topics.pop(name, None)
+        if state is None:
+            return
+        change.topics_removed.add(name)
+        if state.topic_id != ZERO_UUID and self._names_by_id.get(state.topic_id) == name:
+            del self._names_by_id[state.topic_id]
+        for tp in [tp for tp in self._partitions if tp.topic == name]:
+            del self._partitions[tp]
+            self._stale.pop(tp, None)
+            change.leaders_changed.add(tp)
+
+    # ------------------------------------------------------------ KIP-951 hints
+    def apply_leader_hints(
+        self,
+        hints: Iterable[LeaderHint],
+        endpoints: Iterable[BrokerNode] = (),
+        reason: str = "leader hint",
+    ) -> dict[TopicPartition, HintOutcome]:
+        """Apply KIP-951 CurrentLeader/NodeEndpoints from a Produce or Fetch response.
+
+        Always requests an expedited refresh beside it (hint or not); returns the
+        outcome per hinted partition so callers can tell whether the epoch advanced.
+        """
+        listed = {n.node_id: n for n in endpoints}
+        change = MetadataChange(reason=reason)
+        outcomes: dict[TopicPartition, HintOutcome] = {}
+        for hint in hints:
+            outcome = self._apply_hint(hint, listed, change)
+            outcomes[hint.tp] = outcome
+            self.hint_outcomes[outcome] += 1
+            log.debug("leader hint %s (%s): %s", hint, reason, outcome.value)
+        self.request_refresh(f"{reason}: {len(outcomes)} partition(s)")
+        self._publish(change)
+        return outcomes
+
+    def _apply_hint(
+        self, hint: LeaderHint, listed: dict[int, BrokerNode], change: MetadataChange
+    ) -> HintOutcome:
+        if hint.leader_id < 0 or hint.leader_epoch < 0:
+            return HintOutcome.INVALID
+        cur = self._partitions.get(hint.tp)
+        if cur is None:
+            return HintOutcome.UNKNOWN_PARTITION
+        if hint.leader_id not in self._nodes and hint.leader_id not in listed:
+            return HintOutcome.UNKNOWN_NODE
+        if hint.leader_epoch <= cur.leader_epoch:
+            return HintOutcome.STALE_EPOCH
+        self._partitions[hint.tp] = dataclasses.replace(
+            cur, leader_id=hint.leader_id, leader_epoch=hint.leader_epoch, error_code=0
+        )
+        self._stale.pop(hint.tp, None)
+        change.leaders_changed.add(hint.tp)
+        node = listed.get(hint.leader_id)
+        if node is not None and self._nodes.get(node.node_id) != node:
+            self._nodes[node.node_id] = node
+            change.nodes_changed.add(node.node_id)
+        return HintOutcome.APPLIED
