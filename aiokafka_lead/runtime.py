@@ -1,0 +1,126 @@
+"""Hosting a client's task group across aiokafka-style ``start()`` / ``stop()`` calls.
+
+Structured concurrency wants a task group entered and exited in one task, but aiokafka's
+API lets users call ``start()`` in one task and ``stop()`` in another (a web framework's
+startup and shutdown hooks). So ``start()`` runs the task group inside ONE supervisor task
+that this object owns and ``stop()`` awaits: every background task still lives in that
+task group and is cancelled and awaited on stop. That supervisor is the only task the
+package creates outside a task group, and it needs asyncio; under ``async with`` the task
+group is entered in the caller's own task instead, which works on any anyio backend.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Awaitable, Callable
+
+import anyio
+import anyio.abc
+
+from aiokafka_lead.errors import KafkaError
+
+Setup = Callable[[anyio.abc.TaskGroup], Awaitable[None]]
+
+
+def unwrap_group(exc: BaseException) -> BaseException:
+    """The single real error inside nested one-member exception groups (what users expect)."""
+    while isinstance(exc, BaseExceptionGroup) and len(exc.exceptions) == 1:
+        exc = exc.exceptions[0]
+    return exc
+
+
+class ClientClosedError(KafkaError):
+    """The client was stopped (or never started)."""
+
+
+class TaskGroupHost:
+    """Owns one client's task group; ``setup`` starts the client's background tasks."""
+
+    def __init__(self, name: str) -> None:
+        self._name = name
+        self._stop: anyio.Event | None = None
+        self._supervisor: asyncio.Task[None] | None = None
+        self._entered: anyio.abc.TaskGroup | None = None
+        self.task_group: anyio.abc.TaskGroup | None = None
+
+    @property
+    def running(self) -> bool:
+        return self.task_group is not None
+
+    def require_running(self) -> anyio.abc.TaskGroup:
+        if self.task_group is None:
+            raise ClientClosedError(f"{self._name} is not started (call start() or use async with)")
+        return self.task_group
+
+    async def start(self, setup: Setup) -> None:
+        """Start in a supervisor task (asyncio only); returns once ``setup`` has finished."""
+        if self.running:
+            raise RuntimeError(f"{self._name} is already started")
+        try:
+            loop = asyncio.get_running_loop()
+        except RuntimeError:
+            raise RuntimeError(
+                f"{self._name}.start() needs asyncio; on trio use `async with`"
+            ) from None
+        started: asyncio.Future[None] = loop.create_future()
+        self._stop = anyio.Event()
+        self._supervisor = loop.create_task(self._supervise(setup, started), name=self._name)
+        try:
+            await asyncio.shield(started)
+        except BaseException:
+            await self.stop()
+            raise
+
+    async def _supervise(self, setup: Setup, started: asyncio.Future[None]) -> None:
+        assert self._stop is not None
+        try:
+            async with anyio.create_task_group() as tg:
+                self.task_group = tg
+                await setup(tg)
+                started.set_result(None)
+                await self._stop.wait()
+                tg.cancel_scope.cancel()
+        except BaseException as exc:
+            if not started.done():
+                started.set_exception(unwrap_group(exc))
+                return
+            raise
+        finally:
+            self.task_group = None
+
+    async def enter(self, setup: Setup) -> None:
+        """``async with`` path: enter the task group in the caller's task (any backend)."""
+        if self.running:
+            raise RuntimeError(f"{self._name} is already started")
+        tg = anyio.create_task_group()
+        await tg.__aenter__()
+        self._entered = tg
+        self.task_group = tg
+        try:
+            await setup(tg)
+        except BaseException as exc:
+            tg.cancel_scope.cancel()
+            self.task_group = None
+            self._entered = None
+            try:
+                await tg.__aexit__(type(exc), exc, exc.__traceback__)
+            except BaseException as group:
+                raise unwrap_group(group) from None
+            raise
+
+    async def stop(self) -> None:
+        """Cancel every background task and wait for them (idempotent)."""
+        if self._entered is not None:
+            tg, self._entered = self._entered, None
+            tg.cancel_scope.cancel()
+            self.task_group = None
+            await tg.__aexit__(None, None, None)
+            return
+        if self._stop is not None:
+            self._stop.set()
+        task, self._supervisor = self._supervisor, None
+        if task is not None:
+            with anyio.CancelScope(shield=True):
+                await asyncio.wait([task])
+            if not task.cancelled() and task.exception() is not None:
+                raise task.exception()  # type: ignore[misc]
