@@ -10,3 +10,11 @@ class TopicPartition(NamedTuple):
 
     topic: str
     partition: int
+
+
+class OffsetAndMetadata(NamedTuple):
+    """A committed offset (aiokafka.structs.OffsetAndMetadata), with its leader epoch (KIP-320)."""
+
+    offset: int
+    metadata: str = ""
+    leader_epoch: int = -1

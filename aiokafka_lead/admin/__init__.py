@@ -1,0 +1,40 @@
+"""The admin client (aiokafka-compatible) and its value types."""
+
+from aiokafka_lead.admin.client import AdminClient, AIOKafkaAdminClient
+from aiokafka_lead.admin.types import (
+    AlterConfigOp,
+    ClusterDescription,
+    ConfigEntry,
+    ConfigResource,
+    ConfigResourceType,
+    ElectionResult,
+    ElectionType,
+    GroupDescription,
+    GroupListing,
+    ListOffsetsResultInfo,
+    NewPartitions,
+    NewTopic,
+    OffsetSpec,
+    PartitionReassignment,
+    TopicDescription,
+)
+
+__all__ = [
+    "AIOKafkaAdminClient",
+    "AdminClient",
+    "AlterConfigOp",
+    "ClusterDescription",
+    "ConfigEntry",
+    "ConfigResource",
+    "ConfigResourceType",
+    "ElectionResult",
+    "ElectionType",
+    "GroupDescription",
+    "GroupListing",
+    "ListOffsetsResultInfo",
+    "NewPartitions",
+    "NewTopic",
+    "OffsetSpec",
+    "PartitionReassignment",
+    "TopicDescription",
+]

@@ -1,0 +1,173 @@
+"""Value types of the admin API (aiokafka-compatible names where aiokafka has them)."""
+
+from __future__ import annotations
+
+import enum
+import uuid
+from dataclasses import dataclass, field
+
+from aiokafka_lead.structs import TopicPartition
+
+
+@dataclass(slots=True)
+class NewTopic:
+    """A topic to create (aiokafka.admin.NewTopic)."""
+
+    name: str
+    num_partitions: int = -1
+    replication_factor: int = -1
+    replica_assignments: dict[int, list[int]] | None = None
+    topic_configs: dict[str, str] | None = None
+
+
+@dataclass(slots=True)
+class NewPartitions:
+    """Grow a topic to ``total_count`` partitions (aiokafka.admin.NewPartitions)."""
+
+    total_count: int
+    new_assignments: list[list[int]] | None = None
+
+
+class ConfigResourceType(enum.IntEnum):
+    UNKNOWN = 0
+    TOPIC = 2
+    BROKER = 4
+    BROKER_LOGGER = 8
+    CLIENT_METRICS = 16
+    GROUP = 32
+
+
+@dataclass(slots=True)
+class ConfigResource:
+    """A resource whose configuration to describe or alter (aiokafka.admin.ConfigResource)."""
+
+    resource_type: ConfigResourceType | str
+    name: str
+    configs: dict[str, str | None] | None = None
+
+    @property
+    def type_code(self) -> int:
+        if isinstance(self.resource_type, str):
+            return int(ConfigResourceType[self.resource_type.upper()])
+        return int(self.resource_type)
+
+
+class AlterConfigOp(enum.IntEnum):
+    """IncrementalAlterConfigs operations (KIP-339)."""
+
+    SET = 0
+    DELETE = 1
+    APPEND = 2
+    SUBTRACT = 3
+
+
+@dataclass(frozen=True, slots=True)
+class ConfigEntry:
+    name: str
+    value: str | None
+    read_only: bool = False
+    is_sensitive: bool = False
+    source: int = -1
+
+
+@dataclass(frozen=True, slots=True)
+class PartitionDescription:
+    partition: int
+    leader: int
+    leader_epoch: int
+    replicas: tuple[int, ...]
+    isr: tuple[int, ...]
+    offline_replicas: tuple[int, ...] = ()
+
+
+@dataclass(frozen=True, slots=True)
+class TopicDescription:
+    name: str
+    topic_id: uuid.UUID
+    is_internal: bool
+    partitions: tuple[PartitionDescription, ...]
+
+
+@dataclass(frozen=True, slots=True)
+class BrokerDescription:
+    node_id: int
+    host: str
+    port: int
+    rack: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class ClusterDescription:
+    cluster_id: str
+    controller_id: int
+    brokers: tuple[BrokerDescription, ...]
+
+
+class ElectionType(enum.IntEnum):
+    """KIP-460: which replica to elect."""
+
+    PREFERRED = 0
+    UNCLEAN = 1
+
+
+@dataclass(frozen=True, slots=True)
+class ElectionResult:
+    """One partition's outcome. ELECTION_NOT_NEEDED (84) counts as success."""
+
+    tp: TopicPartition
+    error_code: int = 0
+    error_message: str | None = None
+
+    @property
+    def ok(self) -> bool:
+        return self.error_code in (0, 84)
+
+
+@dataclass(frozen=True, slots=True)
+class PartitionReassignment:
+    replicas: tuple[int, ...]
+    adding_replicas: tuple[int, ...] = ()
+    removing_replicas: tuple[int, ...] = ()
+
+
+class OffsetSpec:
+    """What ``list_offsets`` asks for: EARLIEST, LATEST, MAX_TIMESTAMP or a timestamp (ms)."""
+
+    EARLIEST = -2
+    LATEST = -1
+    MAX_TIMESTAMP = -3
+    EARLIEST_LOCAL = -4
+    LATEST_TIERED = -5
+
+
+@dataclass(frozen=True, slots=True)
+class ListOffsetsResultInfo:
+    offset: int
+    timestamp: int
+    leader_epoch: int
+
+
+@dataclass(frozen=True, slots=True)
+class GroupListing:
+    group_id: str
+    protocol_type: str
+    state: str | None = None
+    group_type: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class MemberDescription:
+    member_id: str
+    group_instance_id: str | None
+    client_id: str
+    client_host: str
+    assignment: bytes
+
+
+@dataclass(frozen=True, slots=True)
+class GroupDescription:
+    group_id: str
+    state: str
+    protocol_type: str
+    protocol: str
+    members: tuple[MemberDescription, ...] = field(default_factory=tuple)

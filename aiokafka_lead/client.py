@@ -1,0 +1,176 @@
+"""ClientCore: what the producer, consumer and admin client share.
+
+One MetadataStore, one BrokerPool and one MetadataRefresher per client, all running in
+the client's own task group (see :mod:`aiokafka_lead.runtime`). Start-up fetches the first
+metadata so a wrong address or wrong credentials fail ``start()`` with a clear error.
+"""
+
+from __future__ import annotations
+
+import logging
+import ssl
+from collections.abc import Callable, Collection, Sequence
+from typing import Any
+
+import anyio
+import anyio.abc
+
+from aiokafka_lead.errors import KafkaConnectionError, KafkaError, KafkaTimeoutError
+from aiokafka_lead.metadata import MetadataStore
+from aiokafka_lead.metadata.refresher import MetadataRefresher
+from aiokafka_lead.network.config import ConnectionConfig
+from aiokafka_lead.network.connection import Connection
+from aiokafka_lead.network.pool import BrokerPool
+from aiokafka_lead.runtime import TaskGroupHost
+
+log = logging.getLogger(__name__)
+
+
+def connection_config(
+    *,
+    client_id: str,
+    request_timeout_ms: int,
+    security_protocol: str = "PLAINTEXT",
+    ssl_context: ssl.SSLContext | None = None,
+    sasl_mechanism: str = "PLAIN",
+    sasl_plain_username: str | None = None,
+    sasl_plain_password: str | None = None,
+    connections_max_idle_ms: int = 540_000,
+    reconnect_backoff_ms: int = 50,
+    reconnect_backoff_max_ms: int = 1000,
+    max_in_flight: int = 5,
+) -> ConnectionConfig:
+    """Build a ConnectionConfig from aiokafka-style keyword arguments."""
+    return ConnectionConfig(
+        client_id=client_id,
+        request_timeout_ms=request_timeout_ms,
+        security_protocol=security_protocol,
+        ssl_context=ssl_context,
+        sasl_mechanism=sasl_mechanism,
+        sasl_plain_username=sasl_plain_username,
+        sasl_plain_password=sasl_plain_password,
+        connections_max_idle_ms=connections_max_idle_ms,
+        reconnect_backoff_ms=reconnect_backoff_ms,
+        reconnect_backoff_max_ms=reconnect_backoff_max_ms,
+        max_in_flight=max_in_flight,
+    )
+
+
+class ClientCore:
+    """Store + pool + refresher with one lifecycle."""
+
+    def __init__(
+        self,
+        name: str,
+        *,
+        bootstrap_servers: str | Sequence[str],
+        config: ConnectionConfig,
+        metadata_max_age_ms: int = 300_000,
+        retry_backoff_ms: int = 100,
+        retry_backoff_max_ms: int = 1000,
+        topics: Callable[[], Collection[str] | None] = lambda: None,
+        allow_auto_topic_creation: bool = False,
+    ) -> None:
+        self.name = name
+        self.config = config
+        self.store = MetadataStore()
+        self.host = TaskGroupHost(name)
+        self._bootstrap = bootstrap_servers
+        self._metadata_max_age_ms = metadata_max_age_ms
+        self._retry_backoff_ms = retry_backoff_ms
+        self._retry_backoff_max_ms = retry_backoff_max_ms
+        self._topics = topics
+        self._auto_create = allow_auto_topic_creation
+        self._pool: BrokerPool | None = None
+        self._refresher: MetadataRefresher | None = None
+        self._extra_setup: list[Callable[[anyio.abc.TaskGroup], Any]] = []
+
+    @property
+    def pool(self) -> BrokerPool:
+        if self._pool is None:
+            self.host.require_running()
+            raise KafkaConnectionError(f"{self.name} is not started")
+        return self._pool
+
+    @property
+    def refresher(self) -> MetadataRefresher:
+        if self._refresher is None:
+            raise KafkaConnectionError(f"{self.name} is not started")
+        return self._refresher
+
+    @property
+    def task_group(self) -> anyio.abc.TaskGroup:
+        return self.host.require_running()
+
+    async def _setup(self, tg: anyio.abc.TaskGroup) -> None:
+        self._pool = BrokerPool(self.store, self._bootstrap, self.config, tg)
+        self._refresher = MetadataRefresher(
+            self.store,
+            self._pool,
+            topics=self._topics,
+            metadata_max_age_ms=self._metadata_max_age_ms,
+            refresh_backoff_ms=self._retry_backoff_ms,
+            refresh_backoff_max_ms=self._retry_backoff_max_ms,
+            allow_auto_topic_creation=self._auto_create,
+        )
+        try:
+            with anyio.fail_after(self.config.request_timeout_ms / 1000):
+                await self._refresher.refresh("bootstrap")
+        except TimeoutError:
+            raise KafkaTimeoutError(
+                f"{self.name}: no metadata from {self._bootstrap} within "
+                f"{self.config.request_timeout_ms} ms"
+            ) from None
+        except KafkaConnectionError as exc:
+            raise KafkaConnectionError(
+                f"{self.name}: unable to bootstrap from {self._bootstrap}: {exc}"
+            ) from exc
+        await tg.start(self._refresher.run)
+        await tg.start(self._pool.reap_idle)
+
+    async def start(self) -> None:
+        await self.host.start(self._setup)
+
+    async def enter(self) -> None:
+        await self.host.enter(self._setup)
+
+    async def close(self) -> None:
+        pool, self._pool = self._pool, None
+        if pool is not None:
+            with anyio.CancelScope(shield=True):
+                await pool.close()
+        await self.host.stop()
+
+    # ------------------------------------------------------------ conveniences
+    async def send(self, node_id: int, request: Any, **kwargs: Any) -> Any:
+        return await self.pool.send(node_id, request, **kwargs)
+
+    async def any_connection(self) -> Connection:
+        return await self.pool.any_connection()
+
+    async def refresh_metadata(self, reason: str) -> None:
+        """A synchronous refresh for callers that truly need fresh metadata (admin, start-up).
+
+        Never used on a produce or fetch retry path (KIP-951).
+        """
+        await self.refresher.refresh(reason)
+
+    async def wait_for_topics(self, topics: Collection[str], timeout_ms: float) -> None:
+        """Refresh until every topic is known (or its error is definitive)."""
+        try:
+            with anyio.fail_after(timeout_ms / 1000):
+                while True:
+                    missing = [t for t in topics if self.store.partitions_for_topic(t) is None]
+                    if not missing:
+                        return
+                    await self.refresher.refresh(f"waiting for topics {missing}")
+                    if any(self.store.topic_error(t) not in (0, 3, 5) for t in missing):
+                        return
+                    await anyio.sleep(self._retry_backoff_ms / 1000)
+        except TimeoutError:
+            raise KafkaTimeoutError(
+                f"metadata for {sorted(topics)} not available after {timeout_ms:.0f} ms"
+            ) from None
+
+
+__all__ = ["ClientCore", "KafkaError", "connection_config"]

@@ -1,0 +1,151 @@
+"""MetadataRefresher: the background task that keeps the MetadataStore fresh.
+
+It refreshes periodically (``metadata_max_age_ms``) and when someone asks
+(``store.request_refresh(reason)``), coalescing requests that arrive while one is in
+flight and spacing refreshes at least ``refresh_backoff_ms`` apart. It runs BESIDE request
+paths: a produce or fetch retry never awaits it (KIP-951). Failures back off
+exponentially; when no known broker answers, the pool falls back to the bootstrap
+servers (KIP-899), and a Metadata v13 REBOOTSTRAP_REQUIRED does the same (KIP-1102).
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections.abc import Callable, Collection
+
+import anyio
+import anyio.abc
+
+from aiokafka_lead.backoff import ExponentialBackoff
+from aiokafka_lead.errors import KafkaError, KafkaTimeoutError, error_for_code
+from aiokafka_lead.metadata.model import (
+    BrokerNode,
+    MetadataChange,
+    MetadataSnapshot,
+    PartitionMetadata,
+    TopicMetadata,
+)
+from aiokafka_lead.metadata.store import MetadataStore
+from aiokafka_lead.network.pool import BrokerPool
+from aiokafka_lead.protocol.messages import MetadataRequest, MetadataResponse
+
+log = logging.getLogger(__name__)
+
+# Metadata below v9 carries no reliable leader epochs (guide section 2).
+RELIABLE_EPOCHS_VERSION = 9
+REBOOTSTRAP_REQUIRED = 129
+
+TopicsFn = Callable[[], Collection[str] | None]
+
+
+def snapshot_from_response(
+    response: MetadataResponse, version: int, requested: Collection[str] | None
+) -> MetadataSnapshot:
+    """Translate a MetadataResponse into the store's terms."""
+    brokers = tuple(BrokerNode(b.node_id, b.host, b.port, b.rack) for b in response.brokers)
+    topics = []
+    for t in response.topics:
+        if t.name is None:
+            continue  # queried by id and unknown: nothing to name it by
+        parts = tuple(
+            PartitionMetadata(
+                topic=t.name,
+                partition=p.partition_index,
+                leader_id=p.leader_id,
+                leader_epoch=p.leader_epoch,
+                replica_nodes=tuple(p.replica_nodes),
+                isr_nodes=tuple(p.isr_nodes),
+                offline_replicas=tuple(p.offline_replicas),
+                error_code=p.error_code,
+            )
+            for p in t.partitions
+        )
+        topics.append(TopicMetadata(t.name, t.topic_id, t.is_internal, t.error_code, parts))
+    return MetadataSnapshot(
+        brokers=brokers,
+        topics=tuple(topics),
+        controller_id=response.controller_id,
+        cluster_id=response.cluster_id,
+        epochs_reliable=version >= RELIABLE_EPOCHS_VERSION,
+        requested_topics=None if requested is None else frozenset(requested),
+    )
+
+
+class MetadataRefresher:
+    """Periodic and expedited Metadata requests for one client."""
+
+    def __init__(
+        self,
+        store: MetadataStore,
+        pool: BrokerPool,
+        *,
+        topics: TopicsFn = lambda: None,
+        metadata_max_age_ms: int = 300_000,
+        refresh_backoff_ms: int = 100,
+        refresh_backoff_max_ms: int = 1000,
+        allow_auto_topic_creation: bool = False,
+    ) -> None:
+        self._store = store
+        self._pool = pool
+        self._topics = topics
+        self._max_age_s = metadata_max_age_ms / 1000
+        self._min_interval_s = refresh_backoff_ms / 1000
+        self._backoff = ExponentialBackoff(
+            refresh_backoff_ms, max(refresh_backoff_max_ms, refresh_backoff_ms)
+        )
+        self._auto_create = allow_auto_topic_creation
+        self._last_attempt = 0.0
+        self.refreshes = 0
+        self.failures = 0
+
+    async def run(
+        self, *, task_status: anyio.abc.TaskStatus[None] = anyio.TASK_STATUS_IGNORED
+    ) -> None:
+        """Refresh forever: when asked, or when the cached metadata is older than max age."""
+        task_status.started()
+        failures = 0
+        while True:
+            last = self._store.last_refresh
+            stale_in = 0.0 if last is None else max(0.0, last + self._max_age_s - time.monotonic())
+            with anyio.move_on_after(stale_in):
+                await self._store.wait_refresh_requested()
+            spacing = self._last_attempt + self._min_interval_s - time.monotonic()
+            if spacing > 0:
+                await anyio.sleep(spacing)  # coalesce a burst of requests into one refresh
+            reasons = self._store.take_refresh_reasons() or ["periodic"]
+            try:
+                await self.refresh("; ".join(reasons))
+                failures = 0
+            except KafkaError as exc:
+                if not exc.retriable and not isinstance(exc, KafkaTimeoutError):
+                    raise
+                self.failures += 1
+                delay = self._backoff.delay_s(failures)
+                failures += 1
+                log.warning("metadata refresh failed (%s); retrying in %.0f ms", exc, delay * 1000)
+                await anyio.sleep(delay)
+                self._store.request_refresh("retry after failed refresh")
+
+    async def refresh(self, reason: str) -> MetadataChange:
+        """One Metadata round trip to any reachable broker, merged into the store."""
+        self._last_attempt = time.monotonic()
+        log.debug("metadata refresh: %s", reason)
+        conn = await self._pool.any_connection()
+        version = conn.version_for(MetadataRequest.API_KEY)
+        requested = self._topics()
+        topics = (
+            None
+            if requested is None
+            else [MetadataRequest.MetadataRequestTopic(name=t) for t in sorted(requested)]
+        )
+        request = MetadataRequest(topics=topics, allow_auto_topic_creation=self._auto_create)
+        response: MetadataResponse = await conn.send(request, version=version)
+        if version >= 13 and response.error_code:
+            if response.error_code == REBOOTSTRAP_REQUIRED:
+                self._pool.forget_nodes()
+            raise error_for_code(response.error_code, f"Metadata from {conn!r}")
+        self.refreshes += 1
+        return self._store.apply_metadata(
+            snapshot_from_response(response, version, requested), reason=reason
+        )

@@ -1,0 +1,328 @@
+"""One broker connection: framing, correlation ids, pipelining, ApiVersions and SASL.
+
+Lifecycle: :meth:`Connection.run` is started in the owner's task group with
+``await tg.start(conn.run)``; it connects, negotiates versions, authenticates, reports
+started, then reads responses until the connection closes. Requests are written under a
+send lock and answered by correlation id; at most ``max_in_flight`` wait at once.
+
+Invariant: a request that is cancelled or times out after its first byte was written
+leaves the pipeline's state unknown, so the connection is marked broken and closed; every
+other waiter fails with a retriable :class:`KafkaConnectionError`. Nothing waits forever:
+every waiter is woken by its response, by its deadline, or by the close.
+"""
+
+from __future__ import annotations
+
+import itertools
+import logging
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+import anyio
+import anyio.abc
+from anyio.streams.tls import TLSStream
+
+from aiokafka_lead import __version__
+from aiokafka_lead.errors import (
+    DecodeError,
+    KafkaConnectionError,
+    KafkaError,
+    KafkaTimeoutError,
+    SaslAuthenticationFailedError,
+    UnsupportedSaslMechanismError,
+    error_for_code,
+)
+from aiokafka_lead.network.config import ConnectionConfig
+from aiokafka_lead.network.sasl import SaslError, create_mechanism
+from aiokafka_lead.protocol.framing import (
+    FrameReader,
+    decode_response,
+    encode_request,
+    peek_correlation_id,
+)
+from aiokafka_lead.protocol.messages import (
+    ApiVersionsRequest,
+    ApiVersionsResponse,
+    SaslAuthenticateRequest,
+    SaslAuthenticateResponse,
+    SaslHandshakeRequest,
+    SaslHandshakeResponse,
+)
+from aiokafka_lead.protocol.versions import ApiVersionTable, negotiate
+
+log = logging.getLogger(__name__)
+
+UNSUPPORTED_VERSION = 35
+API_VERSIONS_MAX = 4
+# Brokers validate these against [a-zA-Z0-9](?:[a-zA-Z0-9\-.]*[a-zA-Z0-9])? (KIP-511):
+# an underscore makes ApiVersions fail with INVALID_REQUEST.
+CLIENT_SOFTWARE_NAME = "aiokafka-lead"
+
+
+@dataclass(slots=True)
+class _Pending:
+    response_cls: Any
+    version: int
+    done: anyio.Event = field(default_factory=anyio.Event)
+    response: Any = None
+    error: BaseException | None = None
+    sent_at: float = 0.0
+
+
+class Connection:
+    """A connection to one broker address (``node_id`` -1 for bootstrap servers)."""
+
+    def __init__(
+        self,
+        host: str,
+        port: int,
+        config: ConnectionConfig,
+        *,
+        node_id: int = -1,
+        on_latency: Callable[[int, int, float], None] | None = None,
+    ) -> None:
+        self.host = host
+        self.port = port
+        self.node_id = node_id
+        self._config = config
+        self._on_latency = on_latency
+        self._stream: anyio.abc.ByteStream | None = None
+        self._reader = FrameReader(config.max_frame_size)
+        self._pending: dict[int, _Pending] = {}
+        self._correlation = itertools.count(1)
+        self._send_lock = anyio.Lock()
+        self._window = anyio.Semaphore(config.max_in_flight)
+        self._closed = anyio.Event()
+        self._close_reason: BaseException | None = None
+        self.api_versions: ApiVersionTable | None = None
+        self.last_used = time.monotonic()
+
+    def __repr__(self) -> str:
+        return f"<Connection node={self.node_id} {self.host}:{self.port}>"
+
+    @property
+    def closed(self) -> bool:
+        return self._closed.is_set()
+
+    @property
+    def in_flight(self) -> int:
+        return len(self._pending)
+
+    # ----------------------------------------------------------------- lifecycle
+    async def run(
+        self, *, task_status: anyio.abc.TaskStatus[None] = anyio.TASK_STATUS_IGNORED
+    ) -> None:
+        """Connect and handshake, report started, then read until closed.
+
+        Connect and handshake failures propagate to the ``tg.start`` caller; later
+        failures close the connection and fail its waiters, never the task group.
+        """
+        try:
+            with anyio.fail_after(self._config.connect_timeout_ms / 1000):
+                self._stream = await self._open_stream()
+        except (TimeoutError, OSError, anyio.BrokenResourceError) as exc:
+            what = "timed out" if isinstance(exc, TimeoutError) else f"failed: {exc!r}"
+            err = KafkaConnectionError(f"connect to {self.host}:{self.port} {what}")
+            self._mark_closed(err)
+            raise err from exc
+        try:
+            async with anyio.create_task_group() as tg:
+                tg.start_soon(self._read_loop)
+                try:
+                    await self._handshake()
+                except BaseException:
+                    tg.cancel_scope.cancel()
+                    raise
+                task_status.started()
+        except BaseException as exc:
+            self._mark_closed(
+                exc if isinstance(exc, KafkaError) else KafkaConnectionError(str(exc))
+            )
+            raise
+        finally:
+            await self._close_stream()
+
+    async def _open_stream(self) -> anyio.abc.ByteStream:
+        stream: anyio.abc.ByteStream = await anyio.connect_tcp(self.host, self.port)
+        if self._config.uses_tls:
+            stream = await TLSStream.wrap(
+                stream,
+                ssl_context=self._config.ssl_context,
+                hostname=self.host,
+                standard_compatible=False,
+            )
+        return stream
+
+    async def _handshake(self) -> None:
+        """ApiVersions (retrying with the broker's own max on UNSUPPORTED_VERSION), then SASL."""
+        version = API_VERSIONS_MAX
+        request = ApiVersionsRequest(
+            client_software_name=CLIENT_SOFTWARE_NAME, client_software_version=__version__
+        )
+        response: ApiVersionsResponse = await self.send(request, version=version, negotiate=False)
+        if response.error_code == UNSUPPORTED_VERSION:
+            broker_max = next(
+                (
+                    k.max_version
+                    for k in response.api_keys
+                    if k.api_key == ApiVersionsRequest.API_KEY
+                ),
+                0,
+            )
+            response = await self.send(request, version=min(broker_max, version), negotiate=False)
+        if response.error_code:
+            raise error_for_code(response.error_code, "ApiVersions failed")
+        self.api_versions = negotiate(response)
+        if self._config.uses_sasl:
+            await self._authenticate()
+
+    async def _authenticate(self) -> None:
+        cfg = self._config
+        assert cfg.sasl_plain_username is not None and cfg.sasl_plain_password is not None
+        mechanism = create_mechanism(
+            cfg.sasl_mechanism, cfg.sasl_plain_username, cfg.sasl_plain_password
+        )
+        hs: SaslHandshakeResponse = await self.send(SaslHandshakeRequest(mechanism=mechanism.name))
+        if hs.error_code:
+            raise UnsupportedSaslMechanismError(
+                f"broker does not enable SASL mechanism {mechanism.name}; "
+                f"enabled: {', '.join(hs.mechanisms) or 'none'}"
+            )
+        message: bytes | None = mechanism.initial_response()
+        while message is not None:
+            resp: SaslAuthenticateResponse = await self.send(
+                SaslAuthenticateRequest(auth_bytes=message)
+            )
+            if resp.error_code:
+                raise SaslAuthenticationFailedError(
+                    f"SASL {mechanism.name} authentication as {cfg.sasl_plain_username!r} failed: "
+                    f"{resp.error_message or 'no reason given'}"
+                )
+            try:
+                message = mechanism.step(bytes(resp.auth_bytes))
+            except SaslError as exc:
+                raise SaslAuthenticationFailedError(str(exc)) from exc
+
+    async def close(self, reason: BaseException | None = None) -> None:
+        """Close the connection and fail every waiter."""
+        await self._fail(reason or KafkaConnectionError(f"{self!r} closed"))
+
+    async def _fail(self, reason: BaseException) -> None:
+        """Mark broken and close the stream, even from a cancelled task (shielded, bounded)."""
+        self._mark_closed(reason)
+        with anyio.CancelScope(shield=True):
+            await self._close_stream()
+
+    async def _close_stream(self) -> None:
+        stream, self._stream = self._stream, None
+        if stream is not None:
+            with anyio.move_on_after(1, shield=True):
+                await stream.aclose()
+
+    def _mark_closed(self, reason: BaseException) -> None:
+        if self._closed.is_set():
+            return
+        self._close_reason = reason
+        self._closed.set()
+        pending, self._pending = self._pending, {}
+        for waiter in pending.values():
+            waiter.error = KafkaConnectionError(f"{self!r} closed while waiting: {reason}")
+            waiter.done.set()
+        log.debug("%r closed: %s", self, reason)
+
+    # ------------------------------------------------------------------ requests
+    def version_for(self, api_key: int) -> int:
+        if self.api_versions is None:
+            raise KafkaConnectionError(f"{self!r} has not negotiated API versions")
+        return self.api_versions.version_for(api_key)
+
+    async def send(
+        self,
+        request: Any,
+        *,
+        version: int | None = None,
+        timeout_ms: float | None = None,
+        expect_response: bool = True,
+        negotiate: bool = True,
+    ) -> Any:
+        """Send one request and return its decoded response (None when none is expected).
+
+        Raises KafkaConnectionError (retriable) if the connection fails, KafkaTimeoutError
+        after ``timeout_ms`` (default request_timeout_ms; the connection is then closed).
+        """
+        if self._closed.is_set():
+            raise KafkaConnectionError(f"{self!r} is closed: {self._close_reason}")
+        if version is None:
+            version = self.version_for(request.API_KEY) if negotiate else request.MAX_VERSION
+        timeout_s = (
+            timeout_ms if timeout_ms is not None else self._config.request_timeout_ms
+        ) / 1000
+        correlation_id = next(self._correlation) & 0x7FFFFFFF
+        frame = encode_request(request, version, correlation_id, self._config.client_id)
+        pending = _Pending(request.RESPONSE_CLASS, version) if expect_response else None
+        self.last_used = time.monotonic()
+        async with self._window:
+            written = False
+            try:
+                with anyio.fail_after(timeout_s):
+                    async with self._send_lock:
+                        stream = self._stream
+                        if stream is None or self._closed.is_set():
+                            raise KafkaConnectionError(f"{self!r} is closed: {self._close_reason}")
+                        if pending is not None:
+                            self._pending[correlation_id] = pending
+                            pending.sent_at = time.monotonic()
+                        written = True
+                        await stream.send(frame)
+                    if pending is None:
+                        return None
+                    await pending.done.wait()
+            except TimeoutError:
+                err = KafkaTimeoutError(
+                    f"request api_key={request.API_KEY} v{version} to {self!r} timed out "
+                    f"after {timeout_s:.3f}s"
+                )
+                await self._fail(err)
+                raise err from None
+            except (OSError, anyio.BrokenResourceError, anyio.ClosedResourceError) as exc:
+                err2 = KafkaConnectionError(f"{self!r} failed while sending: {exc!r}")
+                await self._fail(err2)
+                raise err2 from exc
+            except BaseException:
+                if written:  # cancelled mid-pipeline: ordering is unknown now
+                    await self._fail(KafkaConnectionError(f"{self!r}: request cancelled in flight"))
+                raise
+        if pending.error is not None:
+            raise pending.error
+        if self._on_latency is not None:
+            self._on_latency(self.node_id, request.API_KEY, time.monotonic() - pending.sent_at)
+        return pending.response
+
+    # ------------------------------------------------------------------- reading
+    async def _read_loop(self) -> None:
+        stream = self._stream
+        assert stream is not None
+        try:
+            while not self._closed.is_set():
+                data = await stream.receive(256 * 1024)
+                for frame in self._reader.feed(data):
+                    self._dispatch(frame)
+        except anyio.EndOfStream:
+            self._mark_closed(KafkaConnectionError(f"{self!r}: broker closed the connection"))
+        except (OSError, anyio.BrokenResourceError, anyio.ClosedResourceError) as exc:
+            self._mark_closed(KafkaConnectionError(f"{self!r}: read failed: {exc!r}"))
+        except DecodeError as exc:
+            self._mark_closed(KafkaConnectionError(f"{self!r}: malformed frame from broker: {exc}"))
+
+    def _dispatch(self, frame: bytes | memoryview) -> None:
+        correlation_id = peek_correlation_id(frame)
+        waiter = self._pending.pop(correlation_id, None)
+        if waiter is None:
+            raise DecodeError(f"response with unknown correlation id {correlation_id}")
+        try:
+            _, waiter.response = decode_response(frame, waiter.response_cls, waiter.version)
+        except DecodeError as exc:
+            waiter.error = exc  # the frame boundary is intact: only this request failed
+        waiter.done.set()

@@ -1,0 +1,233 @@
+"""BrokerPool: node_id -> Connection, aware of endpoints.
+
+* Per-node connect lock: one slow broker never blocks connecting to the others, and
+  concurrent callers for one node share a single connect attempt.
+* Endpoint-aware: when Metadata or KIP-951 NodeEndpoints give a node a new host/port,
+  the old connection is retired and the next request dials the new address.
+* Reconnect backoff per node (exponential, jittered); bootstrap servers are used until
+  metadata names the brokers, and again when no known broker is reachable (KIP-899).
+* Authentication failures are not retried: they surface at once.
+"""
+
+from __future__ import annotations
+
+import logging
+import random
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import anyio
+import anyio.abc
+
+from aiokafka_lead.backoff import ExponentialBackoff
+from aiokafka_lead.errors import KafkaConnectionError, KafkaError
+from aiokafka_lead.metadata import MetadataChange, MetadataStore
+from aiokafka_lead.network.config import ConnectionConfig
+from aiokafka_lead.network.connection import Connection
+
+log = logging.getLogger(__name__)
+
+
+@dataclass(slots=True)
+class _NodeState:
+    lock: anyio.Lock = field(default_factory=anyio.Lock)
+    conn: Connection | None = None
+    failures: int = 0
+    next_attempt: float = 0.0
+
+
+def parse_bootstrap(servers: str | Sequence[str]) -> list[tuple[str, int]]:
+    """``"h1:9092,h2"`` or ``["h1:9092", "[::1]:9093"]`` -> ``[(host, port), ...]``."""
+    items = servers.split(",") if isinstance(servers, str) else list(servers)
+    out: list[tuple[str, int]] = []
+    for raw in items:
+        item = raw.strip()
+        if not item:
+            continue
+        if item.startswith("["):
+            host, _, rest = item[1:].partition("]")
+            port = rest.lstrip(":") or "9092"
+        else:
+            host, _, port = item.rpartition(":") if ":" in item else (item, "", "9092")
+        if not host or not port.isdigit():
+            raise ValueError(f"bad bootstrap server {raw!r}: expected HOST:PORT")
+        out.append((host, int(port)))
+    if not out:
+        raise ValueError("bootstrap_servers is empty")
+    return out
+
+
+class BrokerPool:
+    """Connections of one client, keyed by node id (bootstrap addresses by negative ids)."""
+
+    def __init__(
+        self,
+        store: MetadataStore,
+        bootstrap_servers: str | Sequence[str],
+        config: ConnectionConfig,
+        task_group: anyio.abc.TaskGroup,
+    ) -> None:
+        self._store = store
+        self._bootstrap = parse_bootstrap(bootstrap_servers)
+        self._config = config
+        self._tg = task_group
+        self._nodes: dict[int, _NodeState] = {}
+        self._backoff = ExponentialBackoff(
+            config.reconnect_backoff_ms, config.reconnect_backoff_max_ms
+        )
+        self._closed = False
+        self._rebootstrap = False
+        self.connects = 0
+        store.add_listener(self._on_metadata_change)
+
+    @property
+    def config(self) -> ConnectionConfig:
+        return self._config
+
+    # ------------------------------------------------------------------ lookups
+    def _address(self, node_id: int) -> tuple[str, int] | None:
+        if node_id < 0:
+            index = -node_id - 1
+            return self._bootstrap[index] if index < len(self._bootstrap) else None
+        node = self._store.node(node_id)
+        return None if node is None else node.address
+
+    def live_connection(self, node_id: int) -> Connection | None:
+        state = self._nodes.get(node_id)
+        conn = None if state is None else state.conn
+        if conn is None or conn.closed or (conn.host, conn.port) != self._address(node_id):
+            return None
+        return conn
+
+    async def connection(self, node_id: int) -> Connection:
+        """The live connection to ``node_id``, dialling (after any reconnect backoff) if needed."""
+        conn = self.live_connection(node_id)
+        if conn is not None:
+            return conn
+        if self._closed:
+            raise KafkaConnectionError("the client is closed")
+        state = self._nodes.setdefault(node_id, _NodeState())
+        async with state.lock:
+            conn = self.live_connection(node_id)
+            if conn is not None:
+                return conn
+            address = self._address(node_id)
+            if address is None:
+                raise KafkaConnectionError(f"node {node_id} is not in the cluster metadata")
+            wait = state.next_attempt - time.monotonic()
+            if wait > 0:
+                await anyio.sleep(wait)
+            return await self._dial(node_id, address, state)
+
+    async def _dial(self, node_id: int, address: tuple[str, int], state: _NodeState) -> Connection:
+        conn = Connection(address[0], address[1], self._config, node_id=node_id)
+        self.connects += 1
+        try:
+            await self._tg.start(conn.run)
+        except KafkaError as exc:
+            if not exc.retriable:
+                raise  # wrong credentials, unsupported mechanism: no silent retry loop
+            state.next_attempt = time.monotonic() + self._backoff.delay_s(state.failures)
+            state.failures += 1
+            if node_id >= 0:
+                self._store.request_refresh(
+                    f"connect failed: node {node_id} at {address[0]}:{address[1]}"
+                )
+            raise
+        state.failures = 0
+        state.next_attempt = 0.0
+        old, state.conn = state.conn, conn
+        if old is not None and not old.closed:
+            self._tg.start_soon(old.close)
+        log.debug("connected to node %d at %s:%d", node_id, *address)
+        return conn
+
+    def _candidates(self) -> list[int]:
+        """Order to try for "any broker": live and idle first, then known nodes, then bootstrap."""
+        live = [
+            (c.in_flight, nid)
+            for nid in self._nodes
+            if nid >= 0 and (c := self.live_connection(nid)) is not None
+        ]
+        known = [n.node_id for n in self._store.nodes()]
+        random.shuffle(known)
+        boot = [-(i + 1) for i in range(len(self._bootstrap))]
+        random.shuffle(boot)
+        if self._rebootstrap:
+            ordered = boot + [nid for _, nid in sorted(live)] + known
+        else:
+            ordered = [nid for _, nid in sorted(live)] + known + boot
+        return list(dict.fromkeys(ordered))
+
+    def forget_nodes(self) -> None:
+        """KIP-1102 REBOOTSTRAP_REQUIRED: prefer the bootstrap servers until one answers."""
+        self._rebootstrap = True
+
+    async def any_connection(self) -> Connection:
+        """A connection to any reachable broker; re-bootstraps when no known broker answers."""
+        errors: list[str] = []
+        for node_id in self._candidates():
+            state = self._nodes.get(node_id)
+            if state is not None and state.next_attempt > time.monotonic() and state.conn is None:
+                errors.append(f"node {node_id}: in reconnect backoff")
+                continue
+            try:
+                conn = await self.connection(node_id)
+            except KafkaConnectionError as exc:
+                errors.append(str(exc))
+                continue
+            if node_id < 0:
+                self._rebootstrap = False
+            return conn
+        raise KafkaConnectionError("no broker reachable: " + "; ".join(errors))
+
+    async def send(self, node_id: int, request: Any, **kwargs: Any) -> Any:
+        conn = await self.connection(node_id)
+        return await conn.send(request, **kwargs)
+
+    # --------------------------------------------------------------- maintenance
+    def _on_metadata_change(self, change: MetadataChange) -> None:
+        for node_id in change.nodes_changed | change.nodes_removed:
+            state = self._nodes.get(node_id)
+            conn = None if state is None else state.conn
+            if conn is None or conn.closed:
+                continue
+            if (conn.host, conn.port) != self._address(node_id):
+                log.info("node %d moved or left; retiring %r", node_id, conn)
+                assert state is not None
+                state.conn = None
+                state.failures = 0
+                state.next_attempt = 0.0
+                self._tg.start_soon(conn.close)
+
+    async def reap_idle(
+        self, *, task_status: anyio.abc.TaskStatus[None] = anyio.TASK_STATUS_IGNORED
+    ) -> None:
+        """Background: close connections idle for longer than connections_max_idle_ms."""
+        idle_s = self._config.connections_max_idle_ms / 1000
+        task_status.started()
+        while True:
+            await anyio.sleep(max(idle_s / 4, 0.05))
+            now = time.monotonic()
+            for state in self._nodes.values():
+                conn = state.conn
+                if (
+                    conn is not None
+                    and not conn.closed
+                    and conn.in_flight == 0
+                    and now - conn.last_used > idle_s
+                ):
+                    state.conn = None
+                    await conn.close()
+
+    async def close(self) -> None:
+        """Close every connection (their read loops then end, freeing the task group)."""
+        self._closed = True
+        self._store.remove_listener(self._on_metadata_change)
+        conns = [s.conn for s in self._nodes.values() if s.conn is not None]
+        for state in self._nodes.values():
+            state.conn = None
+        for conn in conns:
+            await conn.close()
