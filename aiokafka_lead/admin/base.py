@@ -38,9 +38,7 @@ class AdminBase:
     _backoff: ExponentialBackoff
     _request_timeout_ms: int
 
-    async def _retrying(
-        self, what: str, attempt: Callable[[], Awaitable[T]], timeout_ms: float | None
-    ) -> T:
+    async def _retrying(self, what: str, attempt: Callable[[], Awaitable[T]], timeout_ms: float | None) -> T:
         return await call_with_retries(
             what,
             attempt,
@@ -59,9 +57,7 @@ class AdminBase:
             return await self._send_any(request)
         return await self._core.send(node, request)
 
-    def _group_by_leader(
-        self, partitions: Sequence[TopicPartition]
-    ) -> dict[int, list[TopicPartition]]:
+    def _group_by_leader(self, partitions: Sequence[TopicPartition]) -> dict[int, list[TopicPartition]]:
         """Partitions per leader node; an unknown leader raises a retriable, refreshing error."""
         out: dict[int, list[TopicPartition]] = {}
         missing = []

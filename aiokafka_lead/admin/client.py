@@ -11,10 +11,13 @@ within ``timeout_ms`` (default request_timeout_ms) through :func:`call_with_retr
 
 from __future__ import annotations
 
+import logging
 import ssl
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from types import TracebackType
 from typing import Any, Self
+
+import anyio
 
 from aiokafka_lead.admin.base import NOT_CONTROLLER, AdminBase, raise_item_errors
 from aiokafka_lead.admin.groups import GroupsMixin
@@ -44,6 +47,19 @@ from aiokafka_lead.protocol.messages import (
     MetadataRequest,
 )
 
+UNKNOWN_TOPIC = 3
+log = logging.getLogger(__name__)
+
+
+def _ready(topic: Any, partitions: int) -> bool:
+    """A created topic is usable: no error, every partition present and led."""
+    return (
+        topic.error_code == 0
+        and (partitions < 0 or len(topic.partitions) >= partitions)
+        and len(topic.partitions) > 0
+        and all(p.leader_id >= 0 for p in topic.partitions)
+    )
+
 
 class AIOKafkaAdminClient(GroupsMixin, LeadersMixin, OffsetsMixin, AdminBase):
     """Asyncio Kafka admin client, with aiokafka's constructor keywords and method names."""
@@ -70,9 +86,7 @@ class AIOKafkaAdminClient(GroupsMixin, LeadersMixin, OffsetsMixin, AdminBase):
             raise TypeError(f"unsupported admin client options: {', '.join(sorted(unsupported))}")
         del api_version  # versions are always negotiated
         self._request_timeout_ms = request_timeout_ms
-        self._backoff = ExponentialBackoff(
-            retry_backoff_ms, max(retry_backoff_max_ms, retry_backoff_ms)
-        )
+        self._backoff = ExponentialBackoff(retry_backoff_ms, max(retry_backoff_max_ms, retry_backoff_ms))
         self._core = ClientCore(
             "AIOKafkaAdminClient",
             bootstrap_servers=bootstrap_servers,
@@ -127,9 +141,7 @@ class AIOKafkaAdminClient(GroupsMixin, LeadersMixin, OffsetsMixin, AdminBase):
                     num_partitions=t.num_partitions if not t.replica_assignments else -1,
                     replication_factor=t.replication_factor if not t.replica_assignments else -1,
                     assignments=[
-                        CreateTopicsRequest.CreatableReplicaAssignment(
-                            partition_index=p, broker_ids=list(b)
-                        )
+                        CreateTopicsRequest.CreatableReplicaAssignment(partition_index=p, broker_ids=list(b))
                         for p, b in sorted((t.replica_assignments or {}).items())
                     ],
                     configs=[
@@ -154,7 +166,10 @@ class AIOKafkaAdminClient(GroupsMixin, LeadersMixin, OffsetsMixin, AdminBase):
 
         await self._retrying("create_topics", attempt, timeout + self._request_timeout_ms)
         if not validate_only:
-            await self._core.refresh_metadata("topics created")
+            wanted = {t.name: t.num_partitions for t in topics}
+            await self._await_propagation(
+                "create_topics", list(wanted), lambda t: _ready(t, wanted[t.name]), timeout
+            )
 
     async def delete_topics(self, topics: Iterable[str], timeout_ms: int | None = None) -> None:
         names = list(topics)
@@ -183,12 +198,13 @@ class AIOKafkaAdminClient(GroupsMixin, LeadersMixin, OffsetsMixin, AdminBase):
             )
 
         await self._retrying("delete_topics", attempt, timeout + self._request_timeout_ms)
+        await self._await_propagation(
+            "delete_topics", names, lambda t: t.error_code == UNKNOWN_TOPIC, timeout
+        )
 
     async def _metadata(self, topics: Sequence[str] | None) -> Any:
         request = MetadataRequest(
-            topics=None
-            if topics is None
-            else [MetadataRequest.MetadataRequestTopic(name=t) for t in topics],
+            topics=None if topics is None else [MetadataRequest.MetadataRequestTopic(name=t) for t in topics],
             allow_auto_topic_creation=False,
         )
         return await self._send_any(request)
@@ -259,16 +275,48 @@ class AIOKafkaAdminClient(GroupsMixin, LeadersMixin, OffsetsMixin, AdminBase):
             )
 
         await self._retrying("create_partitions", attempt, timeout + self._request_timeout_ms)
-        await self._core.refresh_metadata("partitions created")
+        if not validate_only:
+            counts = {name: np.total_count for name, np in topic_partitions.items()}
+            await self._await_propagation(
+                "create_partitions", list(counts), lambda t: _ready(t, counts[t.name]), timeout
+            )
+
+    async def _await_propagation(
+        self, what: str, topics: list[str], done: Callable[[Any], bool], timeout_ms: float
+    ) -> None:
+        """Wait until EVERY broker's metadata shows the change (KRaft brokers learn it
+        asynchronously), so the caller can use the topic on any broker at once. Bounded by
+        ``timeout_ms``; the change itself has already succeeded, so running out only warns."""
+        request = MetadataRequest(
+            topics=[MetadataRequest.MetadataRequestTopic(name=t) for t in topics],
+            allow_auto_topic_creation=False,
+        )
+        try:
+            with anyio.fail_after(timeout_ms / 1000):
+                failures = 0
+                while True:
+                    lagging = []
+                    for node in self._core.store.nodes():
+                        try:
+                            response = await self._core.send(node.node_id, request)
+                        except KafkaError:
+                            continue  # an unreachable broker cannot hold anyone up
+                        if not all(done(t) for t in response.topics):
+                            lagging.append(node.node_id)
+                    if not lagging:
+                        break
+                    await anyio.sleep(self._backoff.delay_s(min(failures, 3)))
+                    failures += 1
+        except TimeoutError:
+            log.warning("%s: brokers %s still lag after %.0f ms", what, lagging, timeout_ms)
+        await self._core.refresh_metadata(f"{what} done")
 
     # ------------------------------------------------------------------- cluster
     async def describe_cluster(self) -> ClusterDescription:
         async def attempt() -> ClusterDescription:
             response = await self._send_any(DescribeClusterRequest())
             if response.error_code:
-                raise error_for_code(
-                    response.error_code, response.error_message or "DescribeCluster"
-                )
+                raise error_for_code(response.error_code, response.error_message or "DescribeCluster")
             return ClusterDescription(
                 cluster_id=response.cluster_id,
                 controller_id=response.controller_id,
@@ -316,17 +364,11 @@ class AIOKafkaAdminClient(GroupsMixin, LeadersMixin, OffsetsMixin, AdminBase):
             response = await self._retrying("describe_configs", attempt, None)
             raise_item_errors(
                 "DescribeConfigs",
-                [
-                    (r.resource_name, r.error_code, r.error_message)
-                    for r in response.results
-                    if r.error_code
-                ],
+                [(r.resource_name, r.error_code, r.error_message) for r in response.results if r.error_code],
             )
             for r in response.results:
                 out[(r.resource_type, r.resource_name)] = {
-                    c.name: ConfigEntry(
-                        c.name, c.value, c.read_only, c.is_sensitive, c.config_source
-                    )
+                    c.name: ConfigEntry(c.name, c.value, c.read_only, c.is_sensitive, c.config_source)
                     for c in r.configs
                 }
         return out

@@ -55,15 +55,9 @@ class GroupsMixin(AdminBase):
 
         return await self._retrying(f"find_coordinator({group_id})", attempt, None)
 
-    async def list_consumer_groups(
-        self, broker_ids: Sequence[int] | None = None
-    ) -> list[GroupListing]:
+    async def list_consumer_groups(self, broker_ids: Sequence[int] | None = None) -> list[GroupListing]:
         """Every group known to the given brokers (default: all brokers)."""
-        nodes = (
-            list(broker_ids)
-            if broker_ids is not None
-            else [n.node_id for n in self._core.store.nodes()]
-        )
+        nodes = list(broker_ids) if broker_ids is not None else [n.node_id for n in self._core.store.nodes()]
         found: dict[str, GroupListing] = {}
         for node_id in nodes:
 
@@ -88,9 +82,7 @@ class GroupsMixin(AdminBase):
                 response = await self._core.send(node, DescribeGroupsRequest(groups=[group_id]))
                 g = response.groups[0]
                 if g.error_code:
-                    raise error_for_code(
-                        g.error_code, g.error_message or f"DescribeGroups {group_id}"
-                    )
+                    raise error_for_code(g.error_code, g.error_message or f"DescribeGroups {group_id}")
                 return GroupDescription(
                     group_id=g.group_id,
                     state=g.group_state,
@@ -149,9 +141,7 @@ class GroupsMixin(AdminBase):
                             topics=None
                             if wanted is None
                             else [
-                                OffsetFetchRequest.OffsetFetchRequestTopics(
-                                    name=t, partition_indexes=ps
-                                )
+                                OffsetFetchRequest.OffsetFetchRequestTopics(name=t, partition_indexes=ps)
                                 for t, ps in wanted.items()
                             ],
                         )
@@ -181,9 +171,7 @@ class GroupsMixin(AdminBase):
             for t in topics:
                 for p in t.partitions:
                     if p.error_code:
-                        err = error_for_code(
-                            p.error_code, f"OffsetFetch {t.name}-{p.partition_index}"
-                        )
+                        err = error_for_code(p.error_code, f"OffsetFetch {t.name}-{p.partition_index}")
                         if not err.retriable:
                             raise err
                         retry.append(err)

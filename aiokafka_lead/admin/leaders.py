@@ -31,9 +31,7 @@ def election_type_of(value: ElectionType | str | int) -> ElectionType:
         try:
             return ElectionType[value.upper()]
         except KeyError:
-            raise ValueError(
-                f"election_type must be 'preferred' or 'unclean', not {value!r}"
-            ) from None
+            raise ValueError(f"election_type must be 'preferred' or 'unclean', not {value!r}") from None
     return ElectionType(value)
 
 
@@ -121,9 +119,7 @@ class LeadersMixin(AdminBase):
                 ],
             )
 
-        await self._retrying(
-            "alter_partition_reassignments", attempt, timeout + self._request_timeout_ms
-        )
+        await self._retrying("alter_partition_reassignments", attempt, timeout + self._request_timeout_ms)
 
     async def list_partition_reassignments(
         self, partitions: Iterable[TopicPartition] | None = None, timeout_ms: int | None = None

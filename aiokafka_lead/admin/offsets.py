@@ -43,9 +43,7 @@ class OffsetsMixin(AdminBase):
             pending = [tp for tp in wanted if tp not in results]
             errors: list[KafkaError] = []
             for node_id, tps in self._group_by_leader(pending).items():
-                errors.extend(
-                    await self._list_offsets_from(node_id, tps, wanted, isolation, results)
-                )
+                errors.extend(await self._list_offsets_from(node_id, tps, wanted, isolation, results))
             if len(results) < len(wanted):
                 if not errors:  # some leaders unknown
                     self._core.store.request_refresh("list_offsets: leader unknown")
@@ -77,10 +75,7 @@ class OffsetsMixin(AdminBase):
         request = ListOffsetsRequest(
             replica_id=-1,
             isolation_level=isolation,
-            topics=[
-                ListOffsetsRequest.ListOffsetsTopic(name=t, partitions=ps)
-                for t, ps in topics.items()
-            ],
+            topics=[ListOffsetsRequest.ListOffsetsTopic(name=t, partitions=ps) for t, ps in topics.items()],
             timeout_ms=self._request_timeout_ms,
         )
         try:
@@ -145,9 +140,7 @@ class OffsetsMixin(AdminBase):
                 raise_item_errors("DeleteRecords", fatal)
             if len(results) < len(wanted):
                 raise (
-                    pick_retry_error(errors)
-                    if errors
-                    else error_for_code(5, "DeleteRecords: leader unknown")
+                    pick_retry_error(errors) if errors else error_for_code(5, "DeleteRecords: leader unknown")
                 )
             return dict(results)
 

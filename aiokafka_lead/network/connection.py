@@ -111,9 +111,7 @@ class Connection:
         return len(self._pending)
 
     # ----------------------------------------------------------------- lifecycle
-    async def run(
-        self, *, task_status: anyio.abc.TaskStatus[None] = anyio.TASK_STATUS_IGNORED
-    ) -> None:
+    async def run(self, *, task_status: anyio.abc.TaskStatus[None] = anyio.TASK_STATUS_IGNORED) -> None:
         """Connect and handshake, report started, then read until closed.
 
         Connect and handshake failures propagate to the ``tg.start`` caller; later
@@ -137,9 +135,7 @@ class Connection:
                     raise
                 task_status.started()
         except BaseException as exc:
-            self._mark_closed(
-                exc if isinstance(exc, KafkaError) else KafkaConnectionError(str(exc))
-            )
+            self._mark_closed(exc if isinstance(exc, KafkaError) else KafkaConnectionError(str(exc)))
             raise
         finally:
             await self._close_stream()
@@ -164,11 +160,7 @@ class Connection:
         response: ApiVersionsResponse = await self.send(request, version=version, negotiate=False)
         if response.error_code == UNSUPPORTED_VERSION:
             broker_max = next(
-                (
-                    k.max_version
-                    for k in response.api_keys
-                    if k.api_key == ApiVersionsRequest.API_KEY
-                ),
+                (k.max_version for k in response.api_keys if k.api_key == ApiVersionsRequest.API_KEY),
                 0,
             )
             response = await self.send(request, version=min(broker_max, version), negotiate=False)
@@ -181,9 +173,7 @@ class Connection:
     async def _authenticate(self) -> None:
         cfg = self._config
         assert cfg.sasl_plain_username is not None and cfg.sasl_plain_password is not None
-        mechanism = create_mechanism(
-            cfg.sasl_mechanism, cfg.sasl_plain_username, cfg.sasl_plain_password
-        )
+        mechanism = create_mechanism(cfg.sasl_mechanism, cfg.sasl_plain_username, cfg.sasl_plain_password)
         hs: SaslHandshakeResponse = await self.send(SaslHandshakeRequest(mechanism=mechanism.name))
         if hs.error_code:
             raise UnsupportedSaslMechanismError(
@@ -192,9 +182,7 @@ class Connection:
             )
         message: bytes | None = mechanism.initial_response()
         while message is not None:
-            resp: SaslAuthenticateResponse = await self.send(
-                SaslAuthenticateRequest(auth_bytes=message)
-            )
+            resp: SaslAuthenticateResponse = await self.send(SaslAuthenticateRequest(auth_bytes=message))
             if resp.error_code:
                 raise SaslAuthenticationFailedError(
                     f"SASL {mechanism.name} authentication as {cfg.sasl_plain_username!r} failed: "
@@ -256,9 +244,7 @@ class Connection:
             raise KafkaConnectionError(f"{self!r} is closed: {self._close_reason}")
         if version is None:
             version = self.version_for(request.API_KEY) if negotiate else request.MAX_VERSION
-        timeout_s = (
-            timeout_ms if timeout_ms is not None else self._config.request_timeout_ms
-        ) / 1000
+        timeout_s = (timeout_ms if timeout_ms is not None else self._config.request_timeout_ms) / 1000
         correlation_id = next(self._correlation) & 0x7FFFFFFF
         frame = encode_request(request, version, correlation_id, self._config.client_id)
         pending = _Pending(request.RESPONSE_CLASS, version) if expect_response else None

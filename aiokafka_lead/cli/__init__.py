@@ -1,0 +1,62 @@
+"""The ``aiokafka-lead`` console command."""
+
+from __future__ import annotations
+
+import argparse
+import logging
+import sys
+from collections.abc import Sequence
+
+import anyio
+
+from aiokafka_lead.cli import demo, elect, reassign, topics
+from aiokafka_lead.cli.client_config import ClientConfigError, load_client_config
+from aiokafka_lead.errors import KafkaError
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="aiokafka-lead",
+        description="aiokafka_lead: Kafka administration and demos with KIP-951 leader discovery",
+    )
+    parser.add_argument("-v", "--verbose", action="store_true", help="debug logging")
+    sub = parser.add_subparsers(dest="command", required=True)
+    topics.add_parser(sub)
+    elect.add_parser(sub)
+    reassign.add_parser(sub)
+    demo.add_parser(sub)
+    sub.add_parser(
+        "cluster",
+        help="a local KRaft cluster (same as python -m aiokafka_lead.testing.cluster)",
+        add_help=False,
+    )
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args_list = list(sys.argv[1:] if argv is None else argv)
+    if args_list[:1] == ["cluster"]:
+        from aiokafka_lead.testing.cluster.__main__ import main as cluster_main
+
+        return cluster_main(args_list[1:])
+    parser = build_parser()
+    args = parser.parse_args(args_list)
+    logging.basicConfig(
+        level=logging.DEBUG if args.verbose else logging.WARNING,
+        format="%(levelname)s %(name)s: %(message)s",
+    )
+    try:
+        client_kwargs = load_client_config(args.admin_config) if getattr(args, "admin_config", None) else {}
+        code: int = anyio.run(args.run, args, client_kwargs)
+    except (ValueError, ClientConfigError) as exc:
+        parser.exit(2, f"aiokafka-lead: error: {exc}\n")
+    except KafkaError as exc:
+        print(f"aiokafka-lead: {type(exc).__name__}: {exc}", file=sys.stderr)
+        return 1
+    except KeyboardInterrupt:
+        return 130
+    return code
+
+
+if __name__ == "__main__":
+    sys.exit(main())

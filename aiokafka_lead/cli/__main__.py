@@ -1,0 +1,5 @@
+import sys
+
+from aiokafka_lead.cli import main
+
+sys.exit(main())

@@ -1,0 +1,72 @@
+"""``aiokafka-lead topics create|list|describe|delete``."""
+
+from __future__ import annotations
+
+import argparse
+from typing import Any
+
+from aiokafka_lead.admin import AIOKafkaAdminClient, NewTopic
+
+
+def add_parser(sub: Any) -> None:
+    p = sub.add_parser("topics", help="create, list, describe or delete topics")
+    tsub = p.add_subparsers(dest="action", required=True)
+    for name, helptext in (
+        ("create", "create a topic"),
+        ("list", "list topics"),
+        ("describe", "describe topics (all when no --topic)"),
+        ("delete", "delete a topic"),
+    ):
+        a = tsub.add_parser(name, help=helptext)
+        a.add_argument("--bootstrap-server", required=True)
+        a.add_argument(
+            "--command-config", "--admin.config", dest="admin_config", help="client properties file"
+        )
+        if name in ("create", "delete"):
+            a.add_argument("--topic", required=True)
+        if name == "describe":
+            a.add_argument("--topic", action="append", help="repeat for several topics")
+        if name == "create":
+            a.add_argument("--partitions", type=int, default=-1, help="default: the broker's num.partitions")
+            a.add_argument("--replication-factor", type=int, default=-1)
+            a.add_argument("--config", action="append", default=[], metavar="KEY=VALUE")
+    p.set_defaults(run=run)
+
+
+def _configs(items: list[str]) -> dict[str, str]:
+    out = {}
+    for item in items:
+        key, sep, value = item.partition("=")
+        if not sep or not key:
+            raise ValueError(f"--config expects KEY=VALUE, got {item!r}")
+        out[key] = value
+    return out
+
+
+async def run(args: argparse.Namespace, client_kwargs: dict[str, Any]) -> int:
+    async with AIOKafkaAdminClient(bootstrap_servers=args.bootstrap_server, **client_kwargs) as admin:
+        if args.action == "create":
+            topic = NewTopic(
+                args.topic,
+                args.partitions,
+                args.replication_factor,
+                topic_configs=_configs(args.config),
+            )
+            await admin.create_topics([topic])
+            print(f"Created topic {args.topic}.")
+        elif args.action == "list":
+            for name in await admin.list_topics():
+                print(name)
+        elif args.action == "describe":
+            for t in await admin.describe_topics(args.topic):
+                print(f"Topic: {t.name}\tTopicId: {t.topic_id}\tPartitionCount: {len(t.partitions)}")
+                for p in t.partitions:
+                    print(
+                        f"\tTopic: {t.name}\tPartition: {p.partition}\tLeader: {p.leader}\t"
+                        f"LeaderEpoch: {p.leader_epoch}\tReplicas: {','.join(map(str, p.replicas))}\t"
+                        f"Isr: {','.join(map(str, p.isr))}"
+                    )
+        else:
+            await admin.delete_topics([args.topic])
+            print(f"Deleted topic {args.topic}.")
+    return 0
