@@ -118,8 +118,7 @@ class ClientCore:
                 await self._refresher.refresh("bootstrap")
         except TimeoutError:
             raise KafkaTimeoutError(
-                f"{self.name}: no metadata from {self._bootstrap} within "
-                f"{self.config.request_timeout_ms} ms"
+                f"{self.name}: no metadata from {self._bootstrap} within {self.config.request_timeout_ms} ms"
             ) from None
         except KafkaConnectionError as exc:
             raise KafkaConnectionError(

@@ -99,9 +99,7 @@ class MetadataRefresher:
         self.refreshes = 0
         self.failures = 0
 
-    async def run(
-        self, *, task_status: anyio.abc.TaskStatus[None] = anyio.TASK_STATUS_IGNORED
-    ) -> None:
+    async def run(self, *, task_status: anyio.abc.TaskStatus[None] = anyio.TASK_STATUS_IGNORED) -> None:
         """Refresh forever: when asked, or when the cached metadata is older than max age."""
         task_status.started()
         failures = 0
@@ -146,6 +144,4 @@ class MetadataRefresher:
                 self._pool.forget_nodes()
             raise error_for_code(response.error_code, f"Metadata from {conn!r}")
         self.refreshes += 1
-        return self._store.apply_metadata(
-            snapshot_from_response(response, version, requested), reason=reason
-        )
+        return self._store.apply_metadata(snapshot_from_response(response, version, requested), reason=reason)

@@ -138,9 +138,7 @@ class MetadataStore:
         state = self._topics.get(topic)
         if state is None:
             return None
-        return {
-            p for p in range(state.partition_count) if TopicPartition(topic, p) in self._partitions
-        }
+        return {p for p in range(state.partition_count) if TopicPartition(topic, p) in self._partitions}
 
     def topic_id(self, topic: str) -> uuid.UUID | None:
         state = self._topics.get(topic)
@@ -211,9 +209,7 @@ class MetadataStore:
             self._refresh_wanted = None
 
     # -------------------------------------------------------- metadata response
-    def apply_metadata(
-        self, snapshot: MetadataSnapshot, reason: str = "metadata"
-    ) -> MetadataChange:
+    def apply_metadata(self, snapshot: MetadataSnapshot, reason: str = "metadata") -> MetadataChange:
         """Merge a Metadata response under the epoch rules; return what changed."""
         change = MetadataChange(reason=reason)
         self.last_refresh = self._clock()
@@ -273,9 +269,7 @@ class MetadataStore:
         for p in topic.partitions:
             self._merge_partition(p, reliable, change)
 
-    def _merge_partition(
-        self, new: PartitionMetadata, reliable: bool, change: MetadataChange
-    ) -> None:
+    def _merge_partition(self, new: PartitionMetadata, reliable: bool, change: MetadataChange) -> None:
         tp = new.tp
         cur = self._partitions.get(tp)
         if not reliable:
@@ -299,10 +293,7 @@ class MetadataStore:
         if run is None or run.epoch != epoch:
             run = self._stale[tp] = _StaleRun(epoch, 0, now)
         run.count += 1
-        if (
-            run.count >= self._stale_accept_count
-            and now - run.first_seen >= self._stale_accept_after_s
-        ):
+        if run.count >= self._stale_accept_count and now - run.first_seen >= self._stale_accept_after_s:
             log.warning(
                 "accepting lower leader epoch %d < %d for %s-%d after %d responses in a row "
                 "(unclean recovery?)",
@@ -314,9 +305,7 @@ class MetadataStore:
             )
             return True
         self.stale_metadata_ignored += 1
-        log.debug(
-            "ignoring stale metadata for %s-%d: epoch %d < %d", tp.topic, tp.partition, epoch, known
-        )
+        log.debug("ignoring stale metadata for %s-%d: epoch %d < %d", tp.topic, tp.partition, epoch, known)
         return False
 
     def _drop_topic(self, name: str, change: MetadataChange) -> None:

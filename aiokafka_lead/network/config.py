@@ -32,9 +32,7 @@ class ConnectionConfig:
             )
         if self.uses_tls and self.ssl_context is None:
             raise ValueError(f"security_protocol={self.security_protocol} needs an ssl_context")
-        if self.uses_sasl and (
-            self.sasl_plain_username is None or self.sasl_plain_password is None
-        ):
+        if self.uses_sasl and (self.sasl_plain_username is None or self.sasl_plain_password is None):
             raise ValueError(
                 f"security_protocol={self.security_protocol} needs sasl_plain_username "
                 "and sasl_plain_password"

@@ -74,9 +74,7 @@ class BrokerPool:
         self._config = config
         self._tg = task_group
         self._nodes: dict[int, _NodeState] = {}
-        self._backoff = ExponentialBackoff(
-            config.reconnect_backoff_ms, config.reconnect_backoff_max_ms
-        )
+        self._backoff = ExponentialBackoff(config.reconnect_backoff_ms, config.reconnect_backoff_max_ms)
         self._closed = False
         self._rebootstrap = False
         self.connects = 0
@@ -132,9 +130,7 @@ class BrokerPool:
             state.next_attempt = time.monotonic() + self._backoff.delay_s(state.failures)
             state.failures += 1
             if node_id >= 0:
-                self._store.request_refresh(
-                    f"connect failed: node {node_id} at {address[0]}:{address[1]}"
-                )
+                self._store.request_refresh(f"connect failed: node {node_id} at {address[0]}:{address[1]}")
             raise
         state.failures = 0
         state.next_attempt = 0.0
@@ -202,9 +198,7 @@ class BrokerPool:
                 state.next_attempt = 0.0
                 self._tg.start_soon(conn.close)
 
-    async def reap_idle(
-        self, *, task_status: anyio.abc.TaskStatus[None] = anyio.TASK_STATUS_IGNORED
-    ) -> None:
+    async def reap_idle(self, *, task_status: anyio.abc.TaskStatus[None] = anyio.TASK_STATUS_IGNORED) -> None:
         """Background: close connections idle for longer than connections_max_idle_ms."""
         idle_s = self._config.connections_max_idle_ms / 1000
         task_status.started()

@@ -158,9 +158,7 @@ class ScramMechanism:
         except (KeyError, ValueError) as exc:
             raise SaslError("malformed SCRAM server-final message") from exc
         if not hmac.compare_digest(signature, self._server_signature):
-            raise SaslError(
-                "SCRAM server signature mismatch: the server does not know the password"
-            )
+            raise SaslError("SCRAM server signature mismatch: the server does not know the password")
         self._state = "done"
 
 
@@ -170,6 +168,4 @@ def create_mechanism(mechanism: str, username: str, password: str) -> SaslMechan
         return PlainMechanism(username, password)
     if mechanism in _SCRAM_HASHES:
         return ScramMechanism(mechanism, username, password)
-    raise ValueError(
-        f"unsupported sasl_mechanism {mechanism!r}; use PLAIN, SCRAM-SHA-256 or SCRAM-SHA-512"
-    )
+    raise ValueError(f"unsupported sasl_mechanism {mechanism!r}; use PLAIN, SCRAM-SHA-256 or SCRAM-SHA-512")
