@@ -5,8 +5,9 @@ API lets users call ``start()`` in one task and ``stop()`` in another (a web fra
 startup and shutdown hooks). So ``start()`` runs the task group inside ONE supervisor task
 that this object owns and ``stop()`` awaits: every background task still lives in that
 task group and is cancelled and awaited on stop. That supervisor is the only task the
-package creates outside a task group, and it needs asyncio; under ``async with`` the task
-group is entered in the caller's own task instead, which works on any anyio backend.
+package creates outside a task group. ``async with`` does the same on asyncio (a block may
+be left in another task, e.g. pytest-asyncio fixtures); on other anyio backends it enters
+the task group in the caller's own task.
 """
 
 from __future__ import annotations
@@ -89,9 +90,21 @@ class TaskGroupHost:
             self.task_group = None
 
     async def enter(self, setup: Setup) -> None:
-        """``async with`` path: enter the task group in the caller's task (any backend)."""
+        """``async with`` path.
+
+        On asyncio this is :meth:`start`: users (and pytest-asyncio fixtures) often leave
+        the block in another task than the one that entered it. On other anyio backends
+        the task group is entered in the caller's task.
+        """
         if self.running:
             raise RuntimeError(f"{self._name} is already started")
+        try:
+            asyncio.get_running_loop()
+        except RuntimeError:
+            pass
+        else:
+            await self.start(setup)
+            return
         tg = anyio.create_task_group()
         await tg.__aenter__()
         self._entered = tg

@@ -19,7 +19,7 @@ from typing import Any
 import anyio
 
 from aiokafka_lead.admin import AIOKafkaAdminClient, NewTopic
-from aiokafka_lead.structs import TopicPartition
+from aiokafka_lead.testing.leaders import rotate_leadership
 
 PARTITIONS = 6
 
@@ -57,22 +57,12 @@ async def demo_on(bootstrap: str, client_kwargs: dict[str, Any]) -> int:
             if rf < 2:
                 _say("one broker only: leadership cannot move; health check done")
                 return 0
-            rotated = {
-                TopicPartition(topic, p): list(replicas[1:] + replicas[:1])
-                for p, (_, _, replicas) in before.items()
-            }
             _say("rotating every partition's leadership (reorder replicas + preferred election)...")
             started = time.monotonic()
-            await admin.alter_partition_reassignments(rotated)
-            with anyio.fail_after(60):
-                while True:
-                    results = await admin.elect_leaders("preferred", list(rotated))
-                    after = _leaders(await admin.describe_topics([topic]))
-                    if all(after[p][0] == rotated[TopicPartition(topic, p)][0] for p in after):
-                        break
-                    _say(f"  waiting: {sum(not r.ok for r in results.values())} election(s) pending")
-                    await anyio.sleep(0.2)
+            with anyio.fail_after(120):
+                await rotate_leadership(admin, [topic])
             elapsed = time.monotonic() - started
+            after = _leaders(await admin.describe_topics([topic]))
             _say(
                 f"\n{'partition':>9}  {'leader before':>13}  {'epoch':>5}  {'leader after':>12}  {'epoch':>5}"
             )

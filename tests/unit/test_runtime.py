@@ -39,13 +39,27 @@ async def test_start_and_stop_from_different_tasks() -> None:
         host.require_running()
 
 
-async def test_async_with_path_enters_in_caller_task() -> None:
+async def test_async_with_path_may_exit_in_another_task() -> None:
     host, rec = TaskGroupHost("client"), Recorder()
     await host.enter(rec.setup)
     assert host.running and rec.started == 2
-    await host.stop()
+    await asyncio.get_running_loop().create_task(host.stop())
     assert rec.cancelled == 2
     await host.stop()  # idempotent
+
+
+def test_async_with_on_trio_enters_in_caller_task() -> None:
+    host, rec = TaskGroupHost("client"), Recorder()
+
+    async def main() -> None:
+        await host.enter(rec.setup)
+        assert host.running and rec.started == 2
+        with pytest.raises(RuntimeError, match="needs asyncio"):
+            await TaskGroupHost("other").start(rec.setup)
+        await host.stop()
+
+    anyio.run(main, backend="trio")
+    assert rec.cancelled == 2
 
 
 async def test_setup_failure_propagates_and_cleans_up() -> None:
