@@ -18,8 +18,7 @@ def test_plain_single_message() -> None:
 RFC7677 = {
     "client_nonce": "rOprNGfwEbeRWgbNEkqO",
     "client_first": b"n,,n=user,r=rOprNGfwEbeRWgbNEkqO",
-    "server_first": b"r=rOprNGfwEbeRWgbNEkqO%hvYDpWUa2RaTCAfuxFIlj)hNlF$k0,"
-    b"s=W22ZaJ0SNY7soEsUEjb6gQ==,i=4096",
+    "server_first": b"r=rOprNGfwEbeRWgbNEkqO%hvYDpWUa2RaTCAfuxFIlj)hNlF$k0,s=W22ZaJ0SNY7soEsUEjb6gQ==,i=4096",
     "client_final": b"c=biws,r=rOprNGfwEbeRWgbNEkqO%hvYDpWUa2RaTCAfuxFIlj)hNlF$k0,"
     b"p=dHzbZapWIk4jUhN+Ute9ytag9zjfMHgsqmmiz7AndVQ=",
     "server_final": b"v=6rriTRBi23WpRR/wtup+mMhUZUn/dB5nLTJRsjl95G4=",
@@ -29,8 +28,7 @@ RFC5802 = {
     "client_nonce": "fyko+d2lbbFgONRv9qkxdawL",
     "client_first": b"n,,n=user,r=fyko+d2lbbFgONRv9qkxdawL",
     "server_first": b"r=fyko+d2lbbFgONRv9qkxdawL3rfcNHYJY1ZVvWVs7j,s=QSXCR+Q6sek8bf92,i=4096",
-    "client_final": b"c=biws,r=fyko+d2lbbFgONRv9qkxdawL3rfcNHYJY1ZVvWVs7j,"
-    b"p=v0X8v3Bz2T0CJGbJQyF0X+HI4Ts=",
+    "client_final": b"c=biws,r=fyko+d2lbbFgONRv9qkxdawL3rfcNHYJY1ZVvWVs7j,p=v0X8v3Bz2T0CJGbJQyF0X+HI4Ts=",
     "server_final": b"v=rmF9pqV8S7suAoZWja4dJRkFsKQ=",
 }
 
@@ -41,9 +39,7 @@ RFC5802 = {
     ids=["rfc7677-sha256", "rfc5802-sha1"],
 )
 def test_scram_vectors(mechanism: str, hash_name: str | None, vector: dict[str, object]) -> None:
-    mech = ScramMechanism(
-        mechanism, "user", "pencil", nonce=str(vector["client_nonce"]), hash_name=hash_name
-    )
+    mech = ScramMechanism(mechanism, "user", "pencil", nonce=str(vector["client_nonce"]), hash_name=hash_name)
     assert mech.initial_response() == vector["client_first"]
     assert mech.step(vector["server_first"]) == vector["client_final"]  # type: ignore[arg-type]
     assert not mech.complete

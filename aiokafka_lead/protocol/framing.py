@@ -1,0 +1,215 @@
+"""Request/response framing: the 4-byte size prefix and the request/response headers.
+
+Error contract: every decode function here (and ``FrameReader.feed``) raises only
+``aiokafka_lead.errors.DecodeError`` on malformed input; anything else is a bug.
+
+Frames handed out by ``FrameReader`` and taken by the ``decode_*`` functions do NOT include
+the size prefix; everything ``encode_*`` returns does (ready to write to a socket).
+Header versions (KIP-482): requests use header v1 (non-flexible bodies) or v2 (flexible,
+with a tagged-field section); responses use v0 or v1, except ApiVersions responses,
+which are always v0 so a client can read the error of a request version the broker lacks.
+Note that the request header's client_id stays a non-compact nullable string even in v2.
+"""
+
+from __future__ import annotations
+
+import struct
+from dataclasses import dataclass
+from typing import TypeVar
+
+from aiokafka_lead.errors import DecodeError
+from aiokafka_lead.protocol.generated import REQUEST_CLASSES
+from aiokafka_lead.protocol.primitives import (
+    I32,
+    ZERO,
+    Buf,
+    as_view,
+    read_nullable_string,
+    read_uvarint,
+    write_nullable_string,
+)
+from aiokafka_lead.protocol.schema import (
+    DECODE_FAILURES,
+    Request,
+    Response,
+    Struct,
+    skip_tagged_fields,
+)
+
+MiB = 1024 * 1024
+R = TypeVar("R", bound=Response)
+_REQ_HEAD = struct.Struct(">hhi")
+
+
+@dataclass(frozen=True, slots=True)
+class RequestHeader:
+    api_key: int
+    api_version: int
+    correlation_id: int
+    client_id: str | None
+
+
+def _size(parts: list[Buf]) -> int:
+    return sum(len(p) if type(p) is bytes else memoryview(p).nbytes for p in parts)
+
+
+def encode_request(
+    body: Request, version: int, correlation_id: int, client_id: str | None
+) -> bytes:
+    """Size prefix + request header (v1/v2 by the body's flexibility) + body, one copy."""
+    parts: list[Buf] = [b"", _REQ_HEAD.pack(body.API_KEY, version, correlation_id)]
+    ap = parts.append
+    write_nullable_string(ap, client_id)
+    if type(body).header_version(version) >= 2:
+        ap(ZERO)
+    body.encode_into(ap, version)
+    parts[0] = I32.pack(_size(parts))
+    return b"".join(parts)
+
+
+def encode_response(body: Response, version: int, correlation_id: int) -> bytes:
+    """Size prefix + response header (v0/v1) + body; used by the in-process fake broker."""
+    parts: list[Buf] = [b"", I32.pack(correlation_id)]
+    ap = parts.append
+    if type(body).header_version(version) >= 1:
+        ap(ZERO)
+    body.encode_into(ap, version)
+    parts[0] = I32.pack(_size(parts))
+    return b"".join(parts)
+
+
+class _Tags(Struct):
+    """Holder for header tagged fields (none are defined that a client needs)."""
+
+    __slots__ = ()
+
+
+def _skip_header_tags(buf: memoryview, pos: int) -> int:
+    ntags, pos = read_uvarint(buf, pos)
+    if ntags:
+        holder = _Tags()
+        holder.unknown_tagged_fields = None
+        pos = skip_tagged_fields(holder, buf, pos, ntags)
+    return pos
+
+
+def _read_request_header(buf: memoryview) -> tuple[RequestHeader, type[Request], int]:
+    try:
+        api_key, api_version, correlation_id = _REQ_HEAD.unpack_from(buf, 0)
+        cls = REQUEST_CLASSES.get(api_key)
+        if cls is None:
+            raise DecodeError(f"unknown api key {api_key}")
+        client_id, pos = read_nullable_string(buf, 8)
+        if cls.header_version(api_version) >= 2:
+            pos = _skip_header_tags(buf, pos)
+    except DecodeError:
+        raise
+    except DECODE_FAILURES as exc:
+        raise DecodeError(f"malformed request header ({exc!r})") from exc
+    return RequestHeader(api_key, api_version, correlation_id, client_id), cls, pos
+
+
+def peek_request_header(frame: Buf) -> RequestHeader:
+    """The header alone, e.g. to answer an unsupported ApiVersions version with error 35."""
+    return _read_request_header(as_view(frame))[0]
+
+
+def decode_request(frame: Buf) -> tuple[RequestHeader, Request]:
+    """Header and body of a request frame (no size prefix), as a broker reads it."""
+    buf = as_view(frame)
+    header, cls, pos = _read_request_header(buf)
+    body, end = cls.decode_at(buf, pos, header.api_version)
+    if end != len(buf):
+        raise DecodeError(f"{cls.__name__}: {len(buf) - end} trailing bytes after the body")
+    return header, body
+
+
+def peek_correlation_id(frame: Buf) -> int:
+    """The correlation id of a response frame, to find the waiting request."""
+    if len(frame) < 4:
+        raise DecodeError("response frame shorter than its correlation id")
+    (correlation_id,) = I32.unpack_from(frame, 0)
+    result: int = correlation_id
+    return result
+
+
+def decode_response(frame: Buf, response_cls: type[R], version: int) -> tuple[int, R]:
+    """Correlation id and body of a response frame (no size prefix)."""
+    buf = as_view(frame)
+    try:
+        (correlation_id,) = I32.unpack_from(buf, 0)
+        pos = 4
+        if response_cls.header_version(version) >= 1:
+            pos = _skip_header_tags(buf, pos)
+    except DecodeError:
+        raise
+    except DECODE_FAILURES as exc:
+        raise DecodeError(f"malformed response header ({exc!r})") from exc
+    body, end = response_cls.decode_at(buf, pos, version)
+    if end != len(buf):
+        raise DecodeError(
+            f"{response_cls.__name__} v{version}: {len(buf) - end} trailing bytes after the body"
+        )
+    return correlation_id, body
+
+
+class FrameReader:
+    """Splits a byte stream into size-prefixed frames (sans-I/O: feed bytes, get frames).
+
+    Frames come back without their prefix. When a chunk holds whole frames and nothing is
+    buffered, they are zero-copy views of the (immutable) chunk; otherwise one copy is made.
+    A negative or over-limit size is rejected as soon as its 4 bytes arrive, so a hostile
+    peer cannot make the reader buffer gigabytes. After a DecodeError the stream is
+    unusable: close the connection.
+    """
+
+    __slots__ = ("_buf", "_max", "_need")
+
+    def __init__(self, max_frame_size: int = 100 * MiB) -> None:
+        self._max = max_frame_size
+        self._buf = bytearray()
+        self._need = -1  # total bytes (prefix + body) of the frame being buffered
+
+    def _check(self, size: int) -> int:
+        if size < 0 or size > self._max:
+            raise DecodeError(f"frame size {size} outside 0..{self._max}")
+        return size
+
+    def feed(self, data: Buf) -> list[memoryview | bytes]:
+        frames: list[memoryview | bytes] = []
+        if not self._buf:
+            self._need = -1
+            chunk = data if type(data) is bytes else bytes(data)
+            view = memoryview(chunk)
+            pos, total = 0, len(chunk)
+            while total - pos >= 4:
+                size = self._check(I32.unpack_from(chunk, pos)[0])
+                if total - pos - 4 < size:
+                    self._need = 4 + size
+                    break
+                frames.append(view[pos + 4 : pos + 4 + size])
+                pos += 4 + size
+            if pos < total:
+                self._buf += view[pos:]
+            return frames
+        self._buf += data
+        buf = self._buf
+        if self._need > len(buf):
+            return frames
+        pos, total = 0, len(buf)
+        while total - pos >= 4:
+            size = self._check(I32.unpack_from(buf, pos)[0])
+            if total - pos - 4 < size:
+                self._need = 4 + size
+                break
+            frames.append(bytes(buf[pos + 4 : pos + 4 + size]))
+            pos += 4 + size
+        else:
+            self._need = -1
+        del buf[:pos]
+        return frames
+
+    @property
+    def buffered(self) -> int:
+        """Bytes held for an incomplete frame."""
+        return len(self._buf)

@@ -1,0 +1,95 @@
+"""A scripted single-broker server for connection-level tests.
+
+It answers ApiVersions itself (advertising what the client supports) and hands every
+other request to a handler, which returns a response, ``None`` (never answer), or raw
+bytes to write as they are (to send malformed frames).
+"""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import AsyncIterator, Awaitable, Callable
+from contextlib import asynccontextmanager
+from dataclasses import dataclass, field
+from typing import Any
+
+import anyio
+import anyio.abc
+
+from aiokafka_lead.protocol.framing import FrameReader, RequestHeader, decode_request, encode_response
+from aiokafka_lead.protocol.messages import ApiVersionsRequest, ApiVersionsResponse
+from aiokafka_lead.protocol.versions import CLIENT_VERSIONS
+
+Handler = Callable[[RequestHeader, Any], Awaitable[Any]]
+
+
+def api_versions_response() -> ApiVersionsResponse:
+    return ApiVersionsResponse(
+        error_code=0,
+        api_keys=[
+            ApiVersionsResponse.ApiVersion(api_key=k, min_version=lo, max_version=hi)
+            for k, (lo, hi) in sorted(CLIENT_VERSIONS.items())
+        ],
+    )
+
+
+@dataclass
+class ScriptServer:
+    handler: Handler
+    port: int = 0
+    received: list[tuple[RequestHeader, Any]] = field(default_factory=list)
+    connections: int = 0
+    request_seen: anyio.Event = field(default_factory=anyio.Event)
+    send_lock: anyio.Lock = field(default_factory=anyio.Lock)
+
+    async def serve(self, stream: anyio.abc.SocketStream) -> None:
+        self.connections += 1
+        reader = FrameReader()
+        async with stream, anyio.create_task_group() as tg:
+            try:
+                while True:
+                    data = await stream.receive()
+                    for frame in reader.feed(data):
+                        header, request = decode_request(frame)
+                        if isinstance(request, ApiVersionsRequest):
+                            async with self.send_lock:
+                                await stream.send(
+                                    encode_response(
+                                        api_versions_response(), header.api_version, header.correlation_id
+                                    )
+                                )
+                            continue
+                        self.received.append((header, request))
+                        self.request_seen.set()
+                        self.request_seen = anyio.Event()
+                        tg.start_soon(self._answer, stream, header, request)
+            except (anyio.EndOfStream, anyio.BrokenResourceError, anyio.ClosedResourceError):
+                tg.cancel_scope.cancel()
+
+    async def _answer(self, stream: anyio.abc.SocketStream, header: RequestHeader, request: Any) -> None:
+        response = await self.handler(header, request)
+        if response is None:
+            return
+        payload = (
+            response
+            if isinstance(response, bytes)
+            else encode_response(response, header.api_version, header.correlation_id)
+        )
+        with contextlib.suppress(anyio.BrokenResourceError, anyio.ClosedResourceError):
+            async with self.send_lock:
+                await stream.send(payload)
+
+    async def wait_for_requests(self, count: int) -> None:
+        while len(self.received) < count:
+            await self.request_seen.wait()
+
+
+@asynccontextmanager
+async def script_server(handler: Handler) -> AsyncIterator[ScriptServer]:
+    server = ScriptServer(handler)
+    listener = await anyio.create_tcp_listener(local_host="127.0.0.1")
+    server.port = listener.extra(anyio.abc.SocketAttribute.local_port)
+    async with listener, anyio.create_task_group() as tg:
+        tg.start_soon(listener.serve, server.serve)
+        yield server
+        tg.cancel_scope.cancel()
