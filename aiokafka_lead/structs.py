@@ -2,7 +2,12 @@
 
 from __future__ import annotations
 
-from typing import NamedTuple
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Generic, NamedTuple, TypeVar
+
+KT = TypeVar("KT")
+VT = TypeVar("VT")
 
 
 class TopicPartition(NamedTuple):
@@ -17,4 +22,34 @@ class OffsetAndMetadata(NamedTuple):
 
     offset: int
     metadata: str = ""
+    leader_epoch: int = -1
+
+
+class RecordMetadata(NamedTuple):
+    """Where a produced record landed (aiokafka.structs.RecordMetadata)."""
+
+    topic: str
+    partition: int
+    topic_partition: TopicPartition
+    offset: int
+    timestamp: int | None
+    timestamp_type: int
+    log_start_offset: int | None
+
+
+@dataclass(slots=True)
+class ConsumerRecord(Generic[KT, VT]):
+    """A consumed record (aiokafka.structs.ConsumerRecord), plus its leader epoch (KIP-320)."""
+
+    topic: str
+    partition: int
+    offset: int
+    timestamp: int
+    timestamp_type: int
+    key: KT | None
+    value: VT | None
+    checksum: int | None
+    serialized_key_size: int
+    serialized_value_size: int
+    headers: Sequence[tuple[str, bytes]]
     leader_epoch: int = -1

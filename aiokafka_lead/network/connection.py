@@ -69,6 +69,8 @@ class _Pending:
     response: Any = None
     error: BaseException | None = None
     sent_at: float = 0.0
+    # ApiVersions: a broker that lacks our version answers UNSUPPORTED_VERSION in v0 format
+    fallback_version: int | None = None
 
 
 class Connection:
@@ -248,6 +250,8 @@ class Connection:
         correlation_id = next(self._correlation) & 0x7FFFFFFF
         frame = encode_request(request, version, correlation_id, self._config.client_id)
         pending = _Pending(request.RESPONSE_CLASS, version) if expect_response else None
+        if pending is not None and request.API_KEY == ApiVersionsRequest.API_KEY and version > 0:
+            pending.fallback_version = 0
         self.last_used = time.monotonic()
         async with self._window:
             written = False
@@ -311,4 +315,10 @@ class Connection:
             _, waiter.response = decode_response(frame, waiter.response_cls, waiter.version)
         except DecodeError as exc:
             waiter.error = exc  # the frame boundary is intact: only this request failed
+            if waiter.fallback_version is not None:
+                try:
+                    _, waiter.response = decode_response(frame, waiter.response_cls, waiter.fallback_version)
+                    waiter.error = None
+                except DecodeError:
+                    pass
         waiter.done.set()

@@ -173,3 +173,54 @@ async def test_connect_refused_is_a_retriable_connection_error() -> None:
             with pytest.raises(KafkaConnectionError, match="failed") as info:
                 await tg.start(conn.run)
     assert info.value.retriable and conn.closed
+
+
+async def test_api_versions_fallback_when_broker_lacks_our_version() -> None:
+    """An older broker answers ApiVersions v4 with UNSUPPORTED_VERSION in v0 format; the
+    client retries at the broker's highest ApiVersions version."""
+    from aiokafka_lead.protocol.framing import decode_request, encode_response
+    from aiokafka_lead.protocol.messages import ApiVersionsResponse
+    from tests.support.script_server import api_versions_response
+
+    seen_versions: list[int] = []
+
+    async def serve(stream: anyio.abc.SocketStream) -> None:
+        from aiokafka_lead.protocol.framing import FrameReader
+
+        reader = FrameReader()
+        async with stream:
+            while True:
+                try:
+                    data = await stream.receive()
+                except anyio.EndOfStream:
+                    return
+                for frame in reader.feed(data):
+                    header, _ = decode_request(frame)
+                    seen_versions.append(header.api_version)
+                    if header.api_version > 2:
+                        old = ApiVersionsResponse(
+                            error_code=35,
+                            api_keys=[
+                                ApiVersionsResponse.ApiVersion(api_key=18, min_version=0, max_version=2)
+                            ],
+                        )
+                        await stream.send(encode_response(old, 0, header.correlation_id))
+                    else:
+                        await stream.send(
+                            encode_response(
+                                api_versions_response(), header.api_version, header.correlation_id
+                            )
+                        )
+
+    listener = await anyio.create_tcp_listener(local_host="127.0.0.1")
+    port = listener.extra(anyio.abc.SocketAttribute.local_port)
+    with anyio.fail_after(5):
+        async with listener, anyio.create_task_group() as tg:
+            tg.start_soon(listener.serve, serve)
+            conn = Connection("127.0.0.1", port, ConnectionConfig())
+            async with anyio.create_task_group() as ctg:
+                await ctg.start(conn.run)
+                assert conn.version_for(MetadataRequest.API_KEY) == 13
+                await conn.close()
+            tg.cancel_scope.cancel()
+    assert seen_versions == [4, 2]
