@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import logging
 import ssl
-from collections.abc import Callable, Collection, Sequence
+from collections.abc import Awaitable, Callable, Collection, Sequence
 from typing import Any
 
 import anyio
@@ -83,7 +83,8 @@ class ClientCore:
         self._auto_create = allow_auto_topic_creation
         self._pool: BrokerPool | None = None
         self._refresher: MetadataRefresher | None = None
-        self._extra_setup: list[Callable[[anyio.abc.TaskGroup], Any]] = []
+        # the producer/consumer's own start-up, run after metadata is up (e.g. start the sender)
+        self.extra_setup: Callable[[anyio.abc.TaskGroup], Awaitable[None]] | None = None
 
     @property
     def pool(self) -> BrokerPool:
@@ -126,6 +127,8 @@ class ClientCore:
             ) from exc
         await tg.start(self._refresher.run)
         await tg.start(self._pool.reap_idle)
+        if self.extra_setup is not None:
+            await self.extra_setup(tg)
 
     async def start(self) -> None:
         await self.host.start(self._setup)

@@ -1,0 +1,266 @@
+"""RecordAccumulator: per-partition batch queues between ``send()`` and the sender.
+
+* ``append`` fills the partition's open batch (a new one when full), reserving
+  ``buffer_memory``; when the buffer is full it waits up to ``max_block_ms`` (backpressure),
+  then raises a clear error.
+* ``drain`` is the sender's synchronous decision step: which batches go to which leader
+  now, and when to look again. At most one batch per partition is in flight (the
+  partition is muted), so per-partition order survives retries and leader moves, while
+  other partitions on the same broker keep flowing.
+* Retries (KIP-951): a failed batch returns to the head of its queue. It goes out AT ONCE
+  if the store's leader epoch for its partition has advanced since it was sent (a hint or
+  a Metadata response said so); otherwise after its exponential, jittered backoff. With
+  hints disabled (pre-KIP-951 behaviour) it also waits for a metadata refresh.
+* ``delivery_timeout_ms`` bounds every batch from its creation, across all retries.
+"""
+
+from __future__ import annotations
+
+import time
+from collections import deque
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+
+import anyio
+
+from aiokafka_lead.errors import KafkaTimeoutError
+from aiokafka_lead.metadata import MetadataStore
+from aiokafka_lead.producer.batch import DeliveryHandle, ProducerBatch
+from aiokafka_lead.records import CompressionType, RecordBatchBuilder
+from aiokafka_lead.structs import TopicPartition
+
+RECORD_OVERHEAD = 70  # varints, attributes and header-count per record, generously
+
+
+def estimate_record_size(
+    key: bytes | None, value: bytes | None, headers: Sequence[tuple[str, bytes | None]]
+) -> int:
+    size = RECORD_OVERHEAD + (len(key) if key else 0) + (len(value) if value else 0)
+    for name, hvalue in headers:
+        size += len(name.encode()) + (len(hvalue) if hvalue else 0) + 10
+    return size
+
+
+@dataclass(slots=True)
+class DrainResult:
+    by_node: dict[int, list[ProducerBatch]] = field(default_factory=dict)
+    expired: list[ProducerBatch] = field(default_factory=list)
+    next_check_s: float | None = None  # when something may become sendable; None: nothing pending
+
+    def wake_in(self, delay: float) -> None:
+        delay = max(delay, 0.0)
+        self.next_check_s = delay if self.next_check_s is None else min(self.next_check_s, delay)
+
+
+class RecordAccumulator:
+    def __init__(
+        self,
+        *,
+        batch_size: int,
+        linger_ms: float,
+        compression_type: CompressionType,
+        buffer_memory: int,
+        max_block_ms: float,
+        delivery_timeout_ms: float,
+        on_batch_closed: Callable[[TopicPartition], None] = lambda tp: None,
+    ) -> None:
+        self.batch_size = batch_size
+        self.linger_s = linger_ms / 1000
+        self.compression_type = compression_type
+        self.buffer_memory = buffer_memory
+        self.max_block_s = max_block_ms / 1000
+        self.delivery_timeout_s = delivery_timeout_ms / 1000
+        self._on_batch_closed = on_batch_closed
+        self._queues: dict[TopicPartition, deque[ProducerBatch]] = {}
+        self._muted: set[TopicPartition] = set()
+        self._incomplete: set[ProducerBatch] = set()
+        self._buffer_used = 0
+        self._freed: anyio.Event | None = None
+        self._flushing = 0
+        self._wakeup: anyio.Event | None = None
+        self._woken = False
+        self.closed = False
+
+    # ------------------------------------------------------------------ wake-ups
+    def wake(self) -> None:
+        self._woken = True  # sticky: a wake between drain() and wait_for_work() is not lost
+        if self._wakeup is not None:
+            self._wakeup.set()
+
+    async def wait_for_work(self, timeout_s: float | None) -> None:
+        """The sender sleeps here until woken or ``timeout_s`` passes."""
+        if not self._woken:
+            self._wakeup = anyio.Event()
+            with anyio.move_on_after(timeout_s if timeout_s is not None else 3600):
+                await self._wakeup.wait()
+            self._wakeup = None
+        self._woken = False
+
+    # ------------------------------------------------------------------- append
+    @property
+    def buffer_used(self) -> int:
+        return self._buffer_used
+
+    @property
+    def pending_batches(self) -> int:
+        return len(self._incomplete)
+
+    async def reserve(self, size: int) -> None:
+        if size > self.buffer_memory:
+            raise ValueError(f"record of ~{size} bytes is larger than buffer_memory={self.buffer_memory}")
+        if self._buffer_used + size <= self.buffer_memory:
+            self._buffer_used += size
+            return
+        try:
+            with anyio.fail_after(self.max_block_s):
+                while self._buffer_used + size > self.buffer_memory:
+                    if self._freed is None:
+                        self._freed = anyio.Event()
+                    await self._freed.wait()
+        except TimeoutError:
+            raise KafkaTimeoutError(
+                f"buffer_memory ({self.buffer_memory} bytes) stayed full for max_block_ms "
+                f"({self.max_block_s * 1000:.0f} ms): the brokers are not keeping up"
+            ) from None
+        self._buffer_used += size
+
+    def _release(self, batch: ProducerBatch) -> None:
+        self._buffer_used -= batch.reserved
+        batch.reserved = 0
+        if self._freed is not None:
+            self._freed.set()
+            self._freed = None
+
+    async def append(
+        self,
+        tp: TopicPartition,
+        timestamp: int,
+        key: bytes | None,
+        value: bytes | None,
+        headers: Sequence[tuple[str, bytes | None]],
+    ) -> DeliveryHandle:
+        size = estimate_record_size(key, value, headers)
+        await self.reserve(size)
+        queue = self._queues.get(tp)
+        if queue is None:
+            queue = self._queues[tp] = deque()
+        if queue and not queue[-1].closed:
+            batch = queue[-1]
+            handle = batch.try_append(timestamp, key, value, headers)
+            if handle is not None:
+                batch.reserved += size
+                return handle
+            batch.close()
+            self._on_batch_closed(tp)
+            self.wake()
+        batch = ProducerBatch(tp, RecordBatchBuilder(self.compression_type, self.batch_size))
+        handle = batch.try_append(timestamp, key, value, headers)
+        assert handle is not None  # the first record always fits
+        batch.reserved = size
+        queue.append(batch)
+        self._incomplete.add(batch)
+        self.wake()  # the sender sends it now (linger 0) or schedules its linger deadline
+        return handle
+
+    # -------------------------------------------------------------------- drain
+    def _ready_at(self, batch: ProducerBatch, queue_len: int, store: MetadataStore, hints: bool) -> float:
+        if batch.attempts:
+            if hints and store.leader_epoch(batch.tp) > batch.sent_epoch:
+                return 0.0  # KIP-951: the leader moved since this batch failed: retry now
+            if not hints and (store.last_refresh or 0.0) < batch.last_failure:
+                return float("inf")  # pre-KIP-951: wait for fresh metadata too
+            return batch.retry_at
+        if batch.closed or queue_len > 1 or self._flushing or self.closed:
+            return 0.0
+        return batch.created_at + self.linger_s
+
+    def drain(self, store: MetadataStore, max_request_size: int, *, hints: bool) -> DrainResult:
+        """Pick the batches to send now, grouped by leader node (synchronous decision step)."""
+        now = time.monotonic()
+        result = DrainResult()
+        sizes: dict[int, int] = {}
+        for tp, queue in self._queues.items():
+            if not queue or tp in self._muted:
+                continue
+            batch = queue[0]
+            if now - batch.created_at >= self.delivery_timeout_s:
+                queue.popleft()
+                result.expired.append(batch)
+                continue
+            result.wake_in(batch.created_at + self.delivery_timeout_s - now)
+            leader = store.leader_for(tp)
+            if leader is None:
+                store.request_refresh(f"no leader known for {tp.topic}-{tp.partition}")
+                result.wake_in(0.05)
+                continue
+            ready_at = self._ready_at(batch, len(queue), store, hints)
+            if ready_at == float("inf"):
+                result.wake_in(0.02)
+                continue
+            if ready_at > now:
+                result.wake_in(ready_at - now)
+                continue
+            batch_bytes = batch.builder.size_in_bytes()
+            used = sizes.get(leader.node_id, 0)
+            if used and used + batch_bytes > max_request_size:
+                result.wake_in(0)
+                continue
+            sizes[leader.node_id] = used + batch_bytes
+            queue.popleft()
+            if not batch.closed:
+                batch.close()
+                self._on_batch_closed(tp)
+            self._muted.add(tp)
+            result.by_node.setdefault(leader.node_id, []).append(batch)
+        return result
+
+    # ---------------------------------------------------------------- outcomes
+    def finished(self, batch: ProducerBatch) -> None:
+        """The batch resolved (success or failure): free its memory, unmute its partition."""
+        self._muted.discard(batch.tp)
+        self._incomplete.discard(batch)
+        self._release(batch)
+        self.wake()
+
+    def requeue(self, batch: ProducerBatch) -> None:
+        """Put a failed batch back at the head of its partition's queue for a retry."""
+        self._muted.discard(batch.tp)
+        self._queues.setdefault(batch.tp, deque()).appendleft(batch)
+        self.wake()
+
+    async def flush(self) -> None:
+        """Send everything now and wait until every batch that exists now has resolved."""
+        waiting = list(self._incomplete)
+        self._flushing += 1
+        self.wake()
+        try:
+            for batch in waiting:
+                await batch.done_event.wait()
+        finally:
+            self._flushing -= 1
+
+    def fail_all(self, error: BaseException) -> int:
+        """Fail every unresolved batch, queued or in flight (on close); returns how many."""
+        for queue in self._queues.values():
+            queue.clear()
+        pending = list(self._incomplete)
+        for batch in pending:
+            batch.fail(error)
+            self.finished(batch)
+        return len(pending)
+
+    def enqueue_built(self, tp: TopicPartition, builder: RecordBatchBuilder, reserved: int) -> ProducerBatch:
+        """Queue a batch the user filled (``send_batch``) as it is, behind the partition's open batch."""
+        queue = self._queues.setdefault(tp, deque())
+        if queue and not queue[-1].closed:
+            queue[-1].close()
+        batch = ProducerBatch(tp, builder)
+        batch.close()
+        batch.reserved = reserved
+        queue.append(batch)
+        self._incomplete.add(batch)
+        self.wake()
+        return batch
+
+    def in_flight_partitions(self) -> set[TopicPartition]:
+        return set(self._muted)

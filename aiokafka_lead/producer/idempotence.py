@@ -1,0 +1,79 @@
+"""Idempotent producer state: producer id, epoch and per-partition sequence numbers.
+
+Sequences are assigned when a batch is first drained and kept across its retries, so a
+retried batch the broker already wrote is deduplicated. With one batch in flight per
+partition, sequences can only go wrong after the broker lost our producer state
+(OUT_OF_ORDER_SEQUENCE_NUMBER or UNKNOWN_PRODUCER_ID): then the epoch is bumped
+(KIP-360, InitProducerId with the current id and epoch) and sequences restart at 0.
+"""
+
+from __future__ import annotations
+
+import logging
+
+from aiokafka_lead.backoff import ExponentialBackoff
+from aiokafka_lead.client import ClientCore
+from aiokafka_lead.errors import error_for_code
+from aiokafka_lead.producer.batch import ProducerBatch
+from aiokafka_lead.protocol.messages import InitProducerIdRequest
+from aiokafka_lead.retry import call_with_retries
+from aiokafka_lead.structs import TopicPartition
+
+log = logging.getLogger(__name__)
+
+MAX_SEQUENCE = 0x7FFFFFFF
+
+
+class IdempotenceState:
+    def __init__(self, core: ClientCore, *, timeout_ms: float, backoff: ExponentialBackoff) -> None:
+        self._core = core
+        self._timeout_ms = timeout_ms
+        self._backoff = backoff
+        self.producer_id = -1
+        self.producer_epoch = -1
+        self.needs_bump = False
+        self.epoch_bumps = 0
+        self._sequences: dict[TopicPartition, int] = {}
+
+    async def init(self, reason: str = "start") -> None:
+        """InitProducerId (any broker; no transactional id): a new id, or a bumped epoch."""
+
+        async def attempt() -> tuple[int, int]:
+            conn = await self._core.any_connection()
+            version = conn.version_for(InitProducerIdRequest.API_KEY)
+            bump = self.producer_id >= 0 and version >= 3
+            request = InitProducerIdRequest(
+                transactional_id=None,
+                transaction_timeout_ms=-1,
+                producer_id=self.producer_id if bump else -1,
+                producer_epoch=self.producer_epoch if bump else -1,
+            )
+            response = await conn.send(request, version=version)
+            if response.error_code:
+                raise error_for_code(response.error_code, "InitProducerId")
+            return int(response.producer_id), int(response.producer_epoch)
+
+        self.producer_id, self.producer_epoch = await call_with_retries(
+            f"InitProducerId ({reason})",
+            attempt,
+            timeout_ms=self._timeout_ms,
+            backoff=self._backoff,
+            refresh=self._core.refresh_metadata,
+        )
+        self._sequences.clear()
+        self.needs_bump = False
+        log.debug("producer id %d epoch %d (%s)", self.producer_id, self.producer_epoch, reason)
+
+    async def bump_epoch(self) -> None:
+        self.epoch_bumps += 1
+        await self.init("epoch bump after lost producer state (KIP-360)")
+
+    def stamp(self, batch: ProducerBatch) -> None:
+        """Give a batch its sequence the first time it is sent (or after an epoch bump)."""
+        if batch.producer_epoch == self.producer_epoch and batch.producer_id == self.producer_id:
+            return
+        batch.producer_id = self.producer_id
+        batch.producer_epoch = self.producer_epoch
+        base = self._sequences.get(batch.tp, 0)
+        batch.base_sequence = base
+        self._sequences[batch.tp] = (base + batch.record_count) & MAX_SEQUENCE

@@ -1,0 +1,90 @@
+"""Partitioners: keyed records by murmur2 (same partition as the Java client), keyless
+records by the sticky partitioner (KIP-480).
+
+aiokafka's partitioner signature is kept: ``partitioner(key_bytes, all_partitions,
+available_partitions) -> int``. The default partitioner additionally learns from the
+accumulator when a partition's batch is closed, which is when KIP-480 moves keyless
+records to another partition.
+"""
+
+from __future__ import annotations
+
+import random
+from collections.abc import Sequence
+from typing import Protocol
+
+_M = 0x5BD1E995
+_MASK = 0xFFFFFFFF
+
+
+def murmur2(data: bytes) -> int:
+    """Kafka's murmur2 (org.apache.kafka.common.utils.Utils.murmur2), as a signed int32."""
+    length = len(data)
+    h = (0x9747B28C ^ length) & _MASK
+    end = length & ~3
+    for i in range(0, end, 4):
+        k = int.from_bytes(data[i : i + 4], "little")
+        k = (k * _M) & _MASK
+        k ^= k >> 24
+        k = (k * _M) & _MASK
+        h = ((h * _M) & _MASK) ^ k
+    tail = length & 3
+    if tail == 3:
+        h ^= data[end + 2] << 16
+    if tail >= 2:
+        h ^= data[end + 1] << 8
+    if tail >= 1:
+        h ^= data[end]
+        h = (h * _M) & _MASK
+    h ^= h >> 13
+    h = (h * _M) & _MASK
+    h ^= h >> 15
+    return h - (1 << 32) if h & 0x80000000 else h
+
+
+def partition_for_key(key: bytes, num_partitions: int) -> int:
+    """The Java client's choice: ``toPositive(murmur2(key)) % numPartitions``."""
+    return (murmur2(key) & 0x7FFFFFFF) % num_partitions
+
+
+class Partitioner(Protocol):
+    def __call__(
+        self, key: bytes | None, all_partitions: Sequence[int], available_partitions: Sequence[int]
+    ) -> int: ...
+
+
+class DefaultPartitioner:
+    """murmur2 for keys; KIP-480 sticky choice for keyless records, per topic."""
+
+    def __init__(self, rng: random.Random | None = None) -> None:
+        self._rng = rng or random.Random()
+        self._sticky: dict[str, int] = {}
+
+    def __call__(
+        self, key: bytes | None, all_partitions: Sequence[int], available_partitions: Sequence[int]
+    ) -> int:
+        if key is not None:
+            return partition_for_key(key, len(all_partitions))
+        return self._rng.choice(list(available_partitions or all_partitions))
+
+    def partition(
+        self,
+        topic: str,
+        key: bytes | None,
+        all_partitions: Sequence[int],
+        available_partitions: Sequence[int],
+    ) -> int:
+        if key is not None:
+            return partition_for_key(key, len(all_partitions))
+        current = self._sticky.get(topic)
+        pool = available_partitions or all_partitions
+        if current is None or current not in pool:
+            current = self._sticky[topic] = self._rng.choice(list(pool))
+        return current
+
+    def batch_closed(self, topic: str, partition: int, available_partitions: Sequence[int]) -> None:
+        """KIP-480: once the sticky partition's batch is closed, stick to another one."""
+        if self._sticky.get(topic) != partition:
+            return
+        others = [p for p in available_partitions if p != partition]
+        self._sticky[topic] = self._rng.choice(others) if others else partition

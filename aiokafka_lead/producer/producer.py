@@ -1,0 +1,378 @@
+"""AIOKafkaProducer: aiokafka's public API, with KIP-951 leader discovery underneath.
+
+Defaults follow the modern Java client where aiokafka's are unsafe: ``acks="all"`` and
+idempotence on (it turns itself off, as in Java, only when acks is set to 0 or 1 without
+asking for idempotence explicitly).
+"""
+
+from __future__ import annotations
+
+import itertools
+import ssl
+import time
+from collections.abc import Callable, Iterable, Sequence
+from types import TracebackType
+from typing import Any, Self
+
+import anyio
+import anyio.abc
+
+from aiokafka_lead.backoff import ExponentialBackoff
+from aiokafka_lead.client import ClientCore, connection_config
+from aiokafka_lead.errors import KafkaTimeoutError, MessageSizeTooLargeError, error_for_code
+from aiokafka_lead.metadata import HintOutcome
+from aiokafka_lead.producer.accumulator import RecordAccumulator, estimate_record_size
+from aiokafka_lead.producer.batch import DeliveryHandle
+from aiokafka_lead.producer.idempotence import IdempotenceState
+from aiokafka_lead.producer.metrics import ProducerMetrics
+from aiokafka_lead.producer.partitioner import DefaultPartitioner, Partitioner
+from aiokafka_lead.producer.sender import Sender
+from aiokafka_lead.records import CompressionType, RecordBatchBuilder
+from aiokafka_lead.runtime import ClientClosedError
+from aiokafka_lead.structs import TopicPartition
+
+_ids = itertools.count(1)
+COMPRESSION = {
+    None: CompressionType.NONE,
+    "none": CompressionType.NONE,
+    "gzip": CompressionType.GZIP,
+    "snappy": CompressionType.SNAPPY,
+    "lz4": CompressionType.LZ4,
+    "zstd": CompressionType.ZSTD,
+}
+Headers = Sequence[tuple[str, bytes | None]]
+
+
+def _acks(value: int | str) -> int:
+    if value in ("all", -1, "-1"):
+        return -1
+    if value in (0, 1, "0", "1"):
+        return int(value)
+    raise ValueError(f"acks must be 0, 1 or 'all', not {value!r}")
+
+
+class BatchBuilder:
+    """A batch the caller fills and sends whole (aiokafka's ``create_batch`` API)."""
+
+    def __init__(self, builder: RecordBatchBuilder, key_serializer: Any, value_serializer: Any) -> None:
+        self._builder = builder
+        self._key_serializer = key_serializer
+        self._value_serializer = value_serializer
+        self.reserved = 0
+
+    def append(
+        self, *, key: Any = None, value: Any = None, timestamp: int | None = None, headers: Headers = ()
+    ) -> int | None:
+        """Add a record; returns its offset delta, or None when the batch is full."""
+        k = self._key_serializer(key) if self._key_serializer and key is not None else key
+        v = self._value_serializer(value) if self._value_serializer and value is not None else value
+        ts = int(time.time() * 1000) if timestamp is None else timestamp
+        delta = self._builder.append(ts, k, v, list(headers))
+        if delta is not None:
+            self.reserved += estimate_record_size(k, v, headers)
+        return delta
+
+    def record_count(self) -> int:
+        return self._builder.record_count
+
+    def size(self) -> int:
+        return self._builder.size_in_bytes()
+
+
+class AIOKafkaProducer:
+    """Asyncio Kafka producer (aiokafka-compatible)."""
+
+    def __init__(
+        self,
+        *,
+        bootstrap_servers: str | Sequence[str] = "localhost",
+        client_id: str | None = None,
+        metadata_max_age_ms: int = 300_000,
+        request_timeout_ms: int = 40_000,
+        api_version: str = "auto",
+        acks: int | str = "all",
+        key_serializer: Callable[[Any], bytes] | None = None,
+        value_serializer: Callable[[Any], bytes] | None = None,
+        compression_type: str | None = None,
+        max_batch_size: int = 16384,
+        partitioner: Partitioner | None = None,
+        max_request_size: int = 1_048_576,
+        linger_ms: int = 0,
+        retry_backoff_ms: int = 100,
+        retry_backoff_max_ms: int = 1000,
+        delivery_timeout_ms: int = 120_000,
+        buffer_memory: int = 32 * 1024 * 1024,
+        max_block_ms: int = 60_000,
+        max_in_flight_requests_per_connection: int = 5,
+        security_protocol: str = "PLAINTEXT",
+        ssl_context: ssl.SSLContext | None = None,
+        connections_max_idle_ms: int = 540_000,
+        enable_idempotence: bool | None = None,
+        transactional_id: str | None = None,
+        sasl_mechanism: str = "PLAIN",
+        sasl_plain_username: str | None = None,
+        sasl_plain_password: str | None = None,
+        enable_leader_hints: bool = True,
+        **unsupported: Any,
+    ) -> None:
+        if unsupported:
+            raise TypeError(f"unsupported producer options: {', '.join(sorted(unsupported))}")
+        if transactional_id is not None:
+            raise NotImplementedError("transactions are not supported yet (transactional_id)")
+        del api_version  # always negotiated
+        self._acks = _acks(acks)
+        if compression_type not in COMPRESSION:
+            raise ValueError(
+                f"compression_type must be one of gzip, snappy, lz4, zstd or None, not {compression_type!r}"
+            )
+        if enable_idempotence and self._acks != -1:
+            raise ValueError("enable_idempotence=True needs acks='all'")
+        if enable_idempotence and max_in_flight_requests_per_connection > 5:
+            raise ValueError("enable_idempotence=True allows at most 5 in-flight requests per connection")
+        if enable_idempotence is None:
+            enable_idempotence = self._acks == -1 and max_in_flight_requests_per_connection <= 5
+        if delivery_timeout_ms < linger_ms + request_timeout_ms:
+            raise ValueError(
+                "delivery_timeout_ms must be at least linger_ms + request_timeout_ms (as in Java)"
+            )
+        self._idempotent = enable_idempotence
+        self._key_serializer = key_serializer
+        self._value_serializer = value_serializer
+        self._compression = COMPRESSION[compression_type]
+        self._max_batch_size = max_batch_size
+        self._max_request_size = max_request_size
+        self._max_block_ms = max_block_ms
+        self._request_timeout_ms = request_timeout_ms
+        self._leader_hints = enable_leader_hints
+        self._partitioner: Partitioner = partitioner or DefaultPartitioner()
+        self._backoff = ExponentialBackoff(retry_backoff_ms, max(retry_backoff_max_ms, retry_backoff_ms))
+        self._topics: set[str] = set()
+        self._metrics = ProducerMetrics()
+        self._core = ClientCore(
+            "AIOKafkaProducer",
+            bootstrap_servers=bootstrap_servers,
+            config=connection_config(
+                client_id=client_id or f"aiokafka-lead-producer-{next(_ids)}",
+                request_timeout_ms=request_timeout_ms,
+                security_protocol=security_protocol,
+                ssl_context=ssl_context,
+                sasl_mechanism=sasl_mechanism,
+                sasl_plain_username=sasl_plain_username,
+                sasl_plain_password=sasl_plain_password,
+                connections_max_idle_ms=connections_max_idle_ms,
+                max_in_flight=max_in_flight_requests_per_connection,
+            ),
+            metadata_max_age_ms=metadata_max_age_ms,
+            retry_backoff_ms=retry_backoff_ms,
+            retry_backoff_max_ms=retry_backoff_max_ms,
+            topics=lambda: self._topics,
+            allow_auto_topic_creation=True,
+        )
+        self._acc = RecordAccumulator(
+            batch_size=max_batch_size,
+            linger_ms=linger_ms,
+            compression_type=self._compression,
+            buffer_memory=buffer_memory,
+            max_block_ms=max_block_ms,
+            delivery_timeout_ms=delivery_timeout_ms,
+            on_batch_closed=self._batch_closed,
+        )
+        self._ids: IdempotenceState | None = None
+        self._closed = False
+
+    # ----------------------------------------------------------------- lifecycle
+    async def _setup(self, tg: anyio.abc.TaskGroup) -> None:
+        if self._idempotent:
+            self._ids = IdempotenceState(self._core, timeout_ms=self._max_block_ms, backoff=self._backoff)
+            await self._ids.init()
+        sender = Sender(
+            self._core,
+            self._acc,
+            acks=self._acks,
+            request_timeout_ms=self._request_timeout_ms,
+            max_request_size=self._max_request_size,
+            backoff=self._backoff,
+            leader_hints=self._leader_hints,
+            idempotence=self._ids,
+            metrics=self._metrics,
+        )
+        await tg.start(sender.run)
+
+    async def start(self) -> None:
+        """Connect, fetch metadata, get a producer id (idempotence) and start the sender."""
+        self._core.extra_setup = self._setup
+        await self._core.start()
+
+    async def stop(self) -> None:
+        """Flush what was sent, then close; every pending delivery is resolved."""
+        if self._closed:
+            return
+        self._closed = True
+        try:
+            if self._core.host.running:
+                await self._acc.flush()  # bounded: batches expire after delivery_timeout_ms
+        finally:
+            self._acc.closed = True
+            await self._core.close()
+            self._acc.fail_all(ClientClosedError("the producer was stopped before delivery"))
+
+    async def __aenter__(self) -> Self:
+        self._core.extra_setup = self._setup
+        await self._core.enter()
+        return self
+
+    async def __aexit__(
+        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+    ) -> None:
+        await self.stop()
+
+    # ------------------------------------------------------------------- sending
+    def _check_open(self) -> None:
+        if self._closed or not self._core.host.running:
+            raise ClientClosedError("the producer is not running (call start() or use async with)")
+
+    def _batch_closed(self, tp: TopicPartition) -> None:
+        if isinstance(self._partitioner, DefaultPartitioner):
+            available = self._available(tp.topic)
+            self._partitioner.batch_closed(tp.topic, tp.partition, available)
+
+    def _available(self, topic: str) -> list[int]:
+        store = self._core.store
+        parts = store.partitions_for_topic(topic) or set()
+        return sorted(p for p in parts if store.leader_for(TopicPartition(topic, p)) is not None)
+
+    async def partitions_for(self, topic: str) -> set[int]:
+        """The topic's partition ids, waiting (up to max_block_ms) for its metadata."""
+        self._check_open()
+        store = self._core.store
+        if topic not in self._topics or store.partitions_for_topic(topic) is None:
+            self._topics.add(topic)
+            await self._core.wait_for_topics([topic], self._max_block_ms)
+        parts = store.partitions_for_topic(topic)
+        if parts is None:
+            code = store.topic_error(topic)
+            if code:
+                raise error_for_code(code, f"metadata for topic {topic!r}")
+            raise KafkaTimeoutError(f"topic {topic!r} not present in metadata after {self._max_block_ms} ms")
+        return parts
+
+    def _serialize(self, key: Any, value: Any) -> tuple[bytes | None, bytes | None]:
+        k = self._key_serializer(key) if self._key_serializer is not None and key is not None else key
+        v = (
+            self._value_serializer(value)
+            if self._value_serializer is not None and value is not None
+            else value
+        )
+        for name, data in (("key", k), ("value", v)):
+            if data is not None and not isinstance(data, bytes | bytearray | memoryview):
+                raise TypeError(f"{name} must be bytes (or set {name}_serializer), not {type(data).__name__}")
+        return (bytes(k) if k is not None else None), (bytes(v) if v is not None else None)
+
+    async def send(  # noqa: PLR0917 - aiokafka's positional signature
+        self,
+        topic: str,
+        value: Any = None,
+        key: Any = None,
+        partition: int | None = None,
+        timestamp_ms: int | None = None,
+        headers: Iterable[tuple[str, bytes | None]] | None = None,
+    ) -> DeliveryHandle:
+        """Queue one record; returns a handle that resolves to its RecordMetadata.
+
+        Waits only for the topic's metadata (first send) and for buffer space, each up to
+        max_block_ms. Records over max_request_size fail here, before anything is queued.
+        """
+        self._check_open()
+        key_bytes, value_bytes = self._serialize(key, value)
+        header_list = list(headers or ())
+        for name, hvalue in header_list:
+            if not isinstance(name, str) or not (hvalue is None or isinstance(hvalue, bytes)):
+                raise TypeError("headers must be (str, bytes | None) pairs")
+        size = estimate_record_size(key_bytes, value_bytes, header_list)
+        if size > self._max_request_size:
+            raise MessageSizeTooLargeError(
+                f"the record is ~{size} bytes, larger than max_request_size={self._max_request_size}"
+            )
+        parts = await self.partitions_for(topic)
+        if partition is None:
+            all_parts = sorted(parts)
+            available = self._available(topic)
+            if isinstance(self._partitioner, DefaultPartitioner):
+                partition = self._partitioner.partition(topic, key_bytes, all_parts, available)
+            else:
+                partition = self._partitioner(key_bytes, all_parts, available)
+        elif partition not in parts:
+            raise ValueError(f"topic {topic!r} has no partition {partition} (partitions: {sorted(parts)})")
+        timestamp = int(time.time() * 1000) if timestamp_ms is None else timestamp_ms
+        return await self._acc.append(
+            TopicPartition(topic, partition), timestamp, key_bytes, value_bytes, header_list
+        )
+
+    async def send_and_wait(  # noqa: PLR0917 - aiokafka's positional signature
+        self,
+        topic: str,
+        value: Any = None,
+        key: Any = None,
+        partition: int | None = None,
+        timestamp_ms: int | None = None,
+        headers: Iterable[tuple[str, bytes | None]] | None = None,
+    ) -> Any:
+        handle = await self.send(topic, value, key, partition, timestamp_ms, headers)
+        return await handle
+
+    def create_batch(self) -> BatchBuilder:
+        return BatchBuilder(
+            RecordBatchBuilder(self._compression, self._max_batch_size),
+            self._key_serializer,
+            self._value_serializer,
+        )
+
+    async def send_batch(self, batch: BatchBuilder, topic: str, *, partition: int) -> DeliveryHandle:
+        """Send a filled batch to one partition as it is; resolves with its first record's metadata."""
+        self._check_open()
+        if batch.record_count() == 0:
+            raise ValueError("the batch is empty")
+        if batch.size() > self._max_request_size:
+            raise MessageSizeTooLargeError(f"the batch is {batch.size()} bytes, over max_request_size")
+        parts = await self.partitions_for(topic)
+        if partition not in parts:
+            raise ValueError(f"topic {topic!r} has no partition {partition}")
+        await self._acc.reserve(batch.reserved)
+        queued = self._acc.enqueue_built(TopicPartition(topic, partition), batch._builder, batch.reserved)
+        return queued.handle()
+
+    async def flush(self) -> None:
+        """Send everything queued now and wait until it resolved (bound it with a cancel scope)."""
+        self._check_open()
+        await self._acc.flush()
+
+    # ----------------------------------------------------------------- insight
+    def metrics(self) -> dict[str, Any]:
+        """Counters: records, retries, leader hints applied/ignored by reason, refreshes by reason."""
+        store = self._core.store
+        m = self._metrics
+        return {
+            "records_sent": m.records_sent,
+            "records_failed": m.records_failed,
+            "batches_sent": m.batches_sent,
+            "batches_retried": m.batches_retried,
+            "immediate_retries": m.immediate_retries,
+            "batches_expired": m.batches_expired,
+            "produce_requests": m.produce_requests,
+            "errors": dict(m.errors),
+            "leader_hints_applied": store.hint_outcomes[HintOutcome.APPLIED],
+            "leader_hints_ignored": {
+                o.value: n for o, n in store.hint_outcomes.items() if o is not HintOutcome.APPLIED and n
+            },
+            "metadata_refresh_requests": dict(store.refresh_requests),
+            "metadata_refreshes": self._core.refresher.refreshes if self._core.host.running else None,
+            "request_latency": {node: s.as_dict() for node, s in m.request_latency.items()},
+            "buffer_used": self._acc.buffer_used,
+            "pending_batches": self._acc.pending_batches,
+            "producer_id": self._ids.producer_id if self._ids else -1,
+            "producer_epoch": self._ids.producer_epoch if self._ids else -1,
+            "epoch_bumps": self._ids.epoch_bumps if self._ids else 0,
+        }
+
+
+Producer = AIOKafkaProducer

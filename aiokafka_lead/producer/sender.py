@@ -1,0 +1,226 @@
+"""The sender loop: drains ready batches to partition leaders and handles the outcomes.
+
+KIP-951 on the produce path (rules in docs/DESIGN.md and docs/kip-951.md):
+NOT_LEADER_OR_FOLLOWER responses carry CurrentLeader per partition and NodeEndpoints at
+the top level (Produce v10+). They go to ``MetadataStore.apply_leader_hints`` BEFORE the
+failed batch is requeued, so the very next drain sees the advanced epoch and sends the
+batch at once to the new leader; the store asks the background refresher for an expedited
+refresh, which nothing here waits for. Hints that do not advance the epoch change nothing:
+the batch backs off as usual (no hot loop).
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from typing import Any
+
+import anyio
+import anyio.abc
+
+from aiokafka_lead.backoff import ExponentialBackoff
+from aiokafka_lead.client import ClientCore
+from aiokafka_lead.errors import KafkaError, KafkaProtocolError, KafkaTimeoutError, error_for_code
+from aiokafka_lead.metadata import BrokerNode, LeaderHint, MetadataChange
+from aiokafka_lead.producer.accumulator import RecordAccumulator
+from aiokafka_lead.producer.batch import ProducerBatch
+from aiokafka_lead.producer.idempotence import IdempotenceState
+from aiokafka_lead.producer.metrics import ProducerMetrics
+from aiokafka_lead.protocol.messages import ProduceRequest, ProduceResponse
+
+log = logging.getLogger(__name__)
+
+NOT_LEADER_OR_FOLLOWER = 6
+OUT_OF_ORDER_SEQUENCE_NUMBER = 45
+DUPLICATE_SEQUENCE_NUMBER = 46
+UNKNOWN_PRODUCER_ID = 59
+LOST_PRODUCER_STATE = (OUT_OF_ORDER_SEQUENCE_NUMBER, UNKNOWN_PRODUCER_ID)
+
+
+class Sender:
+    def __init__(
+        self,
+        core: ClientCore,
+        accumulator: RecordAccumulator,
+        *,
+        acks: int,
+        request_timeout_ms: int,
+        max_request_size: int,
+        backoff: ExponentialBackoff,
+        leader_hints: bool,
+        idempotence: IdempotenceState | None,
+        metrics: ProducerMetrics,
+    ) -> None:
+        self._core = core
+        self._acc = accumulator
+        self._acks = acks
+        self._timeout_ms = request_timeout_ms
+        self._max_request_size = max_request_size
+        self._backoff = backoff
+        self._hints = leader_hints
+        self._ids = idempotence
+        self._metrics = metrics
+        self._in_flight = 0
+
+    def _on_metadata_change(self, change: MetadataChange) -> None:
+        if change.leaders_changed or change.nodes_changed:
+            self._acc.wake()
+
+    async def run(self, *, task_status: anyio.abc.TaskStatus[None] = anyio.TASK_STATUS_IGNORED) -> None:
+        store = self._core.store
+        store.add_listener(self._on_metadata_change)
+        try:
+            async with anyio.create_task_group() as tg:
+                task_status.started()
+                while True:
+                    if self._ids is not None and self._ids.needs_bump:
+                        if self._in_flight == 0:
+                            await self._ids.bump_epoch()
+                        else:
+                            await self._acc.wait_for_work(0.05)
+                            continue
+                    result = self._acc.drain(store, self._max_request_size, hints=self._hints)
+                    for batch in result.expired:
+                        self._fail(batch, KafkaTimeoutError(self._expiry_message(batch, None)), expired=True)
+                    for node_id, batches in result.by_node.items():
+                        self._in_flight += 1
+                        tg.start_soon(self._produce, node_id, batches)
+                    if not result.by_node and not result.expired:
+                        await self._acc.wait_for_work(result.next_check_s)
+        finally:
+            store.remove_listener(self._on_metadata_change)
+
+    def _expiry_message(self, batch: ProducerBatch, last: BaseException | None) -> str:
+        age = (time.monotonic() - batch.created_at) * 1000
+        detail = f"; last error: {last!r}" if last is not None else ""
+        return (
+            f"{batch.record_count} record(s) for {batch.tp.topic}-{batch.tp.partition} not delivered "
+            f"within delivery_timeout_ms ({self._acc.delivery_timeout_s * 1000:.0f} ms, age {age:.0f} ms, "
+            f"{batch.attempts} attempt(s)){detail}"
+        )
+
+    # ----------------------------------------------------------------- outcomes
+    def _fail(self, batch: ProducerBatch, error: BaseException, *, expired: bool = False) -> None:
+        batch.fail(error)
+        self._acc.finished(batch)
+        self._metrics.records_failed += batch.record_count
+        if expired:
+            self._metrics.batches_expired += 1
+        log.debug("batch %r failed: %r", batch, error)
+
+    def _retry_or_fail(
+        self, batch: ProducerBatch, error: KafkaError, now: float, *, force_retry: bool = False
+    ) -> None:
+        if not (error.retriable or force_retry):
+            self._fail(batch, error)
+            return
+        if now - batch.created_at >= self._acc.delivery_timeout_s:
+            self._fail(batch, KafkaTimeoutError(self._expiry_message(batch, error)), expired=True)
+            return
+        batch.attempts += 1
+        batch.last_failure = now
+        batch.retry_at = now + self._backoff.delay_s(batch.attempts - 1)
+        self._metrics.batches_retried += 1
+        self._metrics.errors[type(error).__name__] += 1
+        self._acc.requeue(batch)
+
+    # ------------------------------------------------------------------ request
+    def _request(self, batches: list[ProducerBatch]) -> ProduceRequest:
+        topics: dict[str, list[ProduceRequest.PartitionProduceData]] = {}
+        for batch in batches:
+            topics.setdefault(batch.tp.topic, []).append(
+                ProduceRequest.PartitionProduceData(index=batch.tp.partition, records=batch.payload())
+            )
+        return ProduceRequest(
+            transactional_id=None,
+            acks=self._acks,
+            timeout_ms=self._timeout_ms,
+            topic_data=[
+                ProduceRequest.TopicProduceData(name=t, partition_data=ps) for t, ps in topics.items()
+            ],
+        )
+
+    async def _produce(self, node_id: int, batches: list[ProducerBatch]) -> None:
+        store = self._core.store
+        try:
+            for batch in batches:
+                if batch.attempts and store.leader_epoch(batch.tp) > batch.sent_epoch:
+                    self._metrics.immediate_retries += 1
+                batch.sent_epoch = store.leader_epoch(batch.tp)
+                if self._ids is not None:
+                    self._ids.stamp(batch)
+            request = self._request(batches)
+            self._metrics.produce_requests += 1
+            started = time.monotonic()
+            try:
+                conn = await self._core.pool.connection(node_id)
+                response = await conn.send(request, expect_response=self._acks != 0)
+            except KafkaError as exc:
+                if exc.retriable:
+                    store.request_refresh(f"produce to node {node_id} failed: {type(exc).__name__}")
+                now = time.monotonic()
+                for batch in batches:
+                    self._retry_or_fail(batch, exc, now)
+                return
+            self._metrics.latency(node_id, time.monotonic() - started)
+            if response is None:  # acks=0: nothing comes back
+                for batch in batches:
+                    batch.complete(-1)
+                    self._done(batch)
+                return
+            self._handle_response(node_id, batches, response)
+        finally:
+            self._in_flight -= 1
+            self._acc.wake()
+
+    def _done(self, batch: ProducerBatch) -> None:
+        self._acc.finished(batch)
+        self._metrics.records_sent += batch.record_count
+        self._metrics.batches_sent += 1
+
+    def _handle_response(self, node_id: int, batches: list[ProducerBatch], response: ProduceResponse) -> None:
+        store = self._core.store
+        by_tp: dict[tuple[str, int], Any] = {
+            (t.name, p.index): p for t in response.responses for p in t.partition_responses
+        }
+        hints: list[LeaderHint] = []
+        failed: list[tuple[ProducerBatch, KafkaError, bool]] = []
+        refresh_reasons: list[str] = []
+        for batch in batches:
+            part = by_tp.get((batch.tp.topic, batch.tp.partition))
+            if part is None:
+                failed.append(
+                    (batch, KafkaProtocolError(f"node {node_id} did not answer for {batch.tp}"), True)
+                )
+                continue
+            code = part.error_code
+            if code in (0, DUPLICATE_SEQUENCE_NUMBER):
+                batch.complete(part.base_offset, part.log_append_time_ms, part.log_start_offset)
+                self._done(batch)
+                continue
+            message = (
+                part.error_message or f"Produce to {batch.tp.topic}-{batch.tp.partition} on node {node_id}"
+            )
+            error = error_for_code(code, message)
+            if code == NOT_LEADER_OR_FOLLOWER:
+                leader = part.current_leader
+                hints.append(
+                    LeaderHint(batch.tp.topic, batch.tp.partition, leader.leader_id, leader.leader_epoch)
+                )
+            elif error.invalid_metadata:
+                refresh_reasons.append(f"produce {type(error).__name__}")
+            lost_state = code in LOST_PRODUCER_STATE and self._ids is not None
+            if lost_state and self._ids is not None:
+                self._ids.needs_bump = True  # retried after the epoch bump (KIP-360)
+            failed.append((batch, error, lost_state))
+        if hints:
+            if self._hints:
+                endpoints = [BrokerNode(e.node_id, e.host, e.port, e.rack) for e in response.node_endpoints]
+                store.apply_leader_hints(hints, endpoints, reason="produce NOT_LEADER_OR_FOLLOWER")
+            else:
+                store.request_refresh("produce NOT_LEADER_OR_FOLLOWER (leader hints off)")
+        for reason in dict.fromkeys(refresh_reasons):
+            store.request_refresh(reason)
+        now = time.monotonic()
+        for batch, err, force in failed:  # after the hints: the next drain sees the new epoch
+            self._retry_or_fail(batch, err, now, force_retry=force)
