@@ -137,11 +137,13 @@ class ClientCore:
         await self.host.enter(self._setup)
 
     async def close(self) -> None:
+        """Cancel the background tasks first (so none of them sees its connection vanish), then
+        close the connections."""
+        await self.host.stop()
         pool, self._pool = self._pool, None
         if pool is not None:
             with anyio.CancelScope(shield=True):
                 await pool.close()
-        await self.host.stop()
 
     # ------------------------------------------------------------ conveniences
     async def send(self, node_id: int, request: Any, **kwargs: Any) -> Any:

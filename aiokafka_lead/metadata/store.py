@@ -213,8 +213,7 @@ class MetadataStore:
         """Merge a Metadata response under the epoch rules; return what changed."""
         change = MetadataChange(reason=reason)
         self.last_refresh = self._clock()
-        if snapshot.brokers:
-            self._replace_nodes(snapshot.brokers, change)
+        lagging = snapshot.epochs_reliable and self._is_lagging(snapshot)
         if snapshot.controller_id >= 0:
             self.controller_id = snapshot.controller_id
         if snapshot.cluster_id is not None:
@@ -227,16 +226,37 @@ class MetadataStore:
             for name in list(self._topics):
                 if name not in seen:
                     self._drop_topic(name, change)
+        if snapshot.brokers:
+            self._merge_nodes(snapshot.brokers, change, lagging=lagging)
         self._publish(change)
         return change
 
-    def _replace_nodes(self, brokers: Iterable[BrokerNode], change: MetadataChange) -> None:
+    def _is_lagging(self, snapshot: MetadataSnapshot) -> bool:
+        """True if the response knows an older leader epoch than we do for any partition."""
+        for topic in snapshot.topics:
+            for p in topic.partitions:
+                cur = self._partitions.get(p.tp)
+                if cur is not None and 0 <= p.leader_epoch < cur.leader_epoch:
+                    return True
+        return False
+
+    def _merge_nodes(self, brokers: Iterable[BrokerNode], change: MetadataChange, *, lagging: bool) -> None:
+        """A full response replaces the node list, except that a node still leading a known
+        partition is kept; a lagging response (older epochs than ours) may only add nodes,
+        so it cannot undo an address just learned from KIP-951 NodeEndpoints."""
         fresh = {b.node_id: b for b in brokers}
         for node_id, node in fresh.items():
+            if lagging and node_id in self._nodes:
+                continue
             if self._nodes.get(node_id) != node:
                 change.nodes_changed.add(node_id)
-        change.nodes_removed.update(set(self._nodes) - set(fresh))
-        self._nodes = fresh
+                self._nodes[node_id] = node
+        if lagging:
+            return
+        leaders = {p.leader_id for p in self._partitions.values()}
+        for node_id in set(self._nodes) - set(fresh) - leaders:
+            del self._nodes[node_id]
+            change.nodes_removed.add(node_id)
 
     def _merge_topic(self, topic: TopicMetadata, reliable: bool, change: MetadataChange) -> None:
         name = topic.name

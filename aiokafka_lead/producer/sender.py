@@ -143,9 +143,10 @@ class Sender:
     async def _produce(self, node_id: int, batches: list[ProducerBatch]) -> None:
         store = self._core.store
         try:
+            now = time.monotonic()
             for batch in batches:
-                if batch.attempts and store.leader_epoch(batch.tp) > batch.sent_epoch:
-                    self._metrics.immediate_retries += 1
+                if batch.attempts and now < batch.retry_at:
+                    self._metrics.immediate_retries += 1  # sent before its backoff ran out (KIP-951)
                 batch.sent_epoch = store.leader_epoch(batch.tp)
                 if self._ids is not None:
                     self._ids.stamp(batch)

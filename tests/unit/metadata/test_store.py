@@ -308,3 +308,20 @@ async def test_wait_refresh_requested() -> None:
             await store.wait_refresh_requested()
     assert store.take_refresh_reasons() == ["test: why"]
     assert store.refresh_requests["test"] == 1
+
+
+def test_lagging_metadata_cannot_undo_an_address_from_node_endpoints() -> None:
+    store, _ = store_with(leader=1, epoch=5)
+    store.apply_leader_hints([LeaderHint("t", 0, 2, 6)], (BrokerNode(2, "h2", 19092),))
+    change = store.apply_metadata(snapshot(1, 5))  # lagging: epoch 5 < 6, old address of node 2
+    assert store.node(2) == BrokerNode(2, "h2", 19092)
+    assert 2 not in change.nodes_changed
+    store.apply_metadata(snapshot(2, 6, brokers=(NODES[0], BrokerNode(2, "h2", 29092), NODES[2])))
+    assert store.node(2) == BrokerNode(2, "h2", 29092)  # a caught-up view may change it
+
+
+def test_full_metadata_keeps_a_node_that_still_leads_a_partition() -> None:
+    store, _ = store_with(leader=1, epoch=5)
+    store.apply_leader_hints([LeaderHint("t", 0, 7, 6)], (BrokerNode(7, "h7", 9097),))
+    store.apply_metadata(snapshot(7, 6))  # lists nodes 1-3 only, yet node 7 leads t-0
+    assert store.leader_for(TP) == BrokerNode(7, "h7", 9097)
