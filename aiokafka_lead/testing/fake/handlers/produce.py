@@ -1,0 +1,81 @@
+"""Produce v3-12: append, idempotent sequence checks, KIP-951 hints from stale leaders."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from aiokafka_lead.errors import CorruptRecordError, DecodeError
+from aiokafka_lead.protocol.framing import RequestHeader
+from aiokafka_lead.protocol.messages import ProduceRequest, ProduceResponse
+from aiokafka_lead.testing.fake.handlers.common import (
+    CORRUPT_MESSAGE,
+    INVALID_REQUIRED_ACKS,
+    NONE,
+    NOT_LEADER_OR_FOLLOWER,
+    UNKNOWN_TOPIC_OR_PARTITION,
+    endpoints,
+    hint_for,
+    leader_check,
+)
+from aiokafka_lead.testing.fake.partition import SequenceError
+
+if TYPE_CHECKING:
+    from aiokafka_lead.testing.fake.cluster import FakeCluster
+
+HINT_VERSION = 10  # KIP-951: CurrentLeader (partition tag 0), NodeEndpoints (top-level tag 0)
+
+Part = ProduceResponse.PartitionProduceResponse
+
+
+async def handle_produce(
+    cluster: FakeCluster, node_id: int, header: RequestHeader, request: ProduceRequest
+) -> ProduceResponse | None:
+    version = header.api_version
+    bad_acks = request.acks not in (0, 1, -1)
+    hinted: set[int] = set()
+    appended = False
+    topics: list[ProduceResponse.TopicProduceResponse] = []
+    for t in request.topic_data:
+        results: list[Part] = []
+        for p in t.partition_data:
+            result = Part(index=p.index, base_offset=-1)
+            results.append(result)
+            if bad_acks:
+                result.error_code = INVALID_REQUIRED_ACKS
+                continue
+            part = cluster.find_partition(t.name, p.index)
+            if part is None:
+                result.error_code = UNKNOWN_TOPIC_OR_PARTITION
+                continue
+            error = leader_check(part, node_id, -1)
+            if error == NOT_LEADER_OR_FOLLOWER:
+                result.error_code = error
+                if version >= HINT_VERSION:
+                    hint = hint_for(cluster, part)
+                    result.current_leader = ProduceResponse.LeaderIdAndEpoch(
+                        leader_id=hint.leader_id, leader_epoch=hint.leader_epoch
+                    )
+                    hinted.update(hint.endpoint_nodes)
+                continue
+            try:
+                base, error = part.append(bytes(p.records or b""))
+            except SequenceError as exc:
+                result.error_code = exc.error_code
+                result.error_message = str(exc) if version >= 8 else None
+                continue
+            except (CorruptRecordError, DecodeError):
+                result.error_code = CORRUPT_MESSAGE
+                continue
+            appended = True
+            result.error_code = NONE
+            result.base_offset = base
+            result.log_start_offset = part.log_start_offset
+        topics.append(ProduceResponse.TopicProduceResponse(name=t.name, partition_responses=results))
+    if appended:
+        cluster.notify()
+    if request.acks == 0:
+        return None
+    response = ProduceResponse(responses=topics)
+    if hinted and version >= HINT_VERSION:
+        response.node_endpoints = endpoints(cluster, hinted, ProduceResponse.NodeEndpoint)
+    return response
