@@ -1,3 +1,24 @@
-"""aiokafka_lead: an asyncio Kafka client with KIP-951 leader discovery."""
+"""aiokafka_lead: an asyncio Kafka client with KIP-951 leader discovery.
 
-__version__ = "0.1.0.dev0"
+Migrating from aiokafka is an import change: the public classes keep aiokafka's names,
+constructor keywords and methods.
+"""
+
+from aiokafka_lead._version import __version__
+from aiokafka_lead.admin import AdminClient, AIOKafkaAdminClient
+from aiokafka_lead.producer import AIOKafkaProducer, Producer
+from aiokafka_lead.structs import ConsumerRecord, OffsetAndMetadata, RecordMetadata, TopicPartition
+
+__all__ = [
+    "AIOKafkaAdminClient",
+    "AIOKafkaProducer",
+    "AdminClient",
+    "ConsumerRecord",
+    "OffsetAndMetadata",
+    "Producer",
+    "RecordMetadata",
+    "TopicPartition",
+    "__version__",
+]
+
+# --- consumer exports ---

@@ -24,7 +24,7 @@ import anyio
 import anyio.abc
 from anyio.streams.tls import TLSStream
 
-from aiokafka_lead import __version__
+from aiokafka_lead._version import __version__
 from aiokafka_lead.errors import (
     DecodeError,
     KafkaConnectionError,
