@@ -118,9 +118,9 @@ def produce(topic: str, records: bytes) -> ProduceRequest:
 async def scenario(conn: Connection, topic: str) -> dict[str, Any]:
     """The requests of the comparison, in order; returns decoded responses by step name."""
     out: dict[str, Any] = {}
-    out["api_versions"] = await conn.send(ApiVersionsRequest(
-        client_software_name="fake-vs-real", client_software_version="1"
-    ), version=4)
+    out["api_versions"] = await conn.send(
+        ApiVersionsRequest(client_software_name="fake-vs-real", client_software_version="1"), version=4
+    )
     metadata = await conn.send(
         MetadataRequest(topics=[MetadataRequest.MetadataRequestTopic(name=topic)]), version=12
     )
@@ -146,12 +146,8 @@ async def scenario(conn: Connection, topic: str) -> dict[str, Any]:
     )
     out["init_producer_id"] = pid
     out["produce_plain"] = await conn.send(produce(topic, plain_batch()), version=12)
-    out["produce_idempotent"] = await conn.send(
-        produce(topic, idempotent_batch(pid.producer_id)), version=12
-    )
-    out["produce_duplicate"] = await conn.send(
-        produce(topic, idempotent_batch(pid.producer_id)), version=12
-    )
+    out["produce_idempotent"] = await conn.send(produce(topic, idempotent_batch(pid.producer_id)), version=12)
+    out["produce_duplicate"] = await conn.send(produce(topic, idempotent_batch(pid.producer_id)), version=12)
     out["produce_unknown_partition"] = await conn.send(
         ProduceRequest(
             acks=-1,
@@ -159,9 +155,7 @@ async def scenario(conn: Connection, topic: str) -> dict[str, Any]:
             topic_data=[
                 ProduceRequest.TopicProduceData(
                     name=topic,
-                    partition_data=[
-                        ProduceRequest.PartitionProduceData(index=9, records=plain_batch())
-                    ],
+                    partition_data=[ProduceRequest.PartitionProduceData(index=9, records=plain_batch())],
                 )
             ],
         ),
@@ -209,16 +203,12 @@ async def scenario(conn: Connection, topic: str) -> dict[str, Any]:
     # A fresh real cluster creates __consumer_offsets on first use: wait that out.
     with anyio.fail_after(60):
         while True:
-            found = await conn.send(
-                FindCoordinatorRequest(key_type=0, coordinator_keys=[GROUP]), version=6
-            )
+            found = await conn.send(FindCoordinatorRequest(key_type=0, coordinator_keys=[GROUP]), version=6)
             if found.coordinators[0].error_code not in RETRY_LATER:
                 break
             await anyio.sleep(0.2)
     out["find_coordinator"] = found
-    out["find_coordinator_v3"] = await conn.send(
-        FindCoordinatorRequest(key=GROUP, key_type=0), version=3
-    )
+    out["find_coordinator_v3"] = await conn.send(FindCoordinatorRequest(key=GROUP, key_type=0), version=3)
     out["fetch_at_end"] = await conn.send(fetch(topic_id, 5, epoch), version=17)
     out["fetch_not_diverged"] = await conn.send(
         fetch(topic_id, 5, epoch, last_fetched_epoch=epoch), version=17
@@ -249,9 +239,7 @@ async def scenario(conn: Connection, topic: str) -> dict[str, Any]:
     return out
 
 
-async def every_version(
-    conn: Connection, topic: str, topic_id: uuid.UUID, epoch: int
-) -> dict[str, Any]:
+async def every_version(conn: Connection, topic: str, topic_id: uuid.UUID, epoch: int) -> dict[str, Any]:
     """Reads at every version both sides share: the encoders differ per version."""
     out: dict[str, Any] = {}
     wanted = [MetadataRequest.MetadataRequestTopic(name=topic)]
@@ -303,9 +291,7 @@ async def group_steps(conn: Connection, topic: str) -> dict[str, Any]:
             member_id=member_id,
             protocol_type="consumer",
             protocol_name="range",
-            assignments=[
-                SyncGroupRequest.SyncGroupRequestAssignment(member_id=member_id, assignment=b"a")
-            ],
+            assignments=[SyncGroupRequest.SyncGroupRequestAssignment(member_id=member_id, assignment=b"a")],
         ),
         version=5,
     )
@@ -347,19 +333,13 @@ async def group_steps(conn: Connection, topic: str) -> dict[str, Any]:
                     group_id=GROUP,
                     member_id=None,
                     member_epoch=-1,
-                    topics=[
-                        OffsetFetchRequest.OffsetFetchRequestTopics(
-                            name=topic, partition_indexes=[0]
-                        )
-                    ],
+                    topics=[OffsetFetchRequest.OffsetFetchRequestTopics(name=topic, partition_indexes=[0])],
                 )
             ],
         ),
         version=9,
     )
-    out["offset_fetch_v7_all"] = await conn.send(
-        OffsetFetchRequest(group_id=GROUP, topics=None), version=7
-    )
+    out["offset_fetch_v7_all"] = await conn.send(OffsetFetchRequest(group_id=GROUP, topics=None), version=7)
     out["leave"] = await conn.send(
         LeaveGroupRequest(
             group_id=GROUP,
@@ -370,9 +350,7 @@ async def group_steps(conn: Connection, topic: str) -> dict[str, Any]:
     return out
 
 
-def fetch(
-    topic_id: uuid.UUID, offset: int, epoch: int, *, last_fetched_epoch: int = -1
-) -> FetchRequest:
+def fetch(topic_id: uuid.UUID, offset: int, epoch: int, *, last_fetched_epoch: int = -1) -> FetchRequest:
     return FetchRequest(
         replica_id=-1,
         max_wait_ms=100,
@@ -449,8 +427,16 @@ async def test_fake_answers_like_a_real_broker(kafka_cluster_1: Any) -> None:
         (b.base_offset, b.record_count) for b in real_batches
     ]
     (_, fake_b), (_, real_b) = fake_batches, real_batches
-    for attr in ("base_offset", "partition_leader_epoch", "last_offset_delta", "attributes",
-                 "producer_epoch", "base_sequence", "record_count", "base_timestamp"):
+    for attr in (
+        "base_offset",
+        "partition_leader_epoch",
+        "last_offset_delta",
+        "attributes",
+        "producer_epoch",
+        "base_sequence",
+        "record_count",
+        "base_timestamp",
+    ):
         assert getattr(fake_b, attr) == getattr(real_b, attr), attr
     assert fake_b.records() == real_b.records()
     assert fake_b.producer_id == fake["init_producer_id"].producer_id

@@ -185,9 +185,7 @@ async def test_list_offsets_checks_leadership_and_epochs() -> None:
                 return ListOffsetsRequest(replica_id=-1, topics=[topic])
 
             async with connect(fc, 1) as one, connect(fc, 2) as two:
-                codes = [
-                    (await one.send(request(e))).topics[0].partitions[0].error_code for e in (1, 2, 3)
-                ]
+                codes = [(await one.send(request(e))).topics[0].partitions[0].error_code for e in (1, 2, 3)]
                 follower = (await two.send(request(2))).topics[0].partitions[0]
             assert codes == [74, 0, 75]
             assert follower.error_code == 6
@@ -195,7 +193,7 @@ async def test_list_offsets_checks_leadership_and_epochs() -> None:
 
 async def test_strict_cluster_reports_requests_it_could_not_parse() -> None:
     # A Metadata v0 header, then a topic count promising more topics than are sent.
-    frame = bytes.fromhex("0000000e" "0003" "0000" "00000001" "ffff" "00000005")
+    frame = bytes.fromhex("0000000e0003000000000001ffff00000005")
     with anyio.fail_after(DEADLINE), pytest.raises(FakeClusterError, match="malformed"):
         async with FakeCluster(brokers=1) as fc:
             stream = await anyio.connect_tcp(*fc.address(1))
@@ -219,9 +217,7 @@ async def test_auto_create_topics_on_metadata() -> None:
     with anyio.fail_after(DEADLINE):
         async with FakeCluster(brokers=3, auto_create_topics=True, default_partitions=2) as fc:
             async with connect(fc, 1) as conn:
-                refused = await conn.send(
-                    MetadataRequest(topics=wanted, allow_auto_topic_creation=False)
-                )
+                refused = await conn.send(MetadataRequest(topics=wanted, allow_auto_topic_creation=False))
                 first = await conn.send(MetadataRequest(topics=wanted))  # the flag defaults on
                 second = await conn.send(MetadataRequest(topics=wanted))
             assert refused.topics[0].error_code == 3

@@ -127,10 +127,7 @@ async def test_pre_kip951_broker_caps_versions() -> None:
 async def _metadata(fc: FakeCluster, node_id: int) -> dict[int, tuple[int, int]]:
     async with connect(fc, node_id) as conn:
         response = await conn.send(MetadataRequest(topics=None))
-    return {
-        p.partition_index: (p.leader_id, p.leader_epoch)
-        for p in response.topics[0].partitions
-    }
+    return {p.partition_index: (p.leader_id, p.leader_epoch) for p in response.topics[0].partitions}
 
 
 async def test_metadata_lag_freezes_chosen_brokers() -> None:
@@ -203,9 +200,7 @@ async def test_truncation_makes_offset_for_leader_epoch_and_fetch_diverge() -> N
                 ofle = await conn.send(request)
                 results = [(p.error_code, p.leader_epoch, p.end_offset) for p in ofle.topics[0].partitions]
                 assert results == [(0, 0, 5), (0, 1, 5), (0, -1, -1)]
-                fetch = fetch_request(
-                    fc, "t", 0, 10, current_leader_epoch=1, last_fetched_epoch=0
-                )
+                fetch = fetch_request(fc, "t", 0, 10, current_leader_epoch=1, last_fetched_epoch=0)
                 part = fetch_partition(await conn.send(fetch))
                 assert part.error_code == 0
                 assert (part.diverging_epoch.epoch, part.diverging_epoch.end_offset) == (0, 5)

@@ -77,9 +77,7 @@ async def test_acks_zero_gets_no_response_but_appends() -> None:
         async with FakeCluster(brokers=1) as fc:
             fc.create_topic("t")
             async with connect(fc, 1) as conn:
-                sent = await conn.send(
-                    produce_request("t", 0, batch([b"x"]), acks=0), expect_response=False
-                )
+                sent = await conn.send(produce_request("t", 0, batch([b"x"]), acks=0), expect_response=False)
                 assert sent is None
                 # The connection serves requests in order, so this fetch sees the append.
                 part = fetch_partition(await conn.send(fetch_request(fc, "t", 0, 0)))
@@ -230,9 +228,7 @@ async def test_every_produce_and_fetch_version_round_trips() -> None:
                     response = await conn.send(fetch_request(fc, "t", 0, 0), version=version)
                     part = fetch_partition(response)
                     assert part.error_code == 0, version
-                    assert [r[2] for r in fetched_records(part.records)] == [
-                        b"v%d" % v for v in range(3, 13)
-                    ]
+                    assert [r[2] for r in fetched_records(part.records)] == [b"v%d" % v for v in range(3, 13)]
 
 
 async def test_unknown_fetch_session_is_refused() -> None:

@@ -115,8 +115,4 @@ def fetch_partition(response: Any) -> Any:
 
 
 def fetched_records(data: bytes | memoryview | None) -> list[tuple[int, bytes | None, bytes | None]]:
-    return [
-        (r.offset, r.key, r.value)
-        for b in MemoryRecords(bytes(data or b""))
-        for r in b.records()
-    ]
+    return [(r.offset, r.key, r.value) for b in MemoryRecords(bytes(data or b"")) for r in b.records()]

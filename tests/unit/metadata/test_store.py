@@ -43,9 +43,7 @@ def snapshot(
     partitions: int = 1,
     brokers: tuple[BrokerNode, ...] = NODES,
 ) -> MetadataSnapshot:
-    parts = tuple(
-        PartitionMetadata("t", p, leader, epoch, (1, 2, 3), isr) for p in range(partitions)
-    )
+    parts = tuple(PartitionMetadata("t", p, leader, epoch, (1, 2, 3), isr) for p in range(partitions))
     return MetadataSnapshot(
         brokers=brokers,
         topics=(TopicMetadata("t", topic_id, False, 0, parts),),
@@ -55,9 +53,7 @@ def snapshot(
     )
 
 
-def store_with(
-    leader: int = 1, epoch: int = 5, partitions: int = 1
-) -> tuple[MetadataStore, FakeClock]:
+def store_with(leader: int = 1, epoch: int = 5, partitions: int = 1) -> tuple[MetadataStore, FakeClock]:
     clock = FakeClock()
     store = MetadataStore(stale_accept_count=3, stale_accept_after_s=10.0, clock=clock)
     store.apply_metadata(snapshot(leader, epoch, partitions=partitions))
@@ -191,9 +187,7 @@ HINT_CASES = [
     HintCase("older epoch", LeaderHint("t", 0, 2, 4), (), HintOutcome.STALE_EPOCH, 1, 5),
     HintCase("leader -1", LeaderHint("t", 0, -1, 6), (), HintOutcome.INVALID, 1, 5),
     HintCase("epoch -1", LeaderHint("t", 0, 2, -1), (), HintOutcome.INVALID, 1, 5),
-    HintCase(
-        "unknown partition", LeaderHint("t", 9, 2, 6), (), HintOutcome.UNKNOWN_PARTITION, 1, 5
-    ),
+    HintCase("unknown partition", LeaderHint("t", 9, 2, 6), (), HintOutcome.UNKNOWN_PARTITION, 1, 5),
     HintCase("unknown node", LeaderHint("t", 0, 7, 6), (), HintOutcome.UNKNOWN_NODE, 1, 5),
     HintCase(
         "node only in endpoints",
