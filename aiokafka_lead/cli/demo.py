@@ -1,33 +1,38 @@
-"""``aiokafka-lead demo``: the README's main job.
+"""``aiokafka-lead demo``: the README's main job, the KIP-951 leader-move comparison.
 
-Until the producer lands (issue 8 brings the hints-on/off leader-move comparison), it
-starts a local 3-node KRaft cluster (or uses ``--bootstrap-server``), checks its health
-with this client, rotates the leadership of a demo topic once (reorder replicas +
-preferred election, KIP-455/KIP-460) and shows how long the move took as seen by this
-client's metadata, then cleans up.
+Starts a local 3-node KRaft cluster (or uses ``--bootstrap-server``), then produces at a
+fixed rate with acks=all twice, once with KIP-951 leader hints on and once with them off
+(the pre-KIP-951 retry path), each time rotating the leadership of every partition three
+times. Prints live progress, the comparison table, and writes a plot and the raw samples.
 """
 
 from __future__ import annotations
 
 import argparse
 import functools
+import json
+import math
 import tempfile
-import time
-import uuid
+from pathlib import Path
 from typing import Any
 
 import anyio
 
-from aiokafka_lead.admin import AIOKafkaAdminClient, NewTopic
-from aiokafka_lead.testing.leaders import rotate_leadership
-
-PARTITIONS = 6
+from aiokafka_lead.admin import AIOKafkaAdminClient
+from aiokafka_lead.bench.leader_move import BenchConfig, run_in_process, table
+from aiokafka_lead.bench.stats import Samples, summarize
 
 
 def add_parser(sub: Any) -> None:
-    p = sub.add_parser("demo", help="the leader-move demo (starts a local cluster unless told otherwise)")
+    p = sub.add_parser(
+        "demo", help="the KIP-951 leader-move demo (starts a local cluster unless told otherwise)"
+    )
     p.add_argument("--bootstrap-server", help="use this cluster instead of starting a local one")
     p.add_argument("--command-config", "--admin.config", dest="admin_config")
+    p.add_argument("--duration", type=float, default=25.0, help="seconds per run (default 25)")
+    p.add_argument("--rate", type=float, default=1000.0, help="records per second (default 1000)")
+    p.add_argument("--partitions", type=int, default=12)
+    p.add_argument("--out", default="demo-results", help="directory for the plot and raw samples")
     p.set_defaults(run=run)
 
 
@@ -35,50 +40,47 @@ def _say(message: str) -> None:
     print(message, flush=True)
 
 
-def _leaders(topics: Any) -> dict[int, tuple[int, int, tuple[int, ...]]]:
-    return {p.partition: (p.leader, p.leader_epoch, p.replicas) for t in topics for p in t.partitions}
-
-
-async def demo_on(bootstrap: str, client_kwargs: dict[str, Any]) -> int:
-    topic = f"aiokafka-lead-demo-{uuid.uuid4().hex[:8]}"
+async def demo_on(bootstrap: str, client_kwargs: dict[str, Any], args: argparse.Namespace) -> int:
+    cfg = BenchConfig(
+        partitions=args.partitions, rate=args.rate, duration_s=args.duration, move_at=(0.2, 0.5, 0.8)
+    )
     async with AIOKafkaAdminClient(bootstrap_servers=bootstrap, **client_kwargs) as admin:
         cluster = await admin.describe_cluster()
-        _say(
-            f"cluster {cluster.cluster_id}: {len(cluster.brokers)} broker(s), "
-            f"controller {cluster.controller_id}"
-        )
-        for b in cluster.brokers:
-            _say(f"  node {b.node_id} at {b.host}:{b.port}")
-        rf = min(3, len(cluster.brokers))
-        await admin.create_topics([NewTopic(topic, PARTITIONS, rf)])
-        try:
-            before = _leaders(await admin.describe_topics([topic]))
-            _say(f"\ntopic {topic}: {PARTITIONS} partitions, replication factor {rf}")
-            if rf < 2:
-                _say("one broker only: leadership cannot move; health check done")
-                return 0
-            _say("rotating every partition's leadership (reorder replicas + preferred election)...")
-            started = time.monotonic()
-            with anyio.fail_after(120):
-                await rotate_leadership(admin, [topic])
-            elapsed = time.monotonic() - started
-            after = _leaders(await admin.describe_topics([topic]))
-            _say(
-                f"\n{'partition':>9}  {'leader before':>13}  {'epoch':>5}  {'leader after':>12}  {'epoch':>5}"
-            )
-            for p in sorted(after):
-                _say(f"{p:>9}  {before[p][0]:>13}  {before[p][1]:>5}  {after[p][0]:>12}  {after[p][1]:>5}")
-            _say(
-                f"\nall {PARTITIONS} leaders moved in {elapsed * 1000:.0f} ms "
-                "(as seen by this client's metadata)"
-            )
-            _say("the producer-side KIP-951 comparison (hints on vs off) arrives with the producer")
-            return 0
-        finally:
-            await admin.delete_topics([topic])
+        _say(f"cluster {cluster.cluster_id}: {len(cluster.brokers)} broker(s)")
+        if len(cluster.brokers) < 2:
+            _say("leadership cannot move on a single broker: nothing to compare")
+            return 1
+        runs = []
+        for label, hints in (("aiokafka_lead hints on", True), ("aiokafka_lead hints off", False)):
+            _say(f"\n{label}: {cfg.partitions} partitions, acks=all, {cfg.record_size} B records")
+            runs.append(await run_in_process(bootstrap, admin, label, cfg, leader_hints=hints, say=_say))
+    summaries = [summarize(r) for r in runs]
+    _say("\n" + table(summaries))
+    on, off = summaries
+    for name, a, b in (("p99.9", on.p999_ms, off.p999_ms), ("max", on.max_ms, off.max_ms)):
+        if b and not math.isnan(a) and not math.isnan(b):
+            change = (a - b) / b * 100
+            _say(f"{name} latency: {a:.0f} ms with hints vs {b:.0f} ms without ({change:+.0f}%)")
+    hints = runs[0].extra.get("metrics", {})
+    applied, immediate = hints.get("leader_hints_applied"), hints.get("immediate_retries")
+    _say(f"with hints: {applied} leader hints applied, {immediate} immediate retries")
+    _say(await anyio.to_thread.run_sync(_save, Path(args.out), runs))
+    return 0 if all(s.failed == 0 for s in summaries) else 1
 
 
-async def _local_cluster_demo(client_kwargs: dict[str, Any]) -> int:
+def _save(out: Path, runs: list[Samples]) -> str:
+    """Write the raw samples and the plot; returns what to tell the user."""
+    out.mkdir(parents=True, exist_ok=True)
+    (out / "leader_move_demo.json").write_text(json.dumps([r.to_json() for r in runs]))
+    try:
+        from aiokafka_lead.bench.plot import plot_runs
+    except ImportError:
+        return f"samples: {out / 'leader_move_demo.json'} (install matplotlib for the plot)"
+    path = plot_runs(runs, out / "leader_move_demo.png", "aiokafka_lead: KIP-951 leader hints on vs off")
+    return f"samples: {out / 'leader_move_demo.json'}\nplot: {path}"
+
+
+async def _local_cluster_demo(client_kwargs: dict[str, Any], args: argparse.Namespace) -> int:
     from aiokafka_lead.testing.cluster import KafkaCluster
 
     with tempfile.TemporaryDirectory(prefix="aiokafka-lead-demo-") as tmp:
@@ -107,7 +109,7 @@ async def _local_cluster_demo(client_kwargs: dict[str, Any]) -> int:
                     "CurrentVoters",
                 ):
                     _say(f"  {line.strip()}")
-            return await demo_on(bootstrap, client_kwargs)
+            return await demo_on(bootstrap, client_kwargs, args)
         finally:
             _say("stopping the cluster...")
             with anyio.CancelScope(shield=True):
@@ -116,5 +118,5 @@ async def _local_cluster_demo(client_kwargs: dict[str, Any]) -> int:
 
 async def run(args: argparse.Namespace, client_kwargs: dict[str, Any]) -> int:
     if args.bootstrap_server:
-        return await demo_on(args.bootstrap_server, client_kwargs)
-    return await _local_cluster_demo(client_kwargs)
+        return await demo_on(args.bootstrap_server, client_kwargs, args)
+    return await _local_cluster_demo(client_kwargs, args)

@@ -1,0 +1,1 @@
+"""Leader-move measurement shared by ``aiokafka-lead demo`` and ``benchmarks/``."""

@@ -1,0 +1,138 @@
+"""The leader-move comparison: produce at a fixed rate while every partition's leader moves.
+
+The shape of KIP-951's own micro-benchmark at loopback scale: a topic with many partitions,
+replication factor 3, acks=all, linger 0, fixed-size records at a fixed rate, while the
+leadership of ALL partitions is rotated (reorder replicas + preferred election) a few times.
+"""
+
+from __future__ import annotations
+
+import functools
+import time
+import uuid
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+
+import anyio
+
+from aiokafka_lead.admin import AIOKafkaAdminClient, NewTopic
+from aiokafka_lead.bench.load import paced_produce
+from aiokafka_lead.bench.stats import Samples
+from aiokafka_lead.producer import AIOKafkaProducer
+from aiokafka_lead.testing.leaders import rotate_leadership
+
+Say = Callable[[str], None]
+
+
+@dataclass(frozen=True, slots=True)
+class BenchConfig:
+    partitions: int = 24
+    replication_factor: int = 3
+    rate: float = 2000.0
+    duration_s: float = 60.0
+    record_size: int = 1024
+    move_at: tuple[float, ...] = (0.25, 0.5, 0.75)  # fractions of the run
+    warmup_s: float = 3.0  # produce this long first (JIT, connections, batches), unmeasured
+
+
+async def fresh_topic(admin: AIOKafkaAdminClient, prefix: str, cfg: BenchConfig) -> str:
+    name = f"{prefix}-{uuid.uuid4().hex[:8]}"
+    brokers = len((await admin.describe_cluster()).brokers)
+    rf = min(cfg.replication_factor, brokers)
+    configs = {"min.insync.replicas": str(max(1, rf - 1))}
+    await admin.create_topics([NewTopic(name, cfg.partitions, rf, topic_configs=configs)])
+    return name
+
+
+async def run_moves(
+    admin: AIOKafkaAdminClient,
+    topic: str,
+    cfg: BenchConfig,
+    *,
+    started: float,
+    moves: list[tuple[float, float]],
+    say: Say,
+) -> None:
+    """Rotate every partition's leadership at the configured points of the run."""
+    for i, fraction in enumerate(cfg.move_at, 1):
+        delay = started + fraction * cfg.duration_s - time.time()
+        if delay > 0:
+            await anyio.sleep(delay)
+        begin = time.time()
+        with anyio.fail_after(120):
+            await rotate_leadership(admin, [topic])
+        moves.append((begin, time.time()))
+        took = (time.time() - begin) * 1000
+        say(f"    move {i}/{len(cfg.move_at)}: all {cfg.partitions} leaders moved in {took:.0f} ms")
+
+
+async def run_in_process(
+    bootstrap: str,
+    admin: AIOKafkaAdminClient,
+    label: str,
+    cfg: BenchConfig,
+    *,
+    leader_hints: bool,
+    say: Say,
+) -> Samples:
+    """One aiokafka_lead run in this process (the demo); benchmarks/ runs every client apart."""
+    topic = await fresh_topic(admin, "leader-move", cfg)
+    samples = Samples(client=label)
+    try:
+        async with AIOKafkaProducer(
+            bootstrap_servers=bootstrap, acks="all", linger_ms=0, enable_leader_hints=leader_hints
+        ) as producer:
+            await producer.partitions_for(topic)
+            say(f"    warming up for {cfg.warmup_s:.0f}s")
+            await paced_produce(
+                producer,
+                topic,
+                rate=cfg.rate,
+                duration_s=cfg.warmup_s,
+                record_size=cfg.record_size,
+                samples=Samples(client="warm-up"),
+            )
+
+            def progress(fraction: float) -> None:
+                done = fraction * 100
+                say(f"    {label}: {done:3.0f}% of {cfg.duration_s:.0f}s at {cfg.rate:.0f} records/s")
+
+            async with anyio.create_task_group() as tg:
+                started = time.time()
+                tg.start_soon(
+                    functools.partial(
+                        run_moves, admin, topic, cfg, started=started, moves=samples.moves, say=say
+                    )
+                )
+                await paced_produce(
+                    producer,
+                    topic,
+                    rate=cfg.rate,
+                    duration_s=cfg.duration_s,
+                    record_size=cfg.record_size,
+                    samples=samples,
+                    progress=progress,
+                )
+            samples.extra = {"metrics": producer.metrics()}
+    finally:
+        await admin.delete_topics([topic])
+    return samples
+
+
+def table(summaries: Sequence[object]) -> str:
+    """A plain-text comparison table of Summary rows."""
+    from aiokafka_lead.bench.stats import Summary
+
+    rows = [s for s in summaries if isinstance(s, Summary)]
+    header = (
+        f"{'client':<28} {'records':>8} {'failed':>6} {'p50':>7} {'p99':>8} {'p99.9':>8} {'max':>8}"
+        "  worst stall per move (ms)"
+    )
+    lines = [header, "-" * len(header)]
+    for s in rows:
+        stalls = ", ".join(f"{v:.0f}" for v in s.stall_ms)
+        lines.append(
+            f"{s.client:<28} {s.records:>8} {s.failed:>6} {s.p50_ms:>7.1f} {s.p99_ms:>8.1f} "
+            f"{s.p999_ms:>8.1f} {s.max_ms:>8.1f}  {stalls}"
+        )
+    return "\n".join(lines)

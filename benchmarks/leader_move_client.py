@@ -1,0 +1,160 @@
+"""One client of the leader-move benchmark, in its own process.
+
+Connects, warms up (unmeasured), prints ``GO <wall-clock time>`` so the orchestrator can
+schedule the leader moves, then produces ``--rate`` records/s of ``--size`` bytes with
+acks=all and linger 0 for ``--duration`` seconds, recording every record's latency from
+send to acknowledgement, and writes the samples as JSON to ``--out``.
+
+    python benchmarks/leader_move_client.py --client aiokafka --bootstrap-server H:P --topic T --out F
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import os
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+from aiokafka_lead.bench.stats import Samples
+
+TICK_S = 0.002
+
+
+def go(samples: Samples) -> None:
+    print(f"GO {time.time():.6f}", flush=True)
+
+
+def record_at(samples: Samples, index: int, ok: bool) -> None:
+    if ok:
+        samples.latency_ms[index] = (time.time() - samples.sent_at[index]) * 1000
+
+
+async def run_ours(args: argparse.Namespace, samples: Samples, hints: bool) -> dict[str, Any]:
+    from aiokafka_lead import AIOKafkaProducer
+    from aiokafka_lead.bench.load import paced_produce
+
+    async with AIOKafkaProducer(
+        bootstrap_servers=args.bootstrap_server, acks="all", linger_ms=0, enable_leader_hints=hints
+    ) as producer:
+        await producer.partitions_for(args.topic)
+        warm = Samples("warm-up")
+        await paced_produce(
+            producer, args.topic, rate=args.rate, duration_s=args.warmup, record_size=args.size, samples=warm
+        )
+        go(samples)
+        await paced_produce(
+            producer,
+            args.topic,
+            rate=args.rate,
+            duration_s=args.duration,
+            record_size=args.size,
+            samples=samples,
+        )
+        metrics = producer.metrics()
+    return {"metadata_refreshes": metrics["metadata_refreshes"], "metrics": metrics}
+
+
+async def run_aiokafka(args: argparse.Namespace, samples: Samples) -> dict[str, Any]:
+    from aiokafka import AIOKafkaProducer
+
+    producer = AIOKafkaProducer(
+        bootstrap_servers=args.bootstrap_server, acks="all", linger_ms=0, enable_idempotence=True
+    )
+    await producer.start()
+    payload = os.urandom(args.size)
+
+    async def paced(target: Samples, duration: float) -> None:
+        total, started, sent = int(args.rate * duration), time.monotonic(), 0
+        while sent < total:
+            due = min(total, int((time.monotonic() - started) * args.rate) + 1)
+            while sent < due:
+                index = len(target.sent_at)
+                target.sent_at.append(time.time())
+                target.latency_ms.append(None)
+                fut = await producer.send(args.topic, payload, key=str(sent).encode())
+                fut.add_done_callback(
+                    lambda f, i=index, t=target: record_at(t, i, not f.cancelled() and f.exception() is None)
+                )
+                sent += 1
+            await asyncio.sleep(TICK_S)
+        await producer.flush()
+
+    try:
+        await paced(Samples("warm-up"), args.warmup)
+        go(samples)
+        await paced(samples, args.duration)
+    finally:
+        await producer.stop()
+    return {"version": __import__("aiokafka").__version__}
+
+
+def run_confluent(args: argparse.Namespace, samples: Samples) -> dict[str, Any]:
+    import confluent_kafka
+
+    producer = confluent_kafka.Producer(
+        {
+            "bootstrap.servers": args.bootstrap_server,
+            "acks": "all",
+            "linger.ms": 0,
+            "enable.idempotence": True,
+            "partitioner": "murmur2_random",  # the Java client's key hashing, like the others
+        }
+    )
+    payload = os.urandom(args.size)
+
+    def paced(target: Samples, duration: float) -> None:
+        total, started, sent = int(args.rate * duration), time.monotonic(), 0
+        while sent < total:
+            due = min(total, int((time.monotonic() - started) * args.rate) + 1)
+            while sent < due:
+                index = len(target.sent_at)
+                target.sent_at.append(time.time())
+                target.latency_ms.append(None)
+                producer.produce(
+                    args.topic,
+                    payload,
+                    key=str(sent).encode(),
+                    on_delivery=lambda err, msg, i=index, t=target: record_at(t, i, err is None),
+                )
+                sent += 1
+            producer.poll(TICK_S)
+        producer.flush(120)
+
+    paced(Samples("warm-up"), args.warmup)
+    go(samples)
+    paced(samples, args.duration)
+    return {"version": confluent_kafka.version()[0], "librdkafka": confluent_kafka.libversion()[0]}
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    parser.add_argument("--client", required=True, choices=["ours", "ours-nohints", "aiokafka", "confluent"])
+    parser.add_argument("--label", required=True)
+    parser.add_argument("--bootstrap-server", required=True)
+    parser.add_argument("--topic", required=True)
+    parser.add_argument("--rate", type=float, default=2000)
+    parser.add_argument("--duration", type=float, default=60)
+    parser.add_argument("--warmup", type=float, default=5)
+    parser.add_argument("--size", type=int, default=1024)
+    parser.add_argument("--out", required=True)
+    args = parser.parse_args()
+    samples = Samples(args.label)
+    if args.client == "confluent":
+        extra = run_confluent(args, samples)
+    elif args.client == "aiokafka":
+        extra = asyncio.run(run_aiokafka(args, samples))
+    else:
+        extra = asyncio.run(run_ours(args, samples, hints=args.client == "ours"))
+    samples.extra = extra
+    Path(args.out).write_text(json.dumps(samples.to_json()))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
