@@ -110,7 +110,7 @@ class KafkaCluster:
             users=state["users"],
             benchmark=state["benchmark"],
             host=state["host"],
-            extra_properties=state["extra_properties"],
+            extra_properties=state.get("extra_properties", {}),  # absent before this option existed
         )
         self.cluster_id = state["cluster_id"]
         self.ca_file = Path(state["ca_file"]) if state["ca_file"] else None
