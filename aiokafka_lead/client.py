@@ -172,8 +172,9 @@ class ClientCore:
                         return
                     await anyio.sleep(self._retry_backoff_ms / 1000)
         except TimeoutError:
+            missing = sorted(t for t in topics if self.store.partitions_for_topic(t) is None)
             raise KafkaTimeoutError(
-                f"metadata for {sorted(topics)} not available after {timeout_ms:.0f} ms"
+                f"topic(s) {', '.join(map(repr, missing))} not present in metadata after {timeout_ms:.0f} ms"
             ) from None
 
 
