@@ -41,7 +41,7 @@ async def test_a_slow_broker_does_not_block_connecting_to_others() -> None:
                 await anyio.wait_all_tasks_blocked()
                 started = time.monotonic()
                 conn3 = await core.pool.connection(3)
-                assert time.monotonic() - started < 0.5
+                assert time.monotonic() - started < 2.0  # node 2's handshake takes 3 s
                 assert conn3.node_id == 3 and core.pool.live_connection(2) is None
                 tg.cancel_scope.cancel()
 
@@ -75,7 +75,7 @@ async def test_reconnect_backoff_spaces_attempts_to_a_dead_node() -> None:
                 with pytest.raises(KafkaConnectionError):
                     await core.pool.connection(2)
                 attempts.append(time.monotonic() - started)
-            assert attempts[0] < 0.15  # the first failure is immediate
+            assert attempts[0] < 0.5  # the first failure is immediate
             assert attempts[1] >= 0.8 * 0.2  # then 200 ms (+-20%)
             assert attempts[2] >= 0.8 * 0.4  # then 400 ms: exponential
             assert core.store.refresh_requests["connect failed"] >= 1
