@@ -91,6 +91,7 @@ class MetadataStore:
         self._stale: dict[TopicPartition, _StaleRun] = {}
         self._listeners: list[Listener] = []
         self._version = 0
+        self._partition_ids: dict[str, frozenset[int]] = {}  # cache, cleared on every change
         self._changed: anyio.Event | None = None
         self._refresh_reasons: list[str] = []
         self._refresh_wanted: anyio.Event | None = None
@@ -135,10 +136,17 @@ class MetadataStore:
         return set(self._topics)
 
     def partitions_for_topic(self, topic: str) -> set[int] | None:
+        cached = self._partition_ids.get(topic)
+        if cached is not None:
+            return set(cached)
         state = self._topics.get(topic)
         if state is None:
             return None
-        return {p for p in range(state.partition_count) if TopicPartition(topic, p) in self._partitions}
+        ids = frozenset(
+            p for p in range(state.partition_count) if TopicPartition(topic, p) in self._partitions
+        )
+        self._partition_ids[topic] = ids
+        return set(ids)
 
     def topic_id(self, topic: str) -> uuid.UUID | None:
         state = self._topics.get(topic)
@@ -175,6 +183,7 @@ class MetadataStore:
         if not change:
             return
         self._version += 1
+        self._partition_ids.clear()
         log.debug("metadata changed (%s): %s", change.reason, change)
         if self._changed is not None:
             self._changed.set()

@@ -22,6 +22,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
 import anyio
+import anyio.lowlevel
 
 from aiokafka_lead.errors import KafkaTimeoutError
 from aiokafka_lead.metadata import MetadataStore
@@ -138,9 +139,15 @@ class RecordAccumulator:
         key: bytes | None,
         value: bytes | None,
         headers: Sequence[tuple[str, bytes | None]],
+        *,
+        size: int | None = None,
     ) -> DeliveryHandle:
-        size = estimate_record_size(key, value, headers)
-        await self.reserve(size)
+        if size is None:
+            size = estimate_record_size(key, value, headers)
+        if self._buffer_used + size <= self.buffer_memory:
+            self._buffer_used += size  # the common case: no await, no coroutine
+        else:
+            await self.reserve(size)
         queue = self._queues.get(tp)
         if queue is None:
             queue = self._queues[tp] = deque()
@@ -153,6 +160,9 @@ class RecordAccumulator:
             batch.close()
             self._on_batch_closed(tp)
             self.wake()
+            filled = True
+        else:
+            filled = False
         batch = ProducerBatch(tp, RecordBatchBuilder(self.compression_type, self.batch_size))
         handle = batch.try_append(timestamp, key, value, headers)
         assert handle is not None  # the first record always fits
@@ -160,6 +170,10 @@ class RecordAccumulator:
         queue.append(batch)
         self._incomplete.add(batch)
         self.wake()  # the sender sends it now (linger 0) or schedules its linger deadline
+        if filled:
+            # A tight send() loop never suspends otherwise: let the sender ship the full batch
+            # now, so the broker works on it while we fill the next one.
+            await anyio.lowlevel.checkpoint()
         return handle
 
     # -------------------------------------------------------------------- drain

@@ -145,6 +145,9 @@ class AIOKafkaProducer:
         self._request_timeout_ms = request_timeout_ms
         self._leader_hints = enable_leader_hints
         self._partitioner: Partitioner = partitioner or DefaultPartitioner()
+        self._default_partitioner = (
+            self._partitioner if isinstance(self._partitioner, DefaultPartitioner) else None
+        )
         self._backoff = ExponentialBackoff(retry_backoff_ms, max(retry_backoff_max_ms, retry_backoff_ms))
         self._topics: set[str] = set()
         self._metrics = ProducerMetrics()
@@ -179,6 +182,9 @@ class AIOKafkaProducer:
         )
         self._ids: IdempotenceState | None = None
         self._closed = False
+        self._running = False  # True between a successful start and stop
+        # per topic: (store version, all partitions, partitions with a known leader)
+        self._views: dict[str, tuple[int, list[int], list[int]]] = {}
 
     # ----------------------------------------------------------------- lifecycle
     async def _setup(self, tg: anyio.abc.TaskGroup) -> None:
@@ -197,6 +203,7 @@ class AIOKafkaProducer:
             metrics=self._metrics,
         )
         await tg.start(sender.run)
+        self._running = True
 
     async def start(self) -> None:
         """Connect, fetch metadata, get a producer id (idempotence) and start the sender."""
@@ -208,6 +215,7 @@ class AIOKafkaProducer:
         if self._closed:
             return
         self._closed = True
+        self._running = False
         try:
             if self._core.host.running:
                 await self._acc.flush()  # bounded: batches expire after delivery_timeout_ms
@@ -228,7 +236,7 @@ class AIOKafkaProducer:
 
     # ------------------------------------------------------------------- sending
     def _check_open(self) -> None:
-        if self._closed or not self._core.host.running:
+        if not self._running:
             raise ClientClosedError("the producer is not running (call start() or use async with)")
 
     def _batch_closed(self, tp: TopicPartition) -> None:
@@ -257,6 +265,9 @@ class AIOKafkaProducer:
         return parts
 
     def _serialize(self, key: Any, value: Any) -> tuple[bytes | None, bytes | None]:
+        no_serializers = self._key_serializer is None and self._value_serializer is None
+        if no_serializers and (key is None or type(key) is bytes) and (value is None or type(value) is bytes):
+            return key, value  # the hot path: bytes in, nothing to convert
         k = self._key_serializer(key) if self._key_serializer is not None and key is not None else key
         v = (
             self._value_serializer(value)
@@ -284,7 +295,7 @@ class AIOKafkaProducer:
         """
         self._check_open()
         key_bytes, value_bytes = self._serialize(key, value)
-        header_list = list(headers or ())
+        header_list = list(headers) if headers else []
         for name, hvalue in header_list:
             if not isinstance(name, str) or not (hvalue is None or isinstance(hvalue, bytes)):
                 raise TypeError("headers must be (str, bytes | None) pairs")
@@ -293,19 +304,21 @@ class AIOKafkaProducer:
             raise MessageSizeTooLargeError(
                 f"the record is ~{size} bytes, larger than max_request_size={self._max_request_size}"
             )
-        parts = await self.partitions_for(topic)
+        view = self._views.get(topic)
+        if view is None or view[0] != self._core.store.version:
+            parts = await self.partitions_for(topic)
+            view = self._views[topic] = (self._core.store.version, sorted(parts), self._available(topic))
+        _, all_parts, available = view
         if partition is None:
-            all_parts = sorted(parts)
-            available = self._available(topic)
-            if isinstance(self._partitioner, DefaultPartitioner):
-                partition = self._partitioner.partition(topic, key_bytes, all_parts, available)
+            if self._default_partitioner is not None:
+                partition = self._default_partitioner.partition(topic, key_bytes, all_parts, available)
             else:
                 partition = self._partitioner(key_bytes, all_parts, available)
-        elif partition not in parts:
-            raise ValueError(f"topic {topic!r} has no partition {partition} (partitions: {sorted(parts)})")
+        elif not 0 <= partition < len(all_parts) or partition not in all_parts:
+            raise ValueError(f"topic {topic!r} has no partition {partition} (partitions: {all_parts})")
         timestamp = int(time.time() * 1000) if timestamp_ms is None else timestamp_ms
         return await self._acc.append(
-            TopicPartition(topic, partition), timestamp, key_bytes, value_bytes, header_list
+            TopicPartition(topic, partition), timestamp, key_bytes, value_bytes, header_list, size=size
         )
 
     async def send_and_wait(  # noqa: PLR0917 - aiokafka's positional signature
