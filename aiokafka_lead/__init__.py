@@ -22,3 +22,32 @@ __all__ = [
 ]
 
 # --- consumer exports ---
+from aiokafka_lead.consumer import (
+    AIOKafkaConsumer,
+    CommitFailedError,
+    Consumer,
+    ConsumerRebalanceListener,
+    ConsumerStoppedError,
+    CooperativeStickyAssignor,
+    IllegalStateError,
+    LogTruncationError,
+    NoOffsetForPartitionError,
+    OffsetAndTimestamp,
+    RangePartitionAssignor,
+    RoundRobinPartitionAssignor,
+)
+
+__all__ += [
+    "AIOKafkaConsumer",
+    "CommitFailedError",
+    "Consumer",
+    "ConsumerRebalanceListener",
+    "ConsumerStoppedError",
+    "CooperativeStickyAssignor",
+    "IllegalStateError",
+    "LogTruncationError",
+    "NoOffsetForPartitionError",
+    "OffsetAndTimestamp",
+    "RangePartitionAssignor",
+    "RoundRobinPartitionAssignor",
+]

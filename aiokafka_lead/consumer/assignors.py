@@ -1,0 +1,207 @@
+"""Partition assignors for the classic group protocol: range, roundrobin, cooperative-sticky.
+
+The group leader runs one assignor over every member's subscription (decoded from the
+JoinGroup metadata, ``ConsumerProtocolSubscription``) and the partition counts it knows.
+Members are ordered by ``group_instance_id`` when both have one (static membership keeps
+its slot across restarts), else by ``member_id``.
+
+Cooperative-sticky (KIP-429): members send the partitions they own; the assignor keeps
+each valid owned partition with its owner up to a balanced quota, spreads the rest, and
+then withholds every partition that would move from one member to another. The old owner
+revokes it and rejoins at once; the second rebalance hands it to the new owner. So no
+partition is ever owned by two members, and unaffected partitions are never revoked.
+"""
+
+from __future__ import annotations
+
+import enum
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+
+from aiokafka_lead.structs import TopicPartition
+
+
+class RebalanceProtocol(enum.Enum):
+    EAGER = "eager"
+    COOPERATIVE = "cooperative"
+
+
+@dataclass(frozen=True, slots=True)
+class MemberSubscription:
+    """One member as the group leader sees it."""
+
+    member_id: str
+    topics: tuple[str, ...]
+    group_instance_id: str | None = None
+    owned_partitions: tuple[TopicPartition, ...] = ()
+    generation_id: int = -1
+    rack_id: str | None = None
+    user_data: bytes | None = None
+
+    def sort_key(self) -> tuple[int, str]:
+        if self.group_instance_id is not None:
+            return (0, self.group_instance_id)
+        return (1, self.member_id)
+
+
+Assignment = dict[str, list[TopicPartition]]
+
+
+class PartitionAssignor:
+    """Base class: ``name`` goes on the wire; ``assign`` runs on the group leader only."""
+
+    name: str = ""
+    rebalance_protocol: RebalanceProtocol = RebalanceProtocol.EAGER
+
+    def assign(
+        self, partitions_per_topic: Mapping[str, int], members: Mapping[str, MemberSubscription]
+    ) -> Assignment:
+        raise NotImplementedError
+
+    def user_data(self) -> bytes | None:
+        """Extra bytes to put in this member's subscription (none by default)."""
+        return None
+
+
+def _ordered(members: Mapping[str, MemberSubscription]) -> list[MemberSubscription]:
+    return sorted(members.values(), key=MemberSubscription.sort_key)
+
+
+class RangePartitionAssignor(PartitionAssignor):
+    """Per topic: consecutive ranges of partitions, the first members getting one extra."""
+
+    name = "range"
+    rebalance_protocol = RebalanceProtocol.EAGER
+
+    def assign(
+        self, partitions_per_topic: Mapping[str, int], members: Mapping[str, MemberSubscription]
+    ) -> Assignment:
+        out: Assignment = {m: [] for m in members}
+        ordered = _ordered(members)
+        for topic in sorted(partitions_per_topic):
+            count = partitions_per_topic[topic]
+            subscribers = [m for m in ordered if topic in m.topics]
+            if not subscribers or count <= 0:
+                continue
+            per, extra = divmod(count, len(subscribers))
+            start = 0
+            for i, member in enumerate(subscribers):
+                n = per + (1 if i < extra else 0)
+                out[member.member_id].extend(TopicPartition(topic, p) for p in range(start, start + n))
+                start += n
+        return out
+
+
+class RoundRobinPartitionAssignor(PartitionAssignor):
+    """All partitions in (topic, partition) order, dealt to subscribed members in turn."""
+
+    name = "roundrobin"
+    rebalance_protocol = RebalanceProtocol.EAGER
+
+    def assign(
+        self, partitions_per_topic: Mapping[str, int], members: Mapping[str, MemberSubscription]
+    ) -> Assignment:
+        out: Assignment = {m: [] for m in members}
+        ordered = _ordered(members)
+        if not ordered:
+            return out
+        turn = 0
+        for topic in sorted(partitions_per_topic):
+            for p in range(partitions_per_topic[topic]):
+                for _ in range(len(ordered)):
+                    member = ordered[turn % len(ordered)]
+                    turn += 1
+                    if topic in member.topics:
+                        out[member.member_id].append(TopicPartition(topic, p))
+                        break
+        return out
+
+
+class CooperativeStickyAssignor(PartitionAssignor):
+    """Balanced, sticky and incremental (KIP-429 / KIP-341 semantics)."""
+
+    name = "cooperative-sticky"
+    rebalance_protocol = RebalanceProtocol.COOPERATIVE
+
+    def assign(
+        self, partitions_per_topic: Mapping[str, int], members: Mapping[str, MemberSubscription]
+    ) -> Assignment:
+        ordered = _ordered(members)
+        out: Assignment = {m.member_id: [] for m in ordered}
+        if not ordered:
+            return out
+        owners = _valid_owners(partitions_per_topic, ordered)
+        everything = [
+            TopicPartition(t, p) for t in sorted(partitions_per_topic) for p in range(partitions_per_topic[t])
+        ]
+        eligible = [tp for tp in everything if any(tp.topic in m.topics for m in ordered)]
+        min_quota, extra = divmod(len(eligible), len(ordered))
+        # 1. keep owned partitions, at most the quota, fewest members above the minimum
+        kept: dict[str, list[TopicPartition]] = {m.member_id: [] for m in ordered}
+        for tp in eligible:
+            owner = owners.get(tp)
+            if owner is not None:
+                kept[owner].append(tp)
+        allowed_above = extra
+        for member in sorted(ordered, key=lambda m: -len(kept[m.member_id])):
+            mine = kept[member.member_id]
+            cap = min_quota
+            if len(mine) > min_quota and allowed_above > 0:
+                cap = min_quota + 1
+                allowed_above -= 1
+            del mine[cap:]
+        taken = {tp for mine in kept.values() for tp in mine}
+        for member_id, mine in kept.items():
+            out[member_id].extend(mine)
+        # 2. spread the rest over the least loaded subscribed members
+        for tp in eligible:
+            if tp in taken:
+                continue
+            candidates = [m for m in ordered if tp.topic in m.topics]
+            if not candidates:
+                continue
+            target = min(candidates, key=lambda m: (len(out[m.member_id]), m.sort_key()))
+            out[target.member_id].append(tp)
+        # 3. cooperative: nothing moves between two members in one round
+        for member_id, assigned in out.items():
+            out[member_id] = [tp for tp in assigned if owners.get(tp, member_id) == member_id]
+        return out
+
+
+def _valid_owners(
+    partitions_per_topic: Mapping[str, int], members: Sequence[MemberSubscription]
+) -> dict[TopicPartition, str]:
+    """Who owns each partition; on a double claim, the member of the newest generation wins."""
+    owners: dict[TopicPartition, tuple[int, str]] = {}
+    for m in members:
+        for tp in m.owned_partitions:
+            if tp.topic not in m.topics or not 0 <= tp.partition < partitions_per_topic.get(tp.topic, 0):
+                continue
+            claim = owners.get(tp)
+            if claim is None or m.generation_id > claim[0]:
+                owners[tp] = (m.generation_id, m.member_id)
+    return {tp: member_id for tp, (_, member_id) in owners.items()}
+
+
+ASSIGNORS: dict[str, type[PartitionAssignor]] = {
+    "range": RangePartitionAssignor,
+    "roundrobin": RoundRobinPartitionAssignor,
+    "cooperative-sticky": CooperativeStickyAssignor,
+}
+
+
+def resolve_assignors(strategies: Sequence[object]) -> list[PartitionAssignor]:
+    """Accept assignor instances, classes or names ("range", "roundrobin", "cooperative-sticky")."""
+    out: list[PartitionAssignor] = []
+    for s in strategies:
+        if isinstance(s, PartitionAssignor):
+            out.append(s)
+        elif isinstance(s, type) and issubclass(s, PartitionAssignor):
+            out.append(s())
+        elif isinstance(s, str) and s in ASSIGNORS:
+            out.append(ASSIGNORS[s]())
+        else:
+            raise ValueError(f"unknown partition assignment strategy {s!r}; known: {sorted(ASSIGNORS)}")
+    if not out:
+        raise ValueError("partition_assignment_strategy is empty")
+    return out

@@ -1,0 +1,573 @@
+"""AIOKafkaConsumer: aiokafka's public consumer API over the fetcher and the group coordinator.
+
+Everything that runs in the background (metadata refresher, fetcher, group coordinator,
+heartbeats, auto-commit) lives in the client's task group, started with ``tg.start`` so
+``start()`` returns only once they run; ``stop()`` commits, leaves the group and cancels
+them all. The public methods only read and mutate the synchronous SubscriptionState and
+wait on events; no lock is held across an await.
+"""
+
+from __future__ import annotations
+
+import logging
+import re
+import ssl
+import time
+from collections.abc import AsyncIterator, Callable, Iterable, Mapping, Sequence
+from types import TracebackType
+from typing import Any, Generic, NamedTuple, Self, TypeVar
+
+import anyio
+import anyio.abc
+
+from aiokafka_lead.admin.offsets import ISOLATION_LEVELS
+from aiokafka_lead.backoff import ExponentialBackoff
+from aiokafka_lead.client import ClientCore, connection_config
+from aiokafka_lead.consumer.assignors import PartitionAssignor, RangePartitionAssignor, resolve_assignors
+from aiokafka_lead.consumer.coordinator import ConsumerRebalanceListener, GroupCoordinator, topics_needed
+from aiokafka_lead.consumer.errors import ConsumerStoppedError, IllegalStateError
+from aiokafka_lead.consumer.fetcher import FetchConfig, Fetcher
+from aiokafka_lead.consumer.offsets import EARLIEST, LATEST, OffsetLookup, PositionManager
+from aiokafka_lead.consumer.subscription import ResetStrategy, SubscriptionState, SubscriptionType
+from aiokafka_lead.errors import KafkaError, KafkaTimeoutError
+from aiokafka_lead.metadata import MetadataChange
+from aiokafka_lead.protocol.messages import MetadataRequest
+from aiokafka_lead.runtime import ClientClosedError
+from aiokafka_lead.structs import ConsumerRecord, OffsetAndMetadata, TopicPartition
+
+log = logging.getLogger(__name__)
+
+KT = TypeVar("KT")
+VT = TypeVar("VT")
+
+
+class OffsetAndTimestamp(NamedTuple):
+    """offsets_for_times() result (aiokafka.structs.OffsetAndTimestamp), plus the leader epoch."""
+
+    offset: int
+    timestamp: int
+    leader_epoch: int = -1
+
+
+class AIOKafkaConsumer(Generic[KT, VT]):
+    """Asyncio Kafka consumer with aiokafka's constructor keywords and methods.
+
+    Positions are KIP-320 aware (every fetch carries the leader epoch, truncation after a
+    leader change is detected), leader moves are followed through KIP-951 hints without
+    waiting for metadata, and offset look-ups follow KIP-207.
+    """
+
+    def __init__(
+        self,
+        *topics: str,
+        bootstrap_servers: str | Sequence[str] = "localhost",
+        client_id: str = "aiokafka-lead-consumer",
+        group_id: str | None = None,
+        group_instance_id: str | None = None,
+        key_deserializer: Callable[[bytes], KT] | None = None,
+        value_deserializer: Callable[[bytes], VT] | None = None,
+        fetch_max_wait_ms: int = 500,
+        fetch_max_bytes: int = 52_428_800,
+        fetch_min_bytes: int = 1,
+        max_partition_fetch_bytes: int = 1_048_576,
+        request_timeout_ms: int = 40_000,
+        retry_backoff_ms: int = 100,
+        retry_backoff_max_ms: int = 1000,
+        auto_offset_reset: str = "latest",
+        enable_auto_commit: bool = True,
+        auto_commit_interval_ms: int = 5000,
+        check_crcs: bool = True,
+        metadata_max_age_ms: int = 300_000,
+        partition_assignment_strategy: Sequence[Any] = (RangePartitionAssignor,),
+        max_poll_interval_ms: int = 300_000,
+        rebalance_timeout_ms: int | None = None,
+        session_timeout_ms: int = 10_000,
+        heartbeat_interval_ms: int = 3000,
+        consumer_timeout_ms: int = 200,
+        max_poll_records: int | None = None,
+        ssl_context: ssl.SSLContext | None = None,
+        security_protocol: str = "PLAINTEXT",
+        api_version: str = "auto",
+        exclude_internal_topics: bool = True,
+        connections_max_idle_ms: int = 540_000,
+        isolation_level: str = "read_uncommitted",
+        sasl_mechanism: str = "PLAIN",
+        sasl_plain_username: str | None = None,
+        sasl_plain_password: str | None = None,
+        client_rack: str | None = None,
+        **unsupported: Any,
+    ) -> None:
+        if unsupported:
+            raise TypeError(f"unsupported consumer options: {', '.join(sorted(unsupported))}")
+        del api_version, consumer_timeout_ms  # versions are negotiated; waits are event-driven
+        if auto_offset_reset not in ("earliest", "latest", "none"):
+            raise ValueError("auto_offset_reset must be 'earliest', 'latest' or 'none'")
+        if isolation_level not in ISOLATION_LEVELS:
+            raise ValueError(f"isolation_level must be one of {sorted(ISOLATION_LEVELS)}")
+        if max_poll_records is not None and max_poll_records < 1:
+            raise ValueError("max_poll_records must be at least 1")
+        if group_instance_id is not None and group_id is None:
+            raise ValueError("group_instance_id needs a group_id")
+        self._group_id = group_id
+        self._key_deserializer = key_deserializer
+        self._value_deserializer = value_deserializer
+        self._max_poll_records = max_poll_records
+        self._exclude_internal = exclude_internal_topics
+        self._request_timeout_ms = request_timeout_ms
+        self._backoff = ExponentialBackoff(retry_backoff_ms, max(retry_backoff_max_ms, retry_backoff_ms))
+        self._subs = SubscriptionState(ResetStrategy(auto_offset_reset))
+        self._errors: list[KafkaError] = []
+        self._closed = False
+        self._listening = False
+        self._last_poll = time.monotonic()
+        self._in_poll = 0
+        self._coordinator: GroupCoordinator | None = None
+        self._core = ClientCore(
+            "AIOKafkaConsumer",
+            bootstrap_servers=bootstrap_servers,
+            config=connection_config(
+                client_id=client_id,
+                request_timeout_ms=request_timeout_ms,
+                security_protocol=security_protocol,
+                ssl_context=ssl_context,
+                sasl_mechanism=sasl_mechanism,
+                sasl_plain_username=sasl_plain_username,
+                sasl_plain_password=sasl_plain_password,
+                connections_max_idle_ms=connections_max_idle_ms,
+            ),
+            metadata_max_age_ms=metadata_max_age_ms,
+            retry_backoff_ms=retry_backoff_ms,
+            retry_backoff_max_ms=retry_backoff_max_ms,
+            topics=lambda: topics_needed(self._subs, self._coordinator),
+        )
+        self._core.extra_setup = self._setup
+        self._lookup = OffsetLookup(self._core, self._backoff, request_timeout_ms)
+        isolation = ISOLATION_LEVELS[isolation_level]
+        self._isolation_level = isolation_level
+        self._positions = PositionManager(
+            self._core,
+            self._subs,
+            self._lookup,
+            self._backoff,
+            group_id=group_id,
+            isolation_level=isolation,
+            report_error=self._report_error,
+        )
+        self._fetcher = Fetcher(
+            self._core,
+            self._subs,
+            self._positions,
+            config=FetchConfig(
+                fetch_max_wait_ms=fetch_max_wait_ms,
+                fetch_min_bytes=fetch_min_bytes,
+                fetch_max_bytes=fetch_max_bytes,
+                max_partition_fetch_bytes=max_partition_fetch_bytes,
+                isolation_level=isolation,
+                client_rack=client_rack,
+                check_crcs=check_crcs,
+                request_timeout_ms=request_timeout_ms,
+            ),
+            backoff=self._backoff,
+            report_error=self._report_error,
+        )
+        if group_id is not None:
+            self._coordinator = GroupCoordinator(
+                self._core,
+                self._subs,
+                self._lookup,
+                group_id=group_id,
+                group_instance_id=group_instance_id,
+                assignors=resolve_assignors(partition_assignment_strategy),
+                session_timeout_ms=session_timeout_ms,
+                rebalance_timeout_ms=rebalance_timeout_ms or max_poll_interval_ms,
+                heartbeat_interval_ms=heartbeat_interval_ms,
+                request_timeout_ms=request_timeout_ms,
+                backoff=self._backoff,
+                enable_auto_commit=enable_auto_commit,
+                auto_commit_interval_ms=auto_commit_interval_ms,
+                client_rack=client_rack,
+                consumed_offsets=self._consumed_offsets,
+                report_error=self._report_error,
+                max_poll_interval_ms=max_poll_interval_ms,
+                last_poll=lambda: time.monotonic() if self._in_poll else self._last_poll,
+            )
+        if topics:
+            self._subs.subscribe(topics)
+
+    # ----------------------------------------------------------------- lifecycle
+    async def _setup(self, tg: anyio.abc.TaskGroup) -> None:
+        self._core.store.add_listener(self._on_metadata)
+        self._listening = True
+        await tg.start(self._fetcher.run)
+        if self._coordinator is not None:
+            await tg.start(self._coordinator.run)
+        self._on_metadata(MetadataChange("start"))
+
+    async def start(self) -> None:
+        """Connect, fetch metadata and start the background tasks (asyncio)."""
+        self._closed = False
+        await self._core.start()
+
+    async def stop(self) -> None:
+        """Commit (if auto-commit), leave the group, and stop every background task."""
+        await self._shutdown(leave=True)
+
+    close = stop
+
+    async def _shutdown(self, *, leave: bool) -> None:
+        if self._closed:
+            return
+        self._closed = True
+        self._fetcher.notify_data()
+        try:
+            if leave and self._coordinator is not None and self._core.host.running:
+                with anyio.move_on_after(self._request_timeout_ms / 1000, shield=True):
+                    await self._coordinator.close()
+        finally:
+            if self._listening:
+                self._listening = False
+                self._core.store.remove_listener(self._on_metadata)
+            await self._core.close()
+
+    async def _abandon(self) -> None:
+        """Stop like a crashed process: no commit, no LeaveGroup (tests of session expiry)."""
+        await self._shutdown(leave=False)
+
+    async def __aenter__(self) -> Self:
+        self._closed = False
+        await self._core.enter()
+        return self
+
+    async def __aexit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        await self.stop()
+
+    def _require_started(self) -> None:
+        if self._closed:
+            raise ConsumerStoppedError("the consumer is stopped")
+        self._core.host.require_running()
+
+    # -------------------------------------------------------------- internals
+    def _report_error(self, error: KafkaError) -> None:
+        log.debug("consumer error for the user: %r", error)
+        # a partition that keeps failing the same way reports once until the user has seen it
+        if not any(type(e) is type(error) and str(e) == str(error) for e in self._errors):
+            self._errors.append(error)
+        self._fetcher.notify_data()
+        self._subs.notify()
+
+    def _raise_pending(self) -> None:
+        if self._errors:
+            raise self._errors.pop(0)
+
+    def _on_metadata(self, change: MetadataChange) -> None:
+        if self._coordinator is not None:
+            self._coordinator.on_metadata_change()
+            return
+        if self._subs.kind == SubscriptionType.AUTO_PATTERN:
+            self._subs.match_pattern(self._core.store.topics())
+        if self._subs.kind in (SubscriptionType.AUTO_TOPICS, SubscriptionType.AUTO_PATTERN):
+            self._assign_all_partitions()
+
+    def _assign_all_partitions(self) -> None:
+        """Without a group, subscribe() means every partition of the matched topics (aiokafka)."""
+        wanted = set()
+        for topic in self._subs.topics:
+            for p in self._core.store.partitions_for_topic(topic) or ():
+                wanted.add(TopicPartition(topic, p))
+        if wanted != self._subs.assigned():
+            self._subs.set_assignment(wanted)
+
+    def _consumed_offsets(self) -> dict[TopicPartition, OffsetAndMetadata]:
+        out = {}
+        for tp, st in self._subs.items():
+            if st.has_valid_position:
+                assert st.position is not None
+                out[tp] = OffsetAndMetadata(st.position, "", st.position_epoch)
+        return out
+
+    def _record(self, tp: TopicPartition, rec: Any, ts_type: int, epoch: int) -> ConsumerRecord[KT, VT]:
+        key, value = rec.key, rec.value
+        return ConsumerRecord(
+            topic=tp.topic,
+            partition=tp.partition,
+            offset=rec.offset,
+            timestamp=rec.timestamp,
+            timestamp_type=ts_type,
+            key=self._key_deserializer(key)
+            if self._key_deserializer is not None and key is not None
+            else key,
+            value=(
+                self._value_deserializer(value)
+                if self._value_deserializer is not None and value is not None
+                else value
+            ),
+            checksum=None,
+            serialized_key_size=-1 if key is None else len(key),
+            serialized_value_size=-1 if value is None else len(value),
+            headers=list(rec.headers),
+            leader_epoch=epoch,
+        )
+
+    # ------------------------------------------------------------ subscription
+    def subscribe(
+        self,
+        topics: Iterable[str] = (),
+        pattern: str | re.Pattern[str] | None = None,
+        listener: ConsumerRebalanceListener | None = None,
+    ) -> None:
+        """Subscribe to topics or a regex pattern; with a group_id, partitions come from the group."""
+        if isinstance(topics, str):
+            raise TypeError("topics must be a collection of names, not a string")
+        if bool(list(topics)) == (pattern is not None):
+            raise ValueError("give either topics or pattern")
+        self._subs.subscribe(topics, pattern)
+        if self._coordinator is not None:
+            self._coordinator.listener = listener
+            self._coordinator.request_rejoin("subscription changed")
+        elif self._core.host.running:
+            self._on_metadata(MetadataChange("subscribe"))
+        if self._core.host.running:
+            self._core.store.request_refresh("consumer subscribed")
+
+    def subscription(self) -> frozenset[str]:
+        return self._subs.topics
+
+    def unsubscribe(self) -> None:
+        self._subs.unsubscribe()
+        self._fetcher.discard_unassigned()
+        if self._coordinator is not None and self._core.host.running and self._coordinator.in_group:
+            self._core.task_group.start_soon(self._coordinator.leave, "unsubscribed")
+
+    def assign(self, partitions: Iterable[TopicPartition]) -> None:
+        """Manual assignment (no group membership); positions start from committed or reset."""
+        tps = [TopicPartition(*tp) for tp in partitions]
+        self._subs.assign_from_user(tps)
+        self._fetcher.discard_unassigned()
+        if self._core.host.running:
+            missing = [tp.topic for tp in tps if self._core.store.partitions_for_topic(tp.topic) is None]
+            if missing:
+                self._core.store.request_refresh(f"assigned unknown topics {sorted(set(missing))}")
+
+    def assignment(self) -> set[TopicPartition]:
+        return self._subs.assigned()
+
+    # --------------------------------------------------------------- positions
+    def seek(self, partition: TopicPartition, offset: int) -> None:
+        if offset < 0:
+            raise ValueError("offset must be >= 0")
+        self._subs.seek(partition, offset, -1, validated_epoch=self._core.store.leader_epoch(partition))
+
+    async def seek_to_beginning(self, *partitions: TopicPartition) -> None:
+        for tp in partitions or tuple(self._subs.assigned()):
+            self._subs.request_reset(tp, EARLIEST)
+
+    async def seek_to_end(self, *partitions: TopicPartition) -> None:
+        for tp in partitions or tuple(self._subs.assigned()):
+            self._subs.request_reset(tp, LATEST)
+
+    async def seek_to_committed(self, *partitions: TopicPartition) -> dict[TopicPartition, int | None]:
+        tps = list(partitions or self._subs.assigned())
+        committed = await self._positions.committed(tps)
+        out: dict[TopicPartition, int | None] = {}
+        for tp in tps:
+            c = committed.get(tp)
+            out[tp] = None if c is None else c.offset
+            if c is not None:
+                self._subs.seek(tp, c.offset, c.leader_epoch, validated_epoch=-1)
+        return out
+
+    async def position(self, partition: TopicPartition, timeout_ms: float | None = None) -> int:
+        """The offset of the next record for ``partition`` (waits for a reset/lookup to finish)."""
+        self._require_started()
+        timeout = (self._request_timeout_ms if timeout_ms is None else timeout_ms) / 1000
+        try:
+            with anyio.fail_after(timeout):
+                while True:
+                    st = self._subs.state(partition)
+                    if st.has_valid_position and not self._positions.busy(partition):
+                        assert st.position is not None
+                        return st.position
+                    self._raise_pending()
+                    # positions, busy marks and reported errors all notify the subscription
+                    await self._subs.wait_for_change(self._subs.version)
+        except TimeoutError:
+            raise KafkaTimeoutError(f"no position for {partition} within {timeout * 1000:.0f} ms") from None
+
+    def highwater(self, partition: TopicPartition) -> int | None:
+        """The highest high watermark the fetcher has seen (never goes back, KIP-207)."""
+        return self._subs.state(partition).highwater
+
+    def last_stable_offset(self, partition: TopicPartition) -> int | None:
+        return self._subs.state(partition).last_stable_offset
+
+    def paused(self) -> set[TopicPartition]:
+        return self._subs.paused()
+
+    def pause(self, *partitions: TopicPartition) -> None:
+        self._subs.pause(partitions)
+
+    def resume(self, *partitions: TopicPartition) -> None:
+        self._subs.resume(partitions)
+
+    # ----------------------------------------------------------------- commits
+    async def committed(self, partition: TopicPartition) -> int | None:
+        """The group's committed offset for ``partition`` (None if there is none)."""
+        if self._group_id is None:
+            raise IllegalStateError("committed() needs a group_id")
+        self._require_started()
+        c = (await self._positions.committed([partition])).get(partition)
+        return None if c is None else c.offset
+
+    async def commit(
+        self, offsets: Mapping[TopicPartition, int | OffsetAndMetadata | tuple[Any, ...]] | None = None
+    ) -> None:
+        """Commit ``offsets`` (default: the positions of every assigned partition)."""
+        if self._coordinator is None:
+            raise IllegalStateError("commit() needs a group_id")
+        self._require_started()
+        self._raise_pending()
+        normalized: dict[TopicPartition, OffsetAndMetadata] | None = None
+        if offsets is not None:
+            normalized = {}
+            for tp, value in offsets.items():
+                if isinstance(value, int):
+                    normalized[tp] = OffsetAndMetadata(value, "", -1)
+                elif isinstance(value, OffsetAndMetadata):
+                    normalized[tp] = value
+                else:
+                    normalized[tp] = OffsetAndMetadata(*value)
+        try:
+            await self._coordinator.commit(normalized)
+        except ClientClosedError:
+            raise ConsumerStoppedError("the consumer was stopped during commit()") from None
+
+    # ---------------------------------------------------------------- offsets
+    async def _list(self, specs: Mapping[TopicPartition, int]) -> dict[TopicPartition, Any]:
+        self._require_started()
+        self._subs.extra_topics.update(tp.topic for tp in specs)
+        return await self._lookup.list_offsets(specs, self._isolation_level)
+
+    async def beginning_offsets(self, partitions: Iterable[TopicPartition]) -> dict[TopicPartition, int]:
+        result = await self._list(dict.fromkeys(partitions, EARLIEST))
+        return {tp: info.offset for tp, info in result.items()}
+
+    async def end_offsets(self, partitions: Iterable[TopicPartition]) -> dict[TopicPartition, int]:
+        """Latest offsets; never lower than one this consumer returned before (KIP-207)."""
+        result = await self._list(dict.fromkeys(partitions, LATEST))
+        floor = self._subs.end_offset_floor
+        out = {}
+        for tp, info in result.items():
+            value = max(info.offset, floor.get(tp, -1))
+            floor[tp] = value
+            out[tp] = value
+        return out
+
+    async def offsets_for_times(
+        self, timestamps: Mapping[TopicPartition, int]
+    ) -> dict[TopicPartition, OffsetAndTimestamp | None]:
+        for tp, ts in timestamps.items():
+            if ts < 0:
+                raise ValueError(f"timestamp for {tp} must be >= 0")
+        result = await self._list(dict(timestamps))
+        return {
+            tp: None
+            if info.offset < 0
+            else OffsetAndTimestamp(info.offset, info.timestamp, info.leader_epoch)
+            for tp, info in result.items()
+        }
+
+    # --------------------------------------------------------------- metadata
+    def partitions_for_topic(self, topic: str) -> set[int] | None:
+        return self._core.store.partitions_for_topic(topic)
+
+    async def topics(self) -> set[str]:
+        """Every topic in the cluster (internal ones excluded unless asked otherwise)."""
+        self._require_started()
+        conn = await self._core.any_connection()
+        response = await conn.send(MetadataRequest(topics=None, allow_auto_topic_creation=False))
+        return {
+            t.name
+            for t in response.topics
+            if t.name and not (self._exclude_internal and t.is_internal) and not t.error_code
+        }
+
+    # ---------------------------------------------------------------- records
+    async def getmany(
+        self, *partitions: TopicPartition, timeout_ms: float = 0, max_records: int | None = None
+    ) -> dict[TopicPartition, list[ConsumerRecord[KT, VT]]]:
+        """Records per partition, waiting up to ``timeout_ms`` for the first ones."""
+        self._require_started()
+        self._last_poll = time.monotonic()
+        if self._coordinator is not None:
+            self._coordinator.on_poll()
+        self._in_poll += 1
+        try:
+            return await self._getmany(partitions, timeout_ms, max_records)
+        finally:
+            self._in_poll -= 1
+            self._last_poll = time.monotonic()
+
+    async def _getmany(
+        self, partitions: tuple[TopicPartition, ...], timeout_ms: float, max_records: int | None
+    ) -> dict[TopicPartition, list[ConsumerRecord[KT, VT]]]:
+        limit = max_records or self._max_poll_records or 2**31
+        only = set(partitions) if partitions else None
+        deadline = time.monotonic() + timeout_ms / 1000
+        while True:
+            self._raise_pending()
+            drained = self._fetcher.drain(limit, only)
+            if drained:
+                return {tp: [self._record(tp, *item) for item in items] for tp, items in drained.items()}
+            remaining = deadline - time.monotonic()
+            if remaining <= 0:
+                return {}
+            with anyio.move_on_after(remaining):
+                await self._fetcher.wait_for_data()
+            if self._closed:
+                raise ConsumerStoppedError("the consumer was stopped")
+
+    async def getone(self, *partitions: TopicPartition) -> ConsumerRecord[KT, VT]:
+        """The next record (waits as long as it takes)."""
+        while True:
+            batch = await self.getmany(*partitions, timeout_ms=60_000, max_records=1)
+            for records in batch.values():
+                return records[0]
+
+    def __aiter__(self) -> AsyncIterator[ConsumerRecord[KT, VT]]:
+        return self
+
+    async def __anext__(self) -> ConsumerRecord[KT, VT]:
+        try:
+            return await self.getone()
+        except (ConsumerStoppedError, ClientClosedError):
+            raise StopAsyncIteration from None
+
+    # ----------------------------------------------------------- observability
+    @property
+    def fetcher(self) -> Fetcher:
+        """The fetcher (its ``stats`` and buffer counters are for tests and metrics)."""
+        return self._fetcher
+
+    @property
+    def coordinator(self) -> GroupCoordinator | None:
+        return self._coordinator
+
+    @property
+    def positions(self) -> PositionManager:
+        return self._positions
+
+
+Consumer = AIOKafkaConsumer
+
+__all__ = [
+    "AIOKafkaConsumer",
+    "Consumer",
+    "ConsumerRebalanceListener",
+    "OffsetAndTimestamp",
+    "PartitionAssignor",
+]

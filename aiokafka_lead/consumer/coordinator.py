@@ -1,0 +1,688 @@
+"""The classic consumer-group protocol: join, sync, heartbeat, commit, leave.
+
+One background task (:meth:`GroupCoordinator.run`, in the client's task group) owns the
+membership: it finds the coordinator, joins (JoinGroup, then SyncGroup; the leader runs
+the assignor), hands the assignment to the SubscriptionState, heartbeats while stable
+and rejoins when the broker, the subscription or the topic metadata asks for it.
+
+Coordinator moves are handled like leader moves: NOT_COORDINATOR or
+COORDINATOR_NOT_AVAILABLE forgets the coordinator, and the next request re-finds it at
+once, with no backoff on that path. Only errors that say "wait" (COORDINATOR_LOAD_IN_PROGRESS,
+connection failures) back off.
+
+Eager assignors revoke every partition before joining; cooperative-sticky (KIP-429) only
+revokes the partitions taken away and rejoins at once so they can move. Static members
+(KIP-345, ``group_instance_id``) do not send LeaveGroup on close: a restart within the
+session timeout gets the same assignment without a rebalance.
+"""
+
+from __future__ import annotations
+
+import inspect
+import logging
+import time
+from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
+from typing import Any
+
+import anyio
+import anyio.abc
+
+from aiokafka_lead.backoff import ExponentialBackoff
+from aiokafka_lead.client import ClientCore
+from aiokafka_lead.consumer.assignors import MemberSubscription, PartitionAssignor, RebalanceProtocol
+from aiokafka_lead.consumer.errors import CommitFailedError
+from aiokafka_lead.consumer.offsets import OffsetLookup
+from aiokafka_lead.consumer.subscription import SubscriptionState, SubscriptionType
+from aiokafka_lead.errors import (
+    KafkaConnectionError,
+    KafkaError,
+    KafkaTimeoutError,
+    error_for_code,
+)
+from aiokafka_lead.protocol.messages import (
+    ConsumerProtocolAssignment,
+    ConsumerProtocolSubscription,
+    HeartbeatRequest,
+    JoinGroupRequest,
+    LeaveGroupRequest,
+    OffsetCommitRequest,
+    SyncGroupRequest,
+)
+from aiokafka_lead.structs import OffsetAndMetadata, TopicPartition
+
+log = logging.getLogger(__name__)
+
+COORDINATOR_LOAD_IN_PROGRESS = 14
+COORDINATOR_NOT_AVAILABLE = 15
+NOT_COORDINATOR = 16
+ILLEGAL_GENERATION = 22
+UNKNOWN_MEMBER_ID = 25
+REBALANCE_IN_PROGRESS = 27
+MEMBER_ID_REQUIRED = 79
+FENCED_INSTANCE_ID = 82
+COORDINATOR_MOVED = frozenset({COORDINATOR_NOT_AVAILABLE, NOT_COORDINATOR})
+#: JoinGroup/SyncGroup answers that mean "join again now" (handled here, never raised)
+REJOIN_AT_ONCE = frozenset({ILLEGAL_GENERATION, UNKNOWN_MEMBER_ID, REBALANCE_IN_PROGRESS})
+GROUP_RETRIABLE = REJOIN_AT_ONCE | COORDINATOR_MOVED | {COORDINATOR_LOAD_IN_PROGRESS}
+MEMBERSHIP_LOST = frozenset({ILLEGAL_GENERATION, UNKNOWN_MEMBER_ID, FENCED_INSTANCE_ID})
+OFFSET_COMMIT_MAX = 9
+LEAVE_GROUP_BATCH_VERSION = 3  # KIP-345: members[] instead of member_id  # v10 names topics by id only
+SUBSCRIPTION_VERSION = 3
+ASSIGNMENT_VERSION = 3
+
+
+class ConsumerRebalanceListener:
+    """aiokafka's listener shape; methods may be plain or ``async``.
+
+    ``on_partitions_lost`` runs instead of ``on_partitions_revoked`` when the membership
+    was lost (the partitions may already belong to someone else: do not commit there).
+    """
+
+    def on_partitions_revoked(self, revoked: set[TopicPartition]) -> Any:
+        return None
+
+    def on_partitions_assigned(self, assigned: set[TopicPartition]) -> Any:
+        return None
+
+    def on_partitions_lost(self, lost: set[TopicPartition]) -> Any:
+        return self.on_partitions_revoked(lost)
+
+
+async def _call(fn: Callable[[set[TopicPartition]], Any] | None, tps: set[TopicPartition]) -> None:
+    if fn is None:
+        return
+    result = fn(set(tps))
+    if inspect.isawaitable(result):
+        await result
+
+
+class GroupCoordinator:
+    """Membership of one consumer in one classic group."""
+
+    def __init__(
+        self,
+        core: ClientCore,
+        subscriptions: SubscriptionState,
+        lookup: OffsetLookup,
+        *,
+        group_id: str,
+        group_instance_id: str | None,
+        assignors: Sequence[PartitionAssignor],
+        session_timeout_ms: int,
+        rebalance_timeout_ms: int,
+        heartbeat_interval_ms: int,
+        request_timeout_ms: int,
+        backoff: ExponentialBackoff,
+        enable_auto_commit: bool,
+        auto_commit_interval_ms: int,
+        client_rack: str | None,
+        consumed_offsets: Callable[[], dict[TopicPartition, OffsetAndMetadata]],
+        report_error: Callable[[KafkaError], None],
+        max_poll_interval_ms: int = 300_000,
+        last_poll: Callable[[], float] = time.monotonic,
+    ) -> None:
+        self._core = core
+        self._subs = subscriptions
+        self._lookup = lookup
+        self.group_id = group_id
+        self.group_instance_id = group_instance_id
+        self._assignors = list(assignors)
+        self._session_timeout_ms = session_timeout_ms
+        self._rebalance_timeout_ms = rebalance_timeout_ms
+        self._heartbeat_s = heartbeat_interval_ms / 1000
+        self._request_timeout_ms = request_timeout_ms
+        self._backoff = backoff
+        self._auto_commit = enable_auto_commit
+        self._auto_commit_s = auto_commit_interval_ms / 1000
+        self._rack = client_rack
+        self._consumed_offsets = consumed_offsets
+        self._report_error = report_error
+        self._max_poll_interval_s = max_poll_interval_ms / 1000
+        self._last_poll = last_poll
+        #: True after leaving because the application stopped polling; the next poll rejoins
+        self.poll_expired = False
+        self.listener: ConsumerRebalanceListener | None = None
+        self.member_id = ""
+        self.generation_id = -1
+        self.protocol_name: str | None = None
+        self.leader_id: str | None = None
+        self.coordinator_id: int | None = None
+        self._need_rejoin = True
+        self._stable = False
+        self._wake = anyio.Event()
+        self._joined_topics: dict[str, int] = {}
+        #: topics the leader needs metadata for (every member's subscription)
+        self.group_topics: set[str] = set()
+        self._last_committed: dict[TopicPartition, OffsetAndMetadata] = {}
+        self.rebalances = 0
+        self.stable_event = anyio.Event()
+        self._pending_lost: set[TopicPartition] = set()
+
+    # ------------------------------------------------------------------ state
+    @property
+    def protocol(self) -> RebalanceProtocol:
+        if self.protocol_name is not None:
+            for a in self._assignors:
+                if a.name == self.protocol_name:
+                    return a.rebalance_protocol
+        return self._assignors[0].rebalance_protocol
+
+    @property
+    def in_group(self) -> bool:
+        return self.generation_id >= 0 and bool(self.member_id)
+
+    def request_rejoin(self, reason: str) -> None:
+        if not self._need_rejoin:
+            log.info("group %s: rejoin requested: %s", self.group_id, reason)
+        self._need_rejoin = True
+        self._stable = False
+        self._wake.set()
+
+    def on_metadata_change(self) -> None:
+        """Rejoin when a pattern matches new topics or a subscribed topic's partitions changed."""
+        if self._subs.kind not in (SubscriptionType.AUTO_TOPICS, SubscriptionType.AUTO_PATTERN):
+            return
+        if self._subs.kind == SubscriptionType.AUTO_PATTERN:
+            self._subs.match_pattern(self._core.store.topics())
+        if not self.in_group:
+            self._wake.set()
+            return
+        now = self._partition_counts(self._subs.topics | self.group_topics)
+        if now != self._joined_topics:
+            self.request_rejoin(f"subscribed topics changed: {sorted(set(now) ^ set(self._joined_topics))}")
+
+    def _partition_counts(self, topics: Iterable[str]) -> dict[str, int]:
+        out = {}
+        for t in topics:
+            parts = self._core.store.partitions_for_topic(t)
+            if parts:
+                out[t] = len(parts)
+        return out
+
+    # ------------------------------------------------------------ coordinator
+    async def _coordinator(self) -> int:
+        if self.coordinator_id is None or self._core.store.node(self.coordinator_id) is None:
+            self.coordinator_id = await self._lookup.find_coordinator(self.group_id)
+            log.debug("group %s: coordinator is node %d", self.group_id, self.coordinator_id)
+        return self.coordinator_id
+
+    def _coordinator_dead(self, reason: str) -> None:
+        log.debug("group %s: forgetting coordinator %s: %s", self.group_id, self.coordinator_id, reason)
+        self.coordinator_id = None
+
+    async def _send(
+        self, request: Any, *, version_cap: int | None = None, timeout_ms: float | None = None
+    ) -> Any:
+        node = await self._coordinator()
+        try:
+            conn = await self._core.pool.connection(node)
+            version = conn.version_for(request.API_KEY)
+            if version_cap is not None:
+                version = min(version, version_cap)
+            return await conn.send(request, version=version, timeout_ms=timeout_ms)
+        except KafkaConnectionError as exc:
+            self._coordinator_dead(f"connection failed: {exc}")
+            raise
+
+    # ------------------------------------------------------------------- loop
+    async def run(self, *, task_status: anyio.abc.TaskStatus[None] = anyio.TASK_STATUS_IGNORED) -> None:
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(self._heartbeat_loop)
+            if self._auto_commit:
+                tg.start_soon(self._auto_commit_loop)
+            task_status.started()
+            failures = 0
+            while True:
+                if not (self._wants_membership() and self._need_rejoin):
+                    self._wake = anyio.Event()
+                    if not (self._wants_membership() and self._need_rejoin):
+                        await self._wake.wait()
+                    continue
+                try:
+                    await self._join_and_sync()
+                    failures = 0
+                except KafkaError as exc:
+                    code = getattr(exc, "errno", None)
+                    if (code in REJOIN_AT_ONCE and failures < 5) or (
+                        code in COORDINATOR_MOVED and failures == 0
+                    ):
+                        delay = 0.0  # the protocol's own answer: rejoin (or re-find) right away
+                    else:
+                        if not exc.retriable and code not in GROUP_RETRIABLE:
+                            self._report_error(exc)
+                        delay = self._backoff.delay_s(failures)
+                    failures += 1
+                    log.info(
+                        "group %s: join failed (%r); retrying in %.0f ms", self.group_id, exc, delay * 1000
+                    )
+                    await anyio.sleep(delay)
+
+    def _wants_membership(self) -> bool:
+        return self._subs.kind in (SubscriptionType.AUTO_TOPICS, SubscriptionType.AUTO_PATTERN)
+
+    def _subscription_bytes(self, assignor: PartitionAssignor) -> bytes:
+        owned: dict[str, list[int]] = {}
+        if assignor.rebalance_protocol == RebalanceProtocol.COOPERATIVE:
+            for tp in sorted(self._subs.assigned()):
+                owned.setdefault(tp.topic, []).append(tp.partition)
+        return ConsumerProtocolSubscription(
+            topics=sorted(self._subs.topics),
+            user_data=assignor.user_data(),
+            owned_partitions=[
+                ConsumerProtocolSubscription.TopicPartition(topic=t, partitions=ps) for t, ps in owned.items()
+            ],
+            generation_id=self.generation_id,
+            rack_id=self._rack,
+        ).encode_with_version(SUBSCRIPTION_VERSION)
+
+    async def _join_and_sync(self) -> None:
+        if self._subs.kind == SubscriptionType.AUTO_PATTERN:
+            self._subs.match_pattern(self._core.store.topics())
+        elif any(self._core.store.partitions_for_topic(t) is None for t in self._subs.topics):
+            # join knowing the partition counts, or the first metadata answer forces a rejoin
+            try:
+                await self._core.wait_for_topics(self._subs.topics, min(self._request_timeout_ms, 2000))
+            except KafkaTimeoutError:
+                log.info(
+                    "group %s: joining before metadata for %s arrived",
+                    self.group_id,
+                    sorted(self._subs.topics),
+                )
+        if self.protocol == RebalanceProtocol.EAGER and self._subs.assigned():
+            await self._revoke(self._subs.assigned(), commit=True)
+        self._stable = False
+        self.stable_event = anyio.Event() if self.stable_event.is_set() else self.stable_event
+        self._joined_topics = self._partition_counts(self._subs.topics)
+        join = JoinGroupRequest(
+            group_id=self.group_id,
+            session_timeout_ms=self._session_timeout_ms,
+            rebalance_timeout_ms=self._rebalance_timeout_ms,
+            member_id=self.member_id,
+            group_instance_id=self.group_instance_id,
+            protocol_type="consumer",
+            protocols=[
+                JoinGroupRequest.JoinGroupRequestProtocol(name=a.name, metadata=self._subscription_bytes(a))
+                for a in self._assignors
+            ],
+            reason="joining" if self.generation_id < 0 else "rejoining",
+        )
+        self._need_rejoin = False
+        response = await self._send(join, timeout_ms=self._rebalance_timeout_ms + self._request_timeout_ms)
+        code = response.error_code
+        if code == MEMBER_ID_REQUIRED:
+            self.member_id = response.member_id
+            self._need_rejoin = True
+            return
+        if code:
+            self._need_rejoin = True
+            self._join_error(code, "JoinGroup")
+        self.generation_id = response.generation_id
+        self.member_id = response.member_id
+        self.protocol_name = response.protocol_name
+        self.leader_id = response.leader
+        assignments: list[SyncGroupRequest.SyncGroupRequestAssignment] = []
+        if response.leader == response.member_id and not response.skip_assignment:
+            assignments = await self._lead(response.protocol_name, response.members)
+        sync = SyncGroupRequest(
+            group_id=self.group_id,
+            generation_id=self.generation_id,
+            member_id=self.member_id,
+            group_instance_id=self.group_instance_id,
+            protocol_type="consumer",
+            protocol_name=self.protocol_name,
+            assignments=assignments,
+        )
+        response = await self._send(sync, timeout_ms=self._rebalance_timeout_ms + self._request_timeout_ms)
+        if response.error_code:
+            self._need_rejoin = True
+            self._join_error(response.error_code, "SyncGroup")
+        assigned: set[TopicPartition] = set()
+        if response.assignment:
+            _, decoded = ConsumerProtocolAssignment.decode_with_version(response.assignment)
+            assigned = {TopicPartition(t.topic, p) for t in decoded.assigned_partitions for p in t.partitions}
+        self.rebalances += 1
+        await self._on_assignment(assigned)
+
+    def _join_error(self, code: int, what: str) -> None:
+        err = error_for_code(code, f"{what} for group {self.group_id}")
+        if code in COORDINATOR_MOVED:
+            self._coordinator_dead(f"{what}: {type(err).__name__}")
+            raise err
+        if code == UNKNOWN_MEMBER_ID:
+            self.member_id = ""
+            self.generation_id = -1
+            self._lose_partitions_sync()
+            raise err
+        if code == ILLEGAL_GENERATION:
+            self.generation_id = -1
+            self._lose_partitions_sync()
+            raise err
+        if code == REBALANCE_IN_PROGRESS:
+            raise err
+        raise err
+
+    def _lose_partitions_sync(self) -> None:
+        """Membership lost: the assignment is void; the listener runs on the next join."""
+        lost = self._subs.assigned()
+        if lost:
+            self._pending_lost = lost
+            self._subs.set_assignment(())
+
+    async def _lead(
+        self, protocol_name: str | None, members: Sequence[Any]
+    ) -> list[SyncGroupRequest.SyncGroupRequestAssignment]:
+        assignor = next((a for a in self._assignors if a.name == protocol_name), None)
+        if assignor is None:
+            raise KafkaError(
+                f"group {self.group_id}: the coordinator chose unknown protocol {protocol_name!r}"
+            )
+        subs: dict[str, MemberSubscription] = {}
+        for m in members:
+            _, meta = ConsumerProtocolSubscription.decode_with_version(m.metadata)
+            subs[m.member_id] = MemberSubscription(
+                member_id=m.member_id,
+                topics=tuple(meta.topics),
+                group_instance_id=m.group_instance_id,
+                owned_partitions=tuple(
+                    TopicPartition(t.topic, p) for t in meta.owned_partitions for p in t.partitions
+                ),
+                generation_id=meta.generation_id,
+                rack_id=meta.rack_id,
+                user_data=meta.user_data,
+            )
+        topics = {t for s in subs.values() for t in s.topics}
+        if not topics <= self.group_topics or any(
+            self._core.store.partitions_for_topic(t) is None for t in topics
+        ):
+            self.group_topics = set(topics)
+            await self._core.refresh_metadata(
+                f"group {self.group_id} leader: metadata for {len(topics)} topics"
+            )
+        counts = self._partition_counts(topics)
+        self._joined_topics = self._partition_counts(self._subs.topics | topics)
+        plan = assignor.assign(counts, subs)
+        log.info("group %s: leader assigned %s", self.group_id, {k: len(v) for k, v in plan.items()})
+        out = []
+        for member_id, tps in plan.items():
+            by_topic: dict[str, list[int]] = {}
+            for tp in sorted(tps):
+                by_topic.setdefault(tp.topic, []).append(tp.partition)
+            data = ConsumerProtocolAssignment(
+                assigned_partitions=[
+                    ConsumerProtocolAssignment.TopicPartition(topic=t, partitions=ps)
+                    for t, ps in by_topic.items()
+                ]
+            ).encode_with_version(ASSIGNMENT_VERSION)
+            out.append(SyncGroupRequest.SyncGroupRequestAssignment(member_id=member_id, assignment=data))
+        return out
+
+    async def _on_assignment(self, assigned: set[TopicPartition]) -> None:
+        lost, self._pending_lost = self._pending_lost, set()
+        if lost and self.listener is not None:
+            await _call(self.listener.on_partitions_lost, lost)
+        owned = self._subs.assigned()
+        revoked = owned - assigned
+        added = assigned - owned
+        if revoked:
+            await self._revoke(revoked, commit=True)
+            if self.protocol == RebalanceProtocol.COOPERATIVE:
+                self.request_rejoin(f"revoked {len(revoked)} partition(s) (cooperative)")
+        self._subs.add_partitions(added)
+        log.info(
+            "group %s gen %d: member %s assigned %d partition(s) (+%d -%d)",
+            self.group_id, self.generation_id, self.member_id, len(assigned), len(added), len(revoked),
+        )  # fmt: skip
+        if self.listener is not None:
+            await _call(self.listener.on_partitions_assigned, added)
+        if not self._need_rejoin:
+            self._stable = True
+            self.stable_event.set()
+        self._wake.set()
+
+    async def _revoke(self, tps: set[TopicPartition], *, commit: bool) -> None:
+        if commit and self._auto_commit and self.in_group:
+            offsets = {tp: om for tp, om in self._consumed_offsets().items() if tp in tps}
+            try:
+                await self.commit(offsets)
+            except KafkaError as exc:
+                log.warning("group %s: commit before revoking failed: %r", self.group_id, exc)
+        if self.listener is not None:
+            await _call(self.listener.on_partitions_revoked, tps)
+        self._subs.remove_partitions(tps)
+
+    # -------------------------------------------------------------- heartbeats
+    async def _heartbeat_loop(self) -> None:
+        while True:
+            if not self._stable:
+                await self.stable_event.wait()
+            await anyio.sleep(self._heartbeat_s)
+            if not self._stable:
+                continue
+            idle = time.monotonic() - self._last_poll()
+            if idle > self._max_poll_interval_s:
+                await self._poll_timeout(idle)
+                continue
+            try:
+                await self._heartbeat()
+            except KafkaError as exc:
+                log.debug("group %s: heartbeat failed: %r", self.group_id, exc)
+
+    async def _heartbeat(self) -> None:
+        generation = self.generation_id
+        request = HeartbeatRequest(
+            group_id=self.group_id,
+            generation_id=generation,
+            member_id=self.member_id,
+            group_instance_id=self.group_instance_id,
+        )
+        for _ in range(3):  # a moved coordinator is re-found and asked again at once
+            response = await self._send(request)
+            code = response.error_code
+            if code in COORDINATOR_MOVED:
+                self._coordinator_dead("heartbeat: coordinator moved")
+                continue
+            break
+        if not code or generation != self.generation_id:
+            return
+        if code == REBALANCE_IN_PROGRESS:
+            self.request_rejoin("heartbeat: rebalance in progress")
+        elif code in MEMBERSHIP_LOST:
+            if code == UNKNOWN_MEMBER_ID:
+                self.member_id = ""
+            if code == FENCED_INSTANCE_ID:
+                self._report_error(error_for_code(code, f"group {self.group_id}: static member fenced"))
+            self.generation_id = -1
+            self._lose_partitions_sync()
+            self.request_rejoin(f"heartbeat: membership lost ({type(error_for_code(code)).__name__})")
+
+    async def _poll_timeout(self, idle: float) -> None:
+        """Java's rule: an application that stopped polling gives its partitions up."""
+        log.warning(
+            "group %s: no poll for %.1f s (max_poll_interval_ms=%d); leaving the group until the next poll",
+            self.group_id,
+            idle,
+            self._max_poll_interval_s * 1000,
+        )
+        self.poll_expired = True
+        self._lose_partitions_sync()
+        await self.leave("consumer poll timeout has expired")
+
+    def on_poll(self) -> None:
+        if self.poll_expired:
+            self.poll_expired = False
+            self.request_rejoin("the application polls again")
+
+    # ------------------------------------------------------------------ commits
+    async def _auto_commit_loop(self) -> None:
+        while True:
+            await anyio.sleep(self._auto_commit_s)
+            try:
+                await self.commit(None, only_changed=True)
+            except KafkaError as exc:
+                log.info("group %s: auto-commit failed: %r", self.group_id, exc)
+
+    async def commit(
+        self,
+        offsets: Mapping[TopicPartition, OffsetAndMetadata] | None,
+        *,
+        only_changed: bool = False,
+        timeout_ms: float | None = None,
+    ) -> None:
+        """OffsetCommit v2-9 with the leader epoch of each offset (KIP-320)."""
+        if offsets is None:
+            offsets = self._consumed_offsets()
+        if only_changed:
+            offsets = {tp: om for tp, om in offsets.items() if self._last_committed.get(tp) != om}
+        if not offsets:
+            return
+        timeout = self._request_timeout_ms if timeout_ms is None else timeout_ms
+        deadline = time.monotonic() + timeout / 1000
+        failures = 0
+        pending = dict(offsets)
+        while True:
+            try:
+                with anyio.fail_after(max(deadline - time.monotonic(), 0.001)):
+                    pending = await self._commit_once(pending)
+                if not pending:
+                    return
+                delay = 0.0 if self.coordinator_id is None else self._backoff.delay_s(failures)
+            except TimeoutError:
+                raise KafkaTimeoutError(
+                    f"commit for group {self.group_id} timed out after {timeout} ms"
+                ) from None
+            except KafkaError as exc:
+                if not exc.retriable:
+                    raise
+                delay = self._backoff.delay_s(failures)
+            failures += 1
+            if time.monotonic() + delay > deadline:
+                raise KafkaTimeoutError(
+                    f"commit for group {self.group_id} did not complete within {timeout} ms"
+                )
+            await anyio.sleep(delay)
+
+    async def _commit_once(
+        self, offsets: dict[TopicPartition, OffsetAndMetadata]
+    ) -> dict[TopicPartition, OffsetAndMetadata]:
+        """One OffsetCommit; returns what must be retried, raises what must not."""
+        by_topic: dict[str, list[OffsetCommitRequest.OffsetCommitRequestPartition]] = {}
+        for tp, om in sorted(offsets.items()):
+            by_topic.setdefault(tp.topic, []).append(
+                OffsetCommitRequest.OffsetCommitRequestPartition(
+                    partition_index=tp.partition,
+                    committed_offset=om.offset,
+                    committed_leader_epoch=om.leader_epoch,
+                    committed_metadata=om.metadata,
+                )
+            )
+        generation = self.generation_id if self.in_group else -1
+        request = OffsetCommitRequest(
+            group_id=self.group_id,
+            generation_id_or_member_epoch=generation,
+            member_id=self.member_id if self.in_group else "",
+            group_instance_id=self.group_instance_id if self.in_group else None,
+            retention_time_ms=-1,
+            topics=[
+                OffsetCommitRequest.OffsetCommitRequestTopic(name=t, partitions=ps)
+                for t, ps in by_topic.items()
+            ],
+        )
+        response = await self._send(request, version_cap=OFFSET_COMMIT_MAX)
+        retry: dict[TopicPartition, OffsetAndMetadata] = {}
+        for t in response.topics:
+            for p in t.partitions:
+                tp = TopicPartition(t.name, p.partition_index)
+                if tp not in offsets:
+                    continue
+                code = p.error_code
+                if not code:
+                    self._last_committed[tp] = offsets[tp]
+                    continue
+                err = error_for_code(
+                    code, f"OffsetCommit {tp.topic}-{tp.partition} for group {self.group_id}"
+                )
+                if code in COORDINATOR_MOVED:
+                    self._coordinator_dead("commit: coordinator moved")
+                    retry[tp] = offsets[tp]
+                elif code in MEMBERSHIP_LOST or code == REBALANCE_IN_PROGRESS:
+                    if code in MEMBERSHIP_LOST and generation == self.generation_id:
+                        self.generation_id = -1
+                        if code == UNKNOWN_MEMBER_ID:
+                            self.member_id = ""
+                        self._lose_partitions_sync()
+                    self.request_rejoin(f"commit: {type(err).__name__}")
+                    raise CommitFailedError(
+                        f"commit for group {self.group_id} failed: {err}; the group rebalanced, "
+                        "so these partitions may belong to another member now"
+                    )
+                elif err.retriable:
+                    retry[tp] = offsets[tp]
+                else:
+                    raise err
+        return retry
+
+    # --------------------------------------------------------------------- exit
+    async def close(self, *, leave: bool = True) -> None:
+        """Commit (auto-commit), run the revoke callback, and leave unless static (KIP-345)."""
+        if not self.in_group:
+            return
+        owned = self._subs.assigned()
+        if self._auto_commit:
+            try:
+                await self.commit(None, only_changed=True)
+            except KafkaError as exc:
+                log.warning("group %s: final commit failed: %r", self.group_id, exc)
+        if self.listener is not None and owned:
+            await _call(self.listener.on_partitions_revoked, owned)
+        if leave and self.group_instance_id is None:
+            await self.leave("the consumer is closing")
+
+    async def leave(self, reason: str) -> None:
+        member_id = self.member_id
+        self.generation_id = -1
+        self._stable = False
+        if not member_id:
+            return
+        try:
+            node = await self._coordinator()
+            conn = await self._core.pool.connection(node)
+            version = conn.version_for(LeaveGroupRequest.API_KEY)
+            if version >= LEAVE_GROUP_BATCH_VERSION:
+                identity = LeaveGroupRequest.MemberIdentity(
+                    member_id=member_id, group_instance_id=self.group_instance_id, reason=reason
+                )
+                request = LeaveGroupRequest(group_id=self.group_id, members=[identity])
+            else:
+                request = LeaveGroupRequest(group_id=self.group_id, member_id=member_id)
+            response = await conn.send(request, version=version)
+            if response.error_code:
+                log.info("group %s: LeaveGroup: %s", self.group_id, error_for_code(response.error_code))
+        except KafkaError as exc:
+            log.info("group %s: LeaveGroup failed: %r", self.group_id, exc)
+        self.member_id = ""
+
+
+def _fit_version(request: Any, version: int) -> None:
+    """Drop optional fields an older broker's version cannot carry (the codec refuses them)."""
+    if isinstance(request, JoinGroupRequest) and version < 8:
+        request.reason = None
+    elif isinstance(request, SyncGroupRequest) and version < 5:
+        request.protocol_type = None
+        request.protocol_name = None
+    elif isinstance(request, OffsetCommitRequest) and version < 6:
+        for t in request.topics:
+            for p in t.partitions:
+                p.committed_leader_epoch = -1
+
+
+def topics_needed(subs: SubscriptionState, coordinator: GroupCoordinator | None) -> Collection[str] | None:
+    """What the metadata refresher asks for: None (all topics) for a pattern subscription."""
+    if subs.kind == SubscriptionType.AUTO_PATTERN:
+        return None
+    topics = set(subs.topics) | {tp.topic for tp in subs.assigned()} | subs.extra_topics
+    if coordinator is not None:
+        topics |= coordinator.group_topics
+    return topics
+
+
+__all__ = ["ConsumerRebalanceListener", "GroupCoordinator", "topics_needed"]

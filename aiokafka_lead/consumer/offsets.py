@@ -1,0 +1,296 @@
+"""Where each partition starts and whether its position is still valid.
+
+* Starting positions: the group's committed offset (OffsetFetch, with the leader epoch it
+  was committed with), else ``auto_offset_reset``.
+* Resets (earliest, latest, by timestamp) go through the admin client's ListOffsets logic
+  (KIP-207: v5+, OFFSET_NOT_AVAILABLE retried after backoff without a metadata refresh).
+* KIP-320 validation: after the leader epoch of a partition moved on, OffsetForLeaderEpoch
+  (v3+) asks the new leader where the epoch of our last consumed record ends. An end offset
+  below our position means the log was truncated: resume at the divergence point, or raise
+  :class:`LogTruncationError` naming the lost offsets when auto_offset_reset="none".
+
+The work runs as short tasks in the fetcher's task group; each marks its partitions busy
+so the fetcher neither fetches nor re-plans them meanwhile, and wakes the fetcher when done.
+"""
+
+from __future__ import annotations
+
+import logging
+import math
+import time
+from collections.abc import Callable, Collection, Iterable
+
+import anyio.abc
+
+from aiokafka_lead.admin.groups import GroupsMixin
+from aiokafka_lead.admin.offsets import OffsetsMixin
+from aiokafka_lead.backoff import ExponentialBackoff
+from aiokafka_lead.client import ClientCore
+from aiokafka_lead.consumer.errors import LogTruncationError, NoOffsetForPartitionError
+from aiokafka_lead.consumer.subscription import PartitionState, ResetStrategy, SubscriptionState
+from aiokafka_lead.errors import KafkaError, error_for_code
+from aiokafka_lead.protocol.messages import OffsetForLeaderEpochRequest
+from aiokafka_lead.structs import OffsetAndMetadata, TopicPartition
+
+log = logging.getLogger(__name__)
+
+EARLIEST, LATEST = -2, -1
+VALIDATION_MIN_VERSION = 3
+REFRESH_ERRORS = frozenset({3, 5, 6, 56, 74, 75, 100})
+ISOLATION_NAMES = {0: "read_uncommitted", 1: "read_committed"}
+
+
+class OffsetLookup(GroupsMixin, OffsetsMixin):
+    """The admin client's ListOffsets / FindCoordinator / OffsetFetch logic on our ClientCore."""
+
+    def __init__(self, core: ClientCore, backoff: ExponentialBackoff, request_timeout_ms: int) -> None:
+        self._core = core
+        self._backoff = backoff
+        self._request_timeout_ms = request_timeout_ms
+
+
+class PositionManager:
+    """Starting positions, resets and KIP-320 validation for the assigned partitions."""
+
+    def __init__(
+        self,
+        core: ClientCore,
+        subscriptions: SubscriptionState,
+        lookup: OffsetLookup,
+        backoff: ExponentialBackoff,
+        *,
+        group_id: str | None,
+        isolation_level: int,
+        report_error: Callable[[KafkaError], None],
+    ) -> None:
+        self._core = core
+        self._subs = subscriptions
+        self.lookup = lookup
+        self._backoff = backoff
+        self._group_id = group_id
+        self._isolation = ISOLATION_NAMES[isolation_level]
+        self._report_error = report_error
+        self._busy: set[TopicPartition] = set()
+        #: (partition, divergence offset, old position) of every truncation detected
+        self.truncations: list[tuple[TopicPartition, int, int]] = []
+        self.validations = 0
+
+    def busy(self, tp: TopicPartition) -> bool:
+        return tp in self._busy
+
+    # ------------------------------------------------------------- task starts
+    def start_initialize(self, tg: anyio.abc.TaskGroup, tps: list[TopicPartition]) -> None:
+        self._busy.update(tps)
+        tg.start_soon(self._guarded, "initialize", tps, self._initialize)
+
+    def start_reset(self, tg: anyio.abc.TaskGroup, tps: list[TopicPartition]) -> None:
+        self._busy.update(tps)
+        tg.start_soon(self._guarded, "reset", tps, self._reset)
+
+    def start_validate(self, tg: anyio.abc.TaskGroup, tps: list[TopicPartition]) -> None:
+        self._busy.update(tps)
+        tg.start_soon(self._guarded, "validate", tps, self._validate)
+
+    async def _guarded(
+        self, what: str, tps: list[TopicPartition], work: Callable[[list[TopicPartition]], object]
+    ) -> None:
+        try:
+            await work(tps)  # type: ignore[misc]
+        except KafkaError as exc:
+            log.debug("%s of %s failed: %r", what, tps, exc)
+            if not exc.retriable:
+                self._report_error(exc)
+            self._back_off(tps)
+        finally:
+            self._busy.difference_update(tps)
+            self._subs.notify()
+
+    def _back_off(self, tps: Iterable[TopicPartition]) -> None:
+        now = time.monotonic()
+        for tp in tps:
+            st = self._subs.get(tp)
+            if st is not None:
+                st.retry_at = now + self._backoff.delay_s(st.failures)
+                st.failures += 1
+
+    # ------------------------------------------------------ starting positions
+    async def committed(self, tps: Collection[TopicPartition]) -> dict[TopicPartition, OffsetAndMetadata]:
+        if self._group_id is None or not tps:
+            return {}
+        return await self.lookup.list_consumer_group_offsets(self._group_id, tps)
+
+    async def _initialize(self, tps: list[TopicPartition]) -> None:
+        committed = await self.committed(tps)
+        store = self._core.store
+        missing: set[TopicPartition] = set()
+        for tp in tps:
+            st = self._subs.get(tp)
+            if st is None or st.position is not None or st.reset_to is not None:
+                continue
+            c = committed.get(tp)
+            if c is not None:
+                # a committed epoch is checked against the current leader first (KIP-320)
+                validated = -1 if c.leader_epoch >= 0 else store.leader_epoch(tp)
+                self._subs.seek(tp, c.offset, c.leader_epoch, validated_epoch=validated)
+            elif self._subs.default_reset == ResetStrategy.NONE:
+                missing.add(tp)
+                st.retry_at = math.inf
+            else:
+                spec = EARLIEST if self._subs.default_reset == ResetStrategy.EARLIEST else LATEST
+                self._subs.request_reset(tp, spec)
+        if missing:
+            self._report_error(NoOffsetForPartitionError(missing))
+
+    # ------------------------------------------------------------------ resets
+    async def _reset(self, tps: list[TopicPartition]) -> None:
+        wanted: dict[TopicPartition, tuple[int, int]] = {}
+        for tp in tps:
+            st = self._subs.get(tp)
+            if st is not None and st.reset_to is not None:
+                wanted[tp] = (st.reset_to, st.generation)
+        if not wanted:
+            return
+        result = await self.lookup.list_offsets(
+            {tp: spec for tp, (spec, _) in wanted.items()}, self._isolation
+        )
+        store = self._core.store
+        for tp, info in result.items():
+            st = self._subs.get(tp)
+            spec, generation = wanted[tp]
+            if st is None or st.generation != generation or st.reset_to != spec:
+                continue
+            if info.offset < 0:  # no record at or after the timestamp: go to the end
+                self._subs.request_reset(tp, LATEST)
+                continue
+            log.debug("reset %s-%d to offset %d (spec %d)", tp.topic, tp.partition, info.offset, spec)
+            self._subs.seek(tp, info.offset, info.leader_epoch, validated_epoch=store.leader_epoch(tp))
+
+    # -------------------------------------------------------------- validation
+    async def _validate(self, tps: list[TopicPartition]) -> None:
+        store = self._core.store
+        by_node: dict[int, list[TopicPartition]] = {}
+        for tp in tps:
+            leader = store.leader_for(tp)
+            if leader is not None:
+                by_node.setdefault(leader.node_id, []).append(tp)
+        async with anyio.create_task_group() as tg:
+            for node_id, group in by_node.items():
+                tg.start_soon(self._validate_on, node_id, group)
+
+    async def _validate_on(self, node_id: int, tps: list[TopicPartition]) -> None:
+        store = self._core.store
+        conn = await self._core.pool.connection(node_id)
+        version = conn.version_for(OffsetForLeaderEpochRequest.API_KEY)
+        asked: dict[TopicPartition, tuple[int, int, int]] = {}
+        topics: dict[str, list[OffsetForLeaderEpochRequest.OffsetForLeaderPartition]] = {}
+        for tp in tps:
+            st = self._subs.get(tp)
+            if st is None or st.position is None:
+                continue
+            epoch = store.leader_epoch(tp)
+            if version < VALIDATION_MIN_VERSION:
+                st.validated_epoch = epoch  # the broker cannot tell us; trust the position
+                continue
+            asked[tp] = (st.generation, st.position, epoch)
+            topics.setdefault(tp.topic, []).append(
+                OffsetForLeaderEpochRequest.OffsetForLeaderPartition(
+                    partition=tp.partition, current_leader_epoch=epoch, leader_epoch=st.position_epoch
+                )
+            )
+        if not asked:
+            return
+        request = OffsetForLeaderEpochRequest(
+            replica_id=-1,
+            topics=[
+                OffsetForLeaderEpochRequest.OffsetForLeaderTopic(topic=t, partitions=ps)
+                for t, ps in topics.items()
+            ],
+        )
+        self.validations += 1
+        response = await conn.send(request, version=version)
+        retry: list[TopicPartition] = []
+        answered: set[TopicPartition] = set()
+        for t in response.topics:
+            for p in t.partitions:
+                tp = TopicPartition(t.topic, p.partition)
+                answered.add(tp)
+                st = self._subs.get(tp)
+                if tp not in asked or st is None:
+                    continue
+                generation, position, epoch = asked[tp]
+                if st.generation != generation or st.position != position:
+                    continue
+                if p.error_code:
+                    err = error_for_code(p.error_code, f"OffsetForLeaderEpoch {tp.topic}-{tp.partition}")
+                    if p.error_code in REFRESH_ERRORS:
+                        store.request_refresh(f"validate {tp.topic}-{tp.partition}: {type(err).__name__}")
+                    if not err.retriable:
+                        self._report_error(err)
+                    retry.append(tp)
+                    continue
+                self.check_end_offset(
+                    tp, st, p.end_offset, p.leader_epoch, epoch, source="OffsetForLeaderEpoch"
+                )
+        self._back_off(retry + [tp for tp in asked if tp not in answered])
+
+    def check_end_offset(
+        self,
+        tp: TopicPartition,
+        st: PartitionState,
+        end_offset: int,
+        end_epoch: int,
+        leader_epoch: int,
+        *,
+        source: str,
+    ) -> None:
+        """Apply one (epoch, end offset) answer for our position's epoch (sync)."""
+        assert st.position is not None
+        if end_offset < 0 or end_epoch < 0:
+            log.info("%s: no epoch info for %s-%d; resetting its position", source, tp.topic, tp.partition)
+            self._reset_or_fail(tp, st, st.position)
+        elif end_offset < st.position:
+            self.truncated(tp, st, end_offset, end_epoch, source=source)
+        else:
+            st.validated_epoch = max(st.validated_epoch, leader_epoch)
+            st.express = True
+
+    def truncated(
+        self, tp: TopicPartition, st: PartitionState, end_offset: int, end_epoch: int, *, source: str
+    ) -> None:
+        """The log diverged from what we consumed at ``end_offset`` (KIP-320)."""
+        assert st.position is not None
+        store = self._core.store
+        position = st.position
+        if end_offset < 0 or end_epoch < 0:
+            self._reset_or_fail(tp, st, position)
+            return
+        if end_offset >= position:
+            # the leader knows our epoch under another end: adopt its epoch, keep the position
+            st.position_epoch = end_epoch
+            st.validated_epoch = store.leader_epoch(tp)
+            return
+        self.truncations.append((tp, end_offset, position))
+        if self._subs.default_reset == ResetStrategy.NONE:
+            st.retry_at = math.inf  # until the user seeks
+            self._report_error(LogTruncationError({tp: (end_offset, position)}))
+            return
+        log.warning(
+            "%s: log of %s-%d truncated at %d below position %d (offsets %d..%d lost); resuming at %d",
+            source,
+            tp.topic,
+            tp.partition,
+            end_offset,
+            position,
+            end_offset,
+            position - 1,
+            end_offset,
+        )
+        self._subs.seek(tp, end_offset, end_epoch, validated_epoch=store.leader_epoch(tp))
+
+    def _reset_or_fail(self, tp: TopicPartition, st: PartitionState, position: int) -> None:
+        strategy = self._subs.default_reset
+        if strategy == ResetStrategy.NONE:
+            st.retry_at = math.inf
+            self._report_error(LogTruncationError({tp: (position, position)}))
+            return
+        self._subs.request_reset(tp, EARLIEST if strategy == ResetStrategy.EARLIEST else LATEST)
