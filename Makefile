@@ -12,10 +12,10 @@ STAMP := $(VENV)/.installed
 .PHONY: demo test lint typecheck codegen-check unit venv clean
 
 $(STAMP): pyproject.toml
-	@echo ">> creating $(VENV) and installing aiokafka_lead[dev]"
+	@echo ">> creating $(VENV) and installing aiokafka_lead[dev,spark]"
 	@test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	@$(BIN)/python -m pip install --quiet --upgrade pip
-	@$(BIN)/python -m pip install --quiet -e '.[dev]'
+	@$(BIN)/python -m pip install --quiet -e '.[dev,spark]'
 	@touch $@
 
 venv: $(STAMP)

@@ -24,8 +24,9 @@ from aiokafka_lead.admin.offsets import ISOLATION_LEVELS
 from aiokafka_lead.backoff import ExponentialBackoff
 from aiokafka_lead.client import ClientCore, connection_config
 from aiokafka_lead.consumer.assignors import PartitionAssignor, RangePartitionAssignor, resolve_assignors
+from aiokafka_lead.consumer.buffer import Chunk
 from aiokafka_lead.consumer.coordinator import ConsumerRebalanceListener, GroupCoordinator, topics_needed
-from aiokafka_lead.consumer.errors import ConsumerStoppedError, IllegalStateError
+from aiokafka_lead.consumer.errors import ConsumerStoppedError, IllegalStateError, NoOffsetForPartitionError
 from aiokafka_lead.consumer.fetcher import FetchConfig, Fetcher
 from aiokafka_lead.consumer.offsets import EARLIEST, LATEST, OffsetLookup, PositionManager
 from aiokafka_lead.consumer.subscription import ResetStrategy, SubscriptionState, SubscriptionType
@@ -290,28 +291,52 @@ class AIOKafkaConsumer(Generic[KT, VT]):
                 out[tp] = OffsetAndMetadata(st.position, "", st.position_epoch)
         return out
 
-    def _record(self, tp: TopicPartition, rec: Any, ts_type: int, epoch: int) -> ConsumerRecord[KT, VT]:
-        key, value = rec.key, rec.value
-        return ConsumerRecord(
-            topic=tp.topic,
-            partition=tp.partition,
-            offset=rec.offset,
-            timestamp=rec.timestamp,
-            timestamp_type=ts_type,
-            key=self._key_deserializer(key)
-            if self._key_deserializer is not None and key is not None
-            else key,
-            value=(
-                self._value_deserializer(value)
-                if self._value_deserializer is not None and value is not None
-                else value
-            ),
-            checksum=None,
-            serialized_key_size=-1 if key is None else len(key),
-            serialized_value_size=-1 if value is None else len(value),
-            headers=list(rec.headers),
-            leader_epoch=epoch,
-        )
+    def _records(self, tp: TopicPartition, chunks: list[Chunk]) -> list[ConsumerRecord[KT, VT]]:
+        """ConsumerRecords of drained batch slices (the per-record hot loop of the consumer)."""
+        topic, partition = tp.topic, tp.partition
+        kd, vd = self._key_deserializer, self._value_deserializer
+        new = ConsumerRecord
+        out: list[ConsumerRecord[Any, Any]] = []
+        for records, ts_type, epoch in chunks:
+            rows: list[Any] = records  # headers: (str, bytes | None), as in aiokafka
+            if kd is None and vd is None:
+                # Positional arguments: a dozen keywords would cost three times as much.
+                out += [
+                    new(
+                        topic,
+                        partition,
+                        offset,
+                        timestamp,
+                        ts_type,
+                        key,
+                        value,
+                        None,
+                        -1 if key is None else len(key),
+                        -1 if value is None else len(value),
+                        list(headers) if headers else [],
+                        epoch,
+                    )
+                    for offset, timestamp, key, value, headers in rows
+                ]
+            else:
+                out += [
+                    new(
+                        topic,
+                        partition,
+                        offset,
+                        timestamp,
+                        ts_type,
+                        kd(key) if kd is not None and key is not None else key,
+                        vd(value) if vd is not None and value is not None else value,
+                        None,
+                        -1 if key is None else len(key),
+                        -1 if value is None else len(value),
+                        list(headers) if headers else [],
+                        epoch,
+                    )
+                    for offset, timestamp, key, value, headers in rows
+                ]
+        return out
 
     # ------------------------------------------------------------ subscription
     def subscribe(
@@ -361,6 +386,18 @@ class AIOKafkaConsumer(Generic[KT, VT]):
         if offset < 0:
             raise ValueError("offset must be >= 0")
         self._subs.seek(partition, offset, -1, validated_epoch=self._core.store.leader_epoch(partition))
+        self._forget_missing_offset(partition)
+
+    def _forget_missing_offset(self, partition: TopicPartition) -> None:
+        """A position set by the user answers a pending "no offset to start from" error."""
+        kept: list[KafkaError] = []
+        for error in self._errors:
+            if isinstance(error, NoOffsetForPartitionError) and partition in error.partitions:
+                error.partitions.discard(partition)
+                if not error.partitions:
+                    continue
+            kept.append(error)
+        self._errors = kept
 
     async def seek_to_beginning(self, *partitions: TopicPartition) -> None:
         for tp in partitions or tuple(self._subs.assigned()):
@@ -522,7 +559,7 @@ class AIOKafkaConsumer(Generic[KT, VT]):
             self._raise_pending()
             drained = self._fetcher.drain(limit, only)
             if drained:
-                return {tp: [self._record(tp, *item) for item in items] for tp, items in drained.items()}
+                return {tp: self._records(tp, chunks) for tp, chunks in drained.items()}
             remaining = deadline - time.monotonic()
             if remaining <= 0:
                 return {}
