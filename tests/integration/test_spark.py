@@ -201,3 +201,16 @@ def test_leader_moves_during_a_streaming_read_lose_and_duplicate_nothing(
     rows = spark.read.parquet(str(tmp_path / "out")).collect()
     assert sorted(r.value for r in rows) == sorted(f"m{i}" for i in range(600))
     assert len({(r.partition, r.offset) for r in rows}) == 600
+
+
+def test_example_pipeline_runs_end_to_end(kafka_cluster: Any, tmp_path: Path) -> None:
+    """examples/spark_pipeline.py: service -> streaming aggregation -> topic + parquet; totals match."""
+    import subprocess
+
+    example = Path(__file__).resolve().parents[2] / "examples" / "spark_pipeline.py"
+    cmd = [sys.executable, str(example), "--bootstrap-server", kafka_cluster.bootstrap()]
+    cmd += ["--out", str(tmp_path / "out"), "--orders", "2000"]
+    done = subprocess.run(cmd, capture_output=True, text=True, timeout=600, check=False)
+    assert done.returncode == 0, done.stdout + done.stderr[-3000:]
+    assert "orders aggregated: 2000 of 2000" in done.stdout and "totals match" in done.stdout
+    assert list((tmp_path / "out" / "totals").glob("*.parquet"))
