@@ -1,0 +1,73 @@
+"""Base classes of the exception hierarchy (public through :mod:`aiokafka_lead.errors`)."""
+
+from __future__ import annotations
+
+from typing import ClassVar
+
+
+class KafkaError(Exception):
+    """Base of every error this client raises."""
+
+    retriable: bool = False
+    invalid_metadata: bool = False
+
+
+class KafkaProtocolError(KafkaError):
+    """The peer sent bytes that violate the Kafka protocol."""
+
+
+class DecodeError(KafkaProtocolError):
+    """Malformed bytes: the only exception the sans-I/O decoders raise."""
+
+
+class CorruptRecordError(KafkaError):
+    """A record batch failed its CRC or structural checks."""
+
+    def __init__(
+        self,
+        message: str,
+        *,
+        topic: str | None = None,
+        partition: int | None = None,
+        offset: int | None = None,
+    ) -> None:
+        where = []
+        if topic is not None:
+            where.append(f"topic={topic}")
+        if partition is not None:
+            where.append(f"partition={partition}")
+        if offset is not None:
+            where.append(f"offset={offset}")
+        super().__init__(f"{message} ({', '.join(where)})" if where else message)
+        self.topic = topic
+        self.partition = partition
+        self.offset = offset
+
+
+class UnsupportedCodecError(KafkaError):
+    """A compression codec is needed whose library is not installed."""
+
+
+class KafkaConnectionError(KafkaError):
+    """A broker connection failed or was closed."""
+
+    retriable = True
+    invalid_metadata = True
+
+
+class KafkaTimeoutError(KafkaError):
+    """An operation did not finish within its deadline."""
+
+    retriable = True
+
+
+class BrokerResponseError(KafkaError):
+    """An error code returned by a broker in a response."""
+
+    errno: ClassVar[int] = -1
+    error_name: ClassVar[str] = "UNKNOWN_SERVER_ERROR"
+
+    def __init__(self, message: str | None = None) -> None:
+        text = f"[Error {self.errno}] {self.error_name}"
+        super().__init__(f"{text}: {message}" if message else text)
+        self.message = message
