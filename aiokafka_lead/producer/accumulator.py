@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import time
 from collections import deque
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Collection, Sequence
 from dataclasses import dataclass, field
 
 import anyio
@@ -132,6 +132,30 @@ class RecordAccumulator:
             self._freed.set()
             self._freed = None
 
+    def try_append_now(  # noqa: PLR0917 - the per-record hot path: positional on purpose
+        self,
+        tp: TopicPartition,
+        timestamp: int,
+        key: bytes | None,
+        value: bytes | None,
+        headers: Sequence[tuple[str, bytes | None]],
+        size: int,
+    ) -> DeliveryHandle | None:
+        """The common case of :meth:`append` without a coroutine: the buffer has room and the
+        record fits the partition's open batch. ``None`` (and nothing changed) otherwise."""
+        if self._buffer_used + size > self.buffer_memory:
+            return None
+        queue = self._queues.get(tp)
+        if not queue:
+            return None
+        batch = queue[-1]
+        handle = batch.try_append(timestamp, key, value, headers)  # None if closed or full
+        if handle is None:
+            return None
+        self._buffer_used += size
+        batch.reserved += size
+        return handle
+
     async def append(
         self,
         tp: TopicPartition,
@@ -188,8 +212,16 @@ class RecordAccumulator:
             return 0.0
         return batch.created_at + self.linger_s
 
-    def drain(self, store: MetadataStore, max_request_size: int, *, hints: bool) -> DrainResult:
-        """Pick the batches to send now, grouped by leader node (synchronous decision step)."""
+    def drain(
+        self, store: MetadataStore, max_request_size: int, *, hints: bool, busy_nodes: Collection[int] = ()
+    ) -> DrainResult:
+        """Pick the batches to send now, grouped by leader node (synchronous decision step).
+
+        Natural batching: while a request to a node is in flight, that node's new batches wait
+        for it unless they are full, retries (KIP-951 retries go at once) or being flushed.
+        A broker handles one request per connection at a time, so a second small request would
+        only queue behind the first; waiting lets the next request carry everything at once.
+        """
         now = time.monotonic()
         result = DrainResult()
         sizes: dict[int, int] = {}
@@ -214,6 +246,10 @@ class RecordAccumulator:
             if ready_at > now:
                 result.wake_in(ready_at - now)
                 continue
+            if leader.node_id in busy_nodes and not (
+                batch.closed or batch.attempts or len(queue) > 1 or self._flushing or self.closed
+            ):
+                continue  # the in-flight request's completion wakes the sender
             batch_bytes = batch.builder.size_in_bytes()
             used = sizes.get(leader.node_id, 0)
             if used and used + batch_bytes > max_request_size:

@@ -21,7 +21,7 @@ from aiokafka_lead.backoff import ExponentialBackoff
 from aiokafka_lead.client import ClientCore, connection_config
 from aiokafka_lead.errors import KafkaTimeoutError, MessageSizeTooLargeError, error_for_code
 from aiokafka_lead.metadata import HintOutcome
-from aiokafka_lead.producer.accumulator import RecordAccumulator, estimate_record_size
+from aiokafka_lead.producer.accumulator import RECORD_OVERHEAD, RecordAccumulator, estimate_record_size
 from aiokafka_lead.producer.batch import DeliveryHandle
 from aiokafka_lead.producer.idempotence import IdempotenceState
 from aiokafka_lead.producer.metrics import ProducerMetrics
@@ -184,7 +184,8 @@ class AIOKafkaProducer:
         self._closed = False
         self._running = False  # True between a successful start and stop
         # per topic: (store version, all partitions, partitions with a known leader)
-        self._views: dict[str, tuple[int, list[int], list[int]]] = {}
+        #   and the TopicPartition of each partition (one per send() would cost a NamedTuple)
+        self._views: dict[str, tuple[int, list[int], list[int], dict[int, TopicPartition]]] = {}
 
     # ----------------------------------------------------------------- lifecycle
     async def _setup(self, tg: anyio.abc.TaskGroup) -> None:
@@ -293,13 +294,26 @@ class AIOKafkaProducer:
         Waits only for the topic's metadata (first send) and for buffer space, each up to
         max_block_ms. Records over max_request_size fail here, before anything is queued.
         """
-        self._check_open()
-        key_bytes, value_bytes = self._serialize(key, value)
+        if not self._running:
+            self._check_open()  # raises
+        if (
+            self._key_serializer is None
+            and self._value_serializer is None
+            and (key is None or type(key) is bytes)
+            and (value is None or type(value) is bytes)
+        ):
+            key_bytes, value_bytes = key, value  # the hot path: bytes in, nothing to convert
+        else:
+            key_bytes, value_bytes = self._serialize(key, value)
         header_list = list(headers) if headers else []
         for name, hvalue in header_list:
             if not isinstance(name, str) or not (hvalue is None or isinstance(hvalue, bytes)):
                 raise TypeError("headers must be (str, bytes | None) pairs")
-        size = estimate_record_size(key_bytes, value_bytes, header_list)
+        if header_list:
+            size = estimate_record_size(key_bytes, value_bytes, header_list)
+        else:  # the same estimate, inlined
+            size = RECORD_OVERHEAD + (len(key_bytes) if key_bytes else 0)
+            size += len(value_bytes) if value_bytes else 0
         if size > self._max_request_size:
             raise MessageSizeTooLargeError(
                 f"the record is ~{size} bytes, larger than max_request_size={self._max_request_size}"
@@ -307,8 +321,9 @@ class AIOKafkaProducer:
         view = self._views.get(topic)
         if view is None or view[0] != self._core.store.version:
             parts = await self.partitions_for(topic)
-            view = self._views[topic] = (self._core.store.version, sorted(parts), self._available(topic))
-        _, all_parts, available = view
+            tps = {p: TopicPartition(topic, p) for p in parts}
+            view = self._views[topic] = (self._core.store.version, sorted(parts), self._available(topic), tps)
+        _, all_parts, available, tps = view
         if partition is None:
             if self._default_partitioner is not None:
                 partition = self._default_partitioner.partition(topic, key_bytes, all_parts, available)
@@ -317,9 +332,11 @@ class AIOKafkaProducer:
         elif not 0 <= partition < len(all_parts) or partition not in all_parts:
             raise ValueError(f"topic {topic!r} has no partition {partition} (partitions: {all_parts})")
         timestamp = int(time.time() * 1000) if timestamp_ms is None else timestamp_ms
-        return await self._acc.append(
-            TopicPartition(topic, partition), timestamp, key_bytes, value_bytes, header_list, size=size
-        )
+        tp = tps.get(partition) or TopicPartition(topic, partition)
+        handle = self._acc.try_append_now(tp, timestamp, key_bytes, value_bytes, header_list, size)
+        if handle is not None:
+            return handle  # the common case: no second coroutine
+        return await self._acc.append(tp, timestamp, key_bytes, value_bytes, header_list, size=size)
 
     async def send_and_wait(  # noqa: PLR0917 - aiokafka's positional signature
         self,

@@ -11,6 +11,7 @@ the batch backs off as usual (no hot loop).
 
 from __future__ import annotations
 
+import collections
 import logging
 import time
 from typing import Any
@@ -61,6 +62,7 @@ class Sender:
         self._ids = idempotence
         self._metrics = metrics
         self._in_flight = 0
+        self._node_requests: collections.Counter[int] = collections.Counter()  # in flight per node
 
     def _on_metadata_change(self, change: MetadataChange) -> None:
         if change.leaders_changed or change.nodes_changed:
@@ -79,11 +81,15 @@ class Sender:
                         else:
                             await self._acc.wait_for_work(0.05)
                             continue
-                    result = self._acc.drain(store, self._max_request_size, hints=self._hints)
+                    busy = {node for node, n in self._node_requests.items() if n}
+                    result = self._acc.drain(
+                        store, self._max_request_size, hints=self._hints, busy_nodes=busy
+                    )
                     for batch in result.expired:
                         self._fail(batch, KafkaTimeoutError(self._expiry_message(batch, None)), expired=True)
                     for node_id, batches in result.by_node.items():
                         self._in_flight += 1
+                        self._node_requests[node_id] += 1
                         tg.start_soon(self._produce, node_id, batches)
                     if not result.by_node and not result.expired:
                         await self._acc.wait_for_work(result.next_check_s)
@@ -172,6 +178,7 @@ class Sender:
             self._handle_response(node_id, batches, response)
         finally:
             self._in_flight -= 1
+            self._node_requests[node_id] -= 1
             self._acc.wake()
 
     def _done(self, batch: ProducerBatch) -> None:
