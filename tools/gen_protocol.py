@@ -523,7 +523,7 @@ class Emitter:
             if not present or (in_range(f.tagged, v) and not self.msg.is_flex(v)):
                 if not f.ignorable:
                     out.append(f"    if {self.nondefault(f, 'o.' + f.attr)}:")
-                    out.append(f"        unsupported_field({self.qual(sname)}, {f.attr!r}, {v})")
+                    out.append(f"        unsupported_field({self.qual(sname)}, {f.attr!r})")
             elif in_range(f.tagged, v):
                 tagged.append(f)
             elif f.kind in FIXED:

@@ -22,6 +22,8 @@ from aiokafka_lead.structs import TopicPartition
 
 #: what the drain hands out: (record, timestamp_type, leader epoch of its batch)
 Drained = tuple[Record, int, int]
+#: the same per batch slice: (records, timestamp_type, leader epoch of their batch)
+Chunk = tuple[list[Record], int, int]
 
 
 class PartitionRecords:
@@ -81,15 +83,31 @@ class PartitionRecords:
 
     def take(self, max_records: int) -> list[Drained]:
         """Up to ``max_records`` records at or after the position; advances it."""
-        out: list[Drained] = []
-        while len(out) < max_records:
-            if self._index < len(self._records):
-                rec = self._records[self._index]
-                self._index += 1
-                if rec.offset < self.next_offset:
+        chunks = self.take_chunks(max_records)
+        return [(rec, ts_type, epoch) for records, ts_type, epoch in chunks for rec in records]
+
+    def take_chunks(self, max_records: int) -> list[Chunk]:
+        """Like :meth:`take`, a slice of a batch at a time (no per-record work); advances it."""
+        out: list[Chunk] = []
+        left = max_records
+        while left > 0:
+            records = self._records
+            i = self._index
+            n = len(records)
+            if i < n:
+                # Offsets grow within a batch: only its head can lie before the position
+                # (a fetch from the middle of a batch).
+                next_offset = self.next_offset
+                while i < n and records[i].offset < next_offset:
+                    i += 1
+                j = min(n, i + left)
+                self._index = j
+                if i == j:
                     continue
-                out.append((rec, self._ts_type, self._batch_epoch))
-                self.next_offset = rec.offset + 1
+                chunk = records if i == 0 and j == n else records[i:j]
+                out.append((chunk, self._ts_type, self._batch_epoch))
+                left -= j - i
+                self.next_offset = chunk[-1].offset + 1
                 self.next_epoch = self._batch_epoch
                 continue
             # the batch is drained: compaction may have left a gap at its end

@@ -36,10 +36,11 @@ from dataclasses import dataclass, field
 
 import anyio
 import anyio.abc
+import anyio.lowlevel
 
 from aiokafka_lead.backoff import ExponentialBackoff
 from aiokafka_lead.client import ClientCore
-from aiokafka_lead.consumer.buffer import Drained, PartitionRecords
+from aiokafka_lead.consumer.buffer import Chunk, PartitionRecords
 from aiokafka_lead.consumer.errors import OffsetOutOfRangeConsumerError
 from aiokafka_lead.consumer.offsets import PositionManager
 from aiokafka_lead.consumer.session import (
@@ -134,6 +135,7 @@ class Fetcher:
         self.buffered_bytes = 0
         self.max_buffered_bytes = 0
         self._nodes_in_flight: dict[int, int] = {}
+        self._unsent = 0  # fetches started whose request is not handed to the connection yet
         self._sessions: dict[int, FetchSession] = {}
         self._in_flight: set[TopicPartition] = set()
         self._wake = anyio.Event()
@@ -156,6 +158,22 @@ class Fetcher:
 
     async def wait_for_data(self) -> None:
         await self._data_ready.wait()
+
+    async def send_freed(self, max_turns: int = 8) -> None:
+        """Let the fetches that the last :meth:`drain` made possible go out now (pipelining).
+
+        Called by a poll between draining and building its records, like Java's poll sends
+        the next fetches before returning: the broker then works on them while the caller
+        decodes and processes. A few loop turns at most; shielded, because the caller holds
+        drained records (positions already advanced) that a cancellation would lose.
+        """
+        with anyio.CancelScope(shield=True):
+            turns = 0
+            while turns < max_turns and (self._wake.is_set() or self._unsent):
+                await anyio.lowlevel.checkpoint()
+                turns += 1
+            if 0 < turns < max_turns:
+                await anyio.lowlevel.checkpoint()  # the connection writes the request
 
     # ---------------------------------------------------------------- the loop
     async def run(self, *, task_status: anyio.abc.TaskStatus[None] = anyio.TASK_STATUS_IGNORED) -> None:
@@ -249,13 +267,17 @@ class Fetcher:
             st.express = False
             self._in_flight.add(tp)
         self._nodes_in_flight[node_id] = self._nodes_in_flight.get(node_id, 0) + 1
+        self._unsent += 1
         tg.start_soon(self._fetch, node_id, sent, max_bytes, max_wait_ms, name=f"fetch node {node_id}")
 
     async def _fetch(
         self, node_id: int, sent: dict[TopicPartition, _Sent], max_bytes: int, max_wait_ms: int
     ) -> None:
+        unsent = [True]
         try:
-            await self._fetch_once(node_id, sent, max_bytes, max_wait_ms, use_session=max_wait_ms > 0)
+            await self._fetch_once(
+                node_id, sent, max_bytes, max_wait_ms, use_session=max_wait_ms > 0, unsent=unsent
+            )
         except KafkaError as exc:
             if not exc.retriable:
                 self._report_error(exc)
@@ -263,6 +285,8 @@ class Fetcher:
             self._core.store.request_refresh(f"fetch from node {node_id} failed: {type(exc).__name__}")
             self._back_off(sent, exc)
         finally:
+            if unsent[0]:
+                self._unsent -= 1
             self._nodes_in_flight[node_id] -= 1
             self._in_flight.difference_update(sent)
             self.wake()
@@ -329,7 +353,9 @@ class Fetcher:
         sent: dict[TopicPartition, _Sent],
         max_bytes: int,
         max_wait_ms: int,
+        *,
         use_session: bool,
+        unsent: list[bool] | None = None,
     ) -> None:
         store = self._core.store
         conn = await self._core.pool.connection(node_id)
@@ -356,6 +382,9 @@ class Fetcher:
             plan = SessionPlan(0, FINAL_EPOCH, wanted, (), wanted)
         request = self._request(plan, version, max_bytes, max_wait_ms)
         self.stats.fetches += 1
+        if unsent is not None and unsent[0]:
+            unsent[0] = False
+            self._unsent -= 1
         try:
             response: FetchResponse = await conn.send(
                 request, version=version, timeout_ms=self._config.request_timeout_ms + max_wait_ms
@@ -521,9 +550,10 @@ class Fetcher:
 
     def drain(
         self, max_records: int, partitions: set[TopicPartition] | None = None
-    ) -> dict[TopicPartition, list[Drained]]:
-        """Hand out buffered records (round-robin over partitions); positions advance."""
-        out: dict[TopicPartition, list[Drained]] = {}
+    ) -> dict[TopicPartition, list[Chunk]]:
+        """Hand out buffered records, a batch slice at a time (round-robin over partitions);
+        positions advance."""
+        out: dict[TopicPartition, list[Chunk]] = {}
         keys = list(self._buffer)
         if not keys:
             return out
@@ -550,7 +580,7 @@ class Fetcher:
             if st.paused:
                 continue
             try:
-                got = pr.take(budget)
+                got = pr.take_chunks(budget)
             except KafkaError:
                 self._discard(tp)
                 self.wake()
@@ -558,7 +588,7 @@ class Fetcher:
             self._subs.advance(tp, pr.next_offset, pr.next_epoch)
             if got:
                 out[tp] = got
-                budget -= len(got)
+                budget -= sum(len(records) for records, _, _ in got)
             if pr.exhausted:
                 self._discard(tp)
                 freed = True

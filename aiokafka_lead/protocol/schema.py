@@ -143,6 +143,12 @@ class Versioned(Struct):
             enc(self, ap)
         except struct.error as exc:
             raise ValueError(f"{type(self).__name__} v{version}: {exc}") from exc
+        except _UnsupportedFieldError as exc:
+            # One encoder serves a range of versions: name the version asked for.
+            raise UnsupportedVersionError(
+                f"{exc.owner.__qualname__}.{exc.attr} is set to a non-default value, "
+                f"which version {version} cannot carry"
+            ) from None
 
     @classmethod
     def decode(cls, data: Buf, version: int, *, allow_trailing: bool = False) -> Self:
@@ -230,12 +236,22 @@ class Response(Message):
         return 1 if cls.is_flexible(version) else 0
 
 
-def unsupported_field(cls: type[Struct], attr: str, version: int) -> None:
+class _UnsupportedFieldError(UnsupportedVersionError):
+    """Raised inside an encoder; ``encode_into`` re-raises it naming the requested version.
+
+    A generated encoder is shared by every version with the same wire layout, so it does
+    not know which of them was asked for.
+    """
+
+    def __init__(self, owner: type[Struct], attr: str) -> None:
+        super().__init__(f"{owner.__qualname__}.{attr} is set to a non-default value")
+        self.owner = owner
+        self.attr = attr
+
+
+def unsupported_field(cls: type[Struct], attr: str) -> None:
     """Java's behaviour for a non-ignorable field that the version cannot carry."""
-    raise UnsupportedVersionError(
-        f"{cls.__qualname__}.{attr} is set to a non-default value, "
-        f"which version {version} cannot carry"
-    )
+    raise _UnsupportedFieldError(cls, attr)
 
 
 def store_unknown_tag(o: Struct, tag: int, buf: memoryview, pos: int, end: int) -> int:

@@ -205,7 +205,7 @@ def _d_AddPartitionsToTxnTransaction_4(buf: memoryview, pos: int) -> tuple[AddPa
 
 def _e_AddPartitionsToTxnRequest_0(o: AddPartitionsToTxnRequest, ap: Appender) -> None:
     if (o.transactions is None or len(o.transactions) > 0):
-        unsupported_field(AddPartitionsToTxnRequest, 'transactions', 0)
+        unsupported_field(AddPartitionsToTxnRequest, 'transactions')
     write_string(ap, o.v3_and_below_transactional_id)
     ap(_F_qh.pack(o.v3_and_below_producer_id, o.v3_and_below_producer_epoch))
     x_v3_and_below_topics = o.v3_and_below_topics
@@ -235,7 +235,7 @@ def _d_AddPartitionsToTxnRequest_0(buf: memoryview, pos: int) -> tuple[AddPartit
 
 def _e_AddPartitionsToTxnRequest_3(o: AddPartitionsToTxnRequest, ap: Appender) -> None:
     if (o.transactions is None or len(o.transactions) > 0):
-        unsupported_field(AddPartitionsToTxnRequest, 'transactions', 3)
+        unsupported_field(AddPartitionsToTxnRequest, 'transactions')
     write_compact_string(ap, o.v3_and_below_transactional_id)
     ap(_F_qh.pack(o.v3_and_below_producer_id, o.v3_and_below_producer_epoch))
     x_v3_and_below_topics = o.v3_and_below_topics
@@ -279,13 +279,13 @@ def _e_AddPartitionsToTxnRequest_4(o: AddPartitionsToTxnRequest, ap: Appender) -
     for e_transactions in x_transactions:
         _e_AddPartitionsToTxnTransaction_4(e_transactions, ap)
     if o.v3_and_below_transactional_id != '':
-        unsupported_field(AddPartitionsToTxnRequest, 'v3_and_below_transactional_id', 4)
+        unsupported_field(AddPartitionsToTxnRequest, 'v3_and_below_transactional_id')
     if o.v3_and_below_producer_id != 0:
-        unsupported_field(AddPartitionsToTxnRequest, 'v3_and_below_producer_id', 4)
+        unsupported_field(AddPartitionsToTxnRequest, 'v3_and_below_producer_id')
     if o.v3_and_below_producer_epoch != 0:
-        unsupported_field(AddPartitionsToTxnRequest, 'v3_and_below_producer_epoch', 4)
+        unsupported_field(AddPartitionsToTxnRequest, 'v3_and_below_producer_epoch')
     if (o.v3_and_below_topics is None or len(o.v3_and_below_topics) > 0):
-        unsupported_field(AddPartitionsToTxnRequest, 'v3_and_below_topics', 4)
+        unsupported_field(AddPartitionsToTxnRequest, 'v3_and_below_topics')
     if o.unknown_tagged_fields:
         write_tagged_fields(ap, [], o.unknown_tagged_fields)
     else:

@@ -250,7 +250,7 @@ def _d_AddPartitionsToTxnResult_4(buf: memoryview, pos: int) -> tuple[AddPartiti
 
 def _e_AddPartitionsToTxnResponse_0(o: AddPartitionsToTxnResponse, ap: Appender) -> None:
     if (o.results_by_transaction is None or len(o.results_by_transaction) > 0):
-        unsupported_field(AddPartitionsToTxnResponse, 'results_by_transaction', 0)
+        unsupported_field(AddPartitionsToTxnResponse, 'results_by_transaction')
     ap(_F_i.pack(o.throttle_time_ms))
     x_results_by_topic_v3_and_below = o.results_by_topic_v3_and_below
     ap(I32.pack(len(x_results_by_topic_v3_and_below)))
@@ -279,7 +279,7 @@ def _d_AddPartitionsToTxnResponse_0(buf: memoryview, pos: int) -> tuple[AddParti
 
 def _e_AddPartitionsToTxnResponse_3(o: AddPartitionsToTxnResponse, ap: Appender) -> None:
     if (o.results_by_transaction is None or len(o.results_by_transaction) > 0):
-        unsupported_field(AddPartitionsToTxnResponse, 'results_by_transaction', 3)
+        unsupported_field(AddPartitionsToTxnResponse, 'results_by_transaction')
     ap(_F_i.pack(o.throttle_time_ms))
     x_results_by_topic_v3_and_below = o.results_by_topic_v3_and_below
     ap(uvarint(len(x_results_by_topic_v3_and_below) + 1))
@@ -323,7 +323,7 @@ def _e_AddPartitionsToTxnResponse_4(o: AddPartitionsToTxnResponse, ap: Appender)
     for e_results_by_transaction in x_results_by_transaction:
         _e_AddPartitionsToTxnResult_4(e_results_by_transaction, ap)
     if (o.results_by_topic_v3_and_below is None or len(o.results_by_topic_v3_and_below) > 0):
-        unsupported_field(AddPartitionsToTxnResponse, 'results_by_topic_v3_and_below', 4)
+        unsupported_field(AddPartitionsToTxnResponse, 'results_by_topic_v3_and_below')
     if o.unknown_tagged_fields:
         write_tagged_fields(ap, [], o.unknown_tagged_fields)
     else:

@@ -177,7 +177,7 @@ def _d_ReassignableTopic_0(buf: memoryview, pos: int) -> tuple[AlterPartitionRea
 
 def _e_AlterPartitionReassignmentsRequest_0(o: AlterPartitionReassignmentsRequest, ap: Appender) -> None:
     if not o.allow_replication_factor_change:
-        unsupported_field(AlterPartitionReassignmentsRequest, 'allow_replication_factor_change', 0)
+        unsupported_field(AlterPartitionReassignmentsRequest, 'allow_replication_factor_change')
     ap(_F_i.pack(o.timeout_ms))
     x_topics = o.topics
     ap(uvarint(len(x_topics) + 1))

@@ -153,7 +153,7 @@ def _e_ConsumerGroupHeartbeatRequest_0(o: ConsumerGroupHeartbeatRequest, ap: App
         for e_subscribed_topic_names in x_subscribed_topic_names:
             write_compact_string(ap, e_subscribed_topic_names)
     if o.subscribed_topic_regex is not None:
-        unsupported_field(ConsumerGroupHeartbeatRequest, 'subscribed_topic_regex', 0)
+        unsupported_field(ConsumerGroupHeartbeatRequest, 'subscribed_topic_regex')
     write_compact_nullable_string(ap, o.server_assignor)
     x_topic_partitions = o.topic_partitions
     if x_topic_partitions is None:

@@ -120,7 +120,7 @@ def _d_DeleteTopicState_6(buf: memoryview, pos: int) -> tuple[DeleteTopicsReques
 
 def _e_DeleteTopicsRequest_1(o: DeleteTopicsRequest, ap: Appender) -> None:
     if (o.topics is None or len(o.topics) > 0):
-        unsupported_field(DeleteTopicsRequest, 'topics', 1)
+        unsupported_field(DeleteTopicsRequest, 'topics')
     x_topic_names = o.topic_names
     ap(I32.pack(len(x_topic_names)))
     for e_topic_names in x_topic_names:
@@ -148,7 +148,7 @@ def _d_DeleteTopicsRequest_1(buf: memoryview, pos: int) -> tuple[DeleteTopicsReq
 
 def _e_DeleteTopicsRequest_4(o: DeleteTopicsRequest, ap: Appender) -> None:
     if (o.topics is None or len(o.topics) > 0):
-        unsupported_field(DeleteTopicsRequest, 'topics', 4)
+        unsupported_field(DeleteTopicsRequest, 'topics')
     x_topic_names = o.topic_names
     ap(uvarint(len(x_topic_names) + 1))
     for e_topic_names in x_topic_names:

@@ -87,9 +87,9 @@ _C_DescribeClusterRequest = DescribeClusterRequest
 
 def _e_DescribeClusterRequest_0(o: DescribeClusterRequest, ap: Appender) -> None:
     if o.endpoint_type != 1:
-        unsupported_field(DescribeClusterRequest, 'endpoint_type', 0)
+        unsupported_field(DescribeClusterRequest, 'endpoint_type')
     if o.include_fenced_brokers:
-        unsupported_field(DescribeClusterRequest, 'include_fenced_brokers', 0)
+        unsupported_field(DescribeClusterRequest, 'include_fenced_brokers')
     ap(_F_o.pack(o.include_cluster_authorized_operations))
     if o.unknown_tagged_fields:
         write_tagged_fields(ap, [], o.unknown_tagged_fields)
@@ -115,7 +115,7 @@ def _d_DescribeClusterRequest_0(buf: memoryview, pos: int) -> tuple[DescribeClus
 
 def _e_DescribeClusterRequest_1(o: DescribeClusterRequest, ap: Appender) -> None:
     if o.include_fenced_brokers:
-        unsupported_field(DescribeClusterRequest, 'include_fenced_brokers', 1)
+        unsupported_field(DescribeClusterRequest, 'include_fenced_brokers')
     ap(_F_ob.pack(o.include_cluster_authorized_operations, o.endpoint_type))
     if o.unknown_tagged_fields:
         write_tagged_fields(ap, [], o.unknown_tagged_fields)

@@ -120,7 +120,7 @@ def _e_DescribeClusterBroker_0(o: DescribeClusterResponse.DescribeClusterBroker,
     ap(_F_i.pack(o.port))
     write_compact_nullable_string(ap, o.rack)
     if o.is_fenced:
-        unsupported_field(DescribeClusterResponse.DescribeClusterBroker, 'is_fenced', 0)
+        unsupported_field(DescribeClusterResponse.DescribeClusterBroker, 'is_fenced')
     if o.unknown_tagged_fields:
         write_tagged_fields(ap, [], o.unknown_tagged_fields)
     else:
@@ -182,7 +182,7 @@ def _e_DescribeClusterResponse_0(o: DescribeClusterResponse, ap: Appender) -> No
     ap(_F_ih.pack(o.throttle_time_ms, o.error_code))
     write_compact_nullable_string(ap, o.error_message)
     if o.endpoint_type != 1:
-        unsupported_field(DescribeClusterResponse, 'endpoint_type', 0)
+        unsupported_field(DescribeClusterResponse, 'endpoint_type')
     write_compact_string(ap, o.cluster_id)
     ap(_F_i.pack(o.controller_id))
     x_brokers = o.brokers

@@ -175,7 +175,7 @@ def _e_DescribeConfigsRequest_1(o: DescribeConfigsRequest, ap: Appender) -> None
     for e_resources in x_resources:
         _e_DescribeConfigsResource_1(e_resources, ap)
     if o.include_documentation:
-        unsupported_field(DescribeConfigsRequest, 'include_documentation', 1)
+        unsupported_field(DescribeConfigsRequest, 'include_documentation')
     ap(_F_o.pack(o.include_synonyms))
 
 

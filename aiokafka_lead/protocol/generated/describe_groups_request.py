@@ -87,7 +87,7 @@ def _e_DescribeGroupsRequest_0(o: DescribeGroupsRequest, ap: Appender) -> None:
     for e_groups in x_groups:
         write_string(ap, e_groups)
     if o.include_authorized_operations:
-        unsupported_field(DescribeGroupsRequest, 'include_authorized_operations', 0)
+        unsupported_field(DescribeGroupsRequest, 'include_authorized_operations')
 
 
 def _d_DescribeGroupsRequest_0(buf: memoryview, pos: int) -> tuple[DescribeGroupsRequest, int]:

@@ -200,7 +200,7 @@ def _d_DescribedGroupMember_5(buf: memoryview, pos: int) -> tuple[DescribeGroups
 
 def _e_DescribedGroup_0(o: DescribeGroupsResponse.DescribedGroup, ap: Appender) -> None:
     if o.error_message is not None:
-        unsupported_field(DescribeGroupsResponse.DescribedGroup, 'error_message', 0)
+        unsupported_field(DescribeGroupsResponse.DescribedGroup, 'error_message')
     ap(_F_h.pack(o.error_code))
     write_string(ap, o.group_id)
     write_string(ap, o.group_state)
@@ -211,7 +211,7 @@ def _e_DescribedGroup_0(o: DescribeGroupsResponse.DescribedGroup, ap: Appender) 
     for e_members in x_members:
         _e_DescribedGroupMember_0(e_members, ap)
     if o.authorized_operations != -2147483648:
-        unsupported_field(DescribeGroupsResponse.DescribedGroup, 'authorized_operations', 0)
+        unsupported_field(DescribeGroupsResponse.DescribedGroup, 'authorized_operations')
 
 
 def _d_DescribedGroup_0(buf: memoryview, pos: int) -> tuple[DescribeGroupsResponse.DescribedGroup, int]:
@@ -239,7 +239,7 @@ def _d_DescribedGroup_0(buf: memoryview, pos: int) -> tuple[DescribeGroupsRespon
 
 def _e_DescribedGroup_3(o: DescribeGroupsResponse.DescribedGroup, ap: Appender) -> None:
     if o.error_message is not None:
-        unsupported_field(DescribeGroupsResponse.DescribedGroup, 'error_message', 3)
+        unsupported_field(DescribeGroupsResponse.DescribedGroup, 'error_message')
     ap(_F_h.pack(o.error_code))
     write_string(ap, o.group_id)
     write_string(ap, o.group_state)
@@ -278,7 +278,7 @@ def _d_DescribedGroup_3(buf: memoryview, pos: int) -> tuple[DescribeGroupsRespon
 
 def _e_DescribedGroup_4(o: DescribeGroupsResponse.DescribedGroup, ap: Appender) -> None:
     if o.error_message is not None:
-        unsupported_field(DescribeGroupsResponse.DescribedGroup, 'error_message', 4)
+        unsupported_field(DescribeGroupsResponse.DescribedGroup, 'error_message')
     ap(_F_h.pack(o.error_code))
     write_string(ap, o.group_id)
     write_string(ap, o.group_state)
@@ -317,7 +317,7 @@ def _d_DescribedGroup_4(buf: memoryview, pos: int) -> tuple[DescribeGroupsRespon
 
 def _e_DescribedGroup_5(o: DescribeGroupsResponse.DescribedGroup, ap: Appender) -> None:
     if o.error_message is not None:
-        unsupported_field(DescribeGroupsResponse.DescribedGroup, 'error_message', 5)
+        unsupported_field(DescribeGroupsResponse.DescribedGroup, 'error_message')
     ap(_F_h.pack(o.error_code))
     write_compact_string(ap, o.group_id)
     write_compact_string(ap, o.group_state)

@@ -146,7 +146,7 @@ def _d_TopicPartitions_2(buf: memoryview, pos: int) -> tuple[ElectLeadersRequest
 
 def _e_ElectLeadersRequest_0(o: ElectLeadersRequest, ap: Appender) -> None:
     if o.election_type != 0:
-        unsupported_field(ElectLeadersRequest, 'election_type', 0)
+        unsupported_field(ElectLeadersRequest, 'election_type')
     x_topic_partitions = o.topic_partitions
     if x_topic_partitions is None:
         ap(NULL32)

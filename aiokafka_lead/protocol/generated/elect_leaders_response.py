@@ -208,7 +208,7 @@ def _d_ReplicaElectionResult_2(buf: memoryview, pos: int) -> tuple[ElectLeadersR
 
 def _e_ElectLeadersResponse_0(o: ElectLeadersResponse, ap: Appender) -> None:
     if o.error_code != 0:
-        unsupported_field(ElectLeadersResponse, 'error_code', 0)
+        unsupported_field(ElectLeadersResponse, 'error_code')
     ap(_F_i.pack(o.throttle_time_ms))
     x_replica_election_results = o.replica_election_results
     ap(I32.pack(len(x_replica_election_results)))

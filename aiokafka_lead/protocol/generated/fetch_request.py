@@ -259,7 +259,7 @@ def _d_ForgottenTopic_13(buf: memoryview, pos: int) -> tuple[FetchRequest.Forgot
 
 def _e_FetchPartition_4(o: FetchRequest.FetchPartition, ap: Appender) -> None:
     if o.last_fetched_epoch != -1:
-        unsupported_field(FetchRequest.FetchPartition, 'last_fetched_epoch', 4)
+        unsupported_field(FetchRequest.FetchPartition, 'last_fetched_epoch')
     ap(_F_iqi.pack(o.partition, o.fetch_offset, o.partition_max_bytes))
 
 
@@ -282,7 +282,7 @@ def _d_FetchPartition_4(buf: memoryview, pos: int) -> tuple[FetchRequest.FetchPa
 
 def _e_FetchPartition_5(o: FetchRequest.FetchPartition, ap: Appender) -> None:
     if o.last_fetched_epoch != -1:
-        unsupported_field(FetchRequest.FetchPartition, 'last_fetched_epoch', 5)
+        unsupported_field(FetchRequest.FetchPartition, 'last_fetched_epoch')
     ap(_F_iqqi.pack(o.partition, o.fetch_offset, o.log_start_offset, o.partition_max_bytes))
 
 
@@ -304,7 +304,7 @@ def _d_FetchPartition_5(buf: memoryview, pos: int) -> tuple[FetchRequest.FetchPa
 
 def _e_FetchPartition_9(o: FetchRequest.FetchPartition, ap: Appender) -> None:
     if o.last_fetched_epoch != -1:
-        unsupported_field(FetchRequest.FetchPartition, 'last_fetched_epoch', 9)
+        unsupported_field(FetchRequest.FetchPartition, 'last_fetched_epoch')
     ap(_F_iiqqi.pack(o.partition, o.current_leader_epoch, o.fetch_offset, o.log_start_offset, o.partition_max_bytes))
 
 
@@ -665,14 +665,14 @@ def _d_ReplicaState_15(buf: memoryview, pos: int) -> tuple[FetchRequest.ReplicaS
 
 def _e_FetchRequest_4(o: FetchRequest, ap: Appender) -> None:
     if o.replica_state != FetchRequest.ReplicaState():
-        unsupported_field(FetchRequest, 'replica_state', 4)
+        unsupported_field(FetchRequest, 'replica_state')
     ap(_F_iiiib.pack(o.replica_id, o.max_wait_ms, o.min_bytes, o.max_bytes, o.isolation_level))
     x_topics = o.topics
     ap(I32.pack(len(x_topics)))
     for e_topics in x_topics:
         _e_FetchTopic_4(e_topics, ap)
     if (o.forgotten_topics_data is None or len(o.forgotten_topics_data) > 0):
-        unsupported_field(FetchRequest, 'forgotten_topics_data', 4)
+        unsupported_field(FetchRequest, 'forgotten_topics_data')
 
 
 def _d_FetchRequest_4(buf: memoryview, pos: int) -> tuple[FetchRequest, int]:
@@ -702,14 +702,14 @@ def _d_FetchRequest_4(buf: memoryview, pos: int) -> tuple[FetchRequest, int]:
 
 def _e_FetchRequest_5(o: FetchRequest, ap: Appender) -> None:
     if o.replica_state != FetchRequest.ReplicaState():
-        unsupported_field(FetchRequest, 'replica_state', 5)
+        unsupported_field(FetchRequest, 'replica_state')
     ap(_F_iiiib.pack(o.replica_id, o.max_wait_ms, o.min_bytes, o.max_bytes, o.isolation_level))
     x_topics = o.topics
     ap(I32.pack(len(x_topics)))
     for e_topics in x_topics:
         _e_FetchTopic_5(e_topics, ap)
     if (o.forgotten_topics_data is None or len(o.forgotten_topics_data) > 0):
-        unsupported_field(FetchRequest, 'forgotten_topics_data', 5)
+        unsupported_field(FetchRequest, 'forgotten_topics_data')
 
 
 def _d_FetchRequest_5(buf: memoryview, pos: int) -> tuple[FetchRequest, int]:
@@ -739,7 +739,7 @@ def _d_FetchRequest_5(buf: memoryview, pos: int) -> tuple[FetchRequest, int]:
 
 def _e_FetchRequest_7(o: FetchRequest, ap: Appender) -> None:
     if o.replica_state != FetchRequest.ReplicaState():
-        unsupported_field(FetchRequest, 'replica_state', 7)
+        unsupported_field(FetchRequest, 'replica_state')
     ap(_F_iiiibii.pack(o.replica_id, o.max_wait_ms, o.min_bytes, o.max_bytes, o.isolation_level, o.session_id, o.session_epoch))
     x_topics = o.topics
     ap(I32.pack(len(x_topics)))
@@ -784,7 +784,7 @@ def _d_FetchRequest_7(buf: memoryview, pos: int) -> tuple[FetchRequest, int]:
 
 def _e_FetchRequest_9(o: FetchRequest, ap: Appender) -> None:
     if o.replica_state != FetchRequest.ReplicaState():
-        unsupported_field(FetchRequest, 'replica_state', 9)
+        unsupported_field(FetchRequest, 'replica_state')
     ap(_F_iiiibii.pack(o.replica_id, o.max_wait_ms, o.min_bytes, o.max_bytes, o.isolation_level, o.session_id, o.session_epoch))
     x_topics = o.topics
     ap(I32.pack(len(x_topics)))
@@ -829,7 +829,7 @@ def _d_FetchRequest_9(buf: memoryview, pos: int) -> tuple[FetchRequest, int]:
 
 def _e_FetchRequest_11(o: FetchRequest, ap: Appender) -> None:
     if o.replica_state != FetchRequest.ReplicaState():
-        unsupported_field(FetchRequest, 'replica_state', 11)
+        unsupported_field(FetchRequest, 'replica_state')
     ap(_F_iiiibii.pack(o.replica_id, o.max_wait_ms, o.min_bytes, o.max_bytes, o.isolation_level, o.session_id, o.session_epoch))
     x_topics = o.topics
     ap(I32.pack(len(x_topics)))
@@ -875,7 +875,7 @@ def _d_FetchRequest_11(buf: memoryview, pos: int) -> tuple[FetchRequest, int]:
 
 def _e_FetchRequest_12(o: FetchRequest, ap: Appender) -> None:
     if o.replica_state != FetchRequest.ReplicaState():
-        unsupported_field(FetchRequest, 'replica_state', 12)
+        unsupported_field(FetchRequest, 'replica_state')
     ap(_F_iiiibii.pack(o.replica_id, o.max_wait_ms, o.min_bytes, o.max_bytes, o.isolation_level, o.session_id, o.session_epoch))
     x_topics = o.topics
     ap(uvarint(len(x_topics) + 1))
@@ -944,7 +944,7 @@ def _t_FetchRequest_12(o: FetchRequest, buf: memoryview, pos: int, ntags: int) -
 
 def _e_FetchRequest_13(o: FetchRequest, ap: Appender) -> None:
     if o.replica_state != FetchRequest.ReplicaState():
-        unsupported_field(FetchRequest, 'replica_state', 13)
+        unsupported_field(FetchRequest, 'replica_state')
     ap(_F_iiiibii.pack(o.replica_id, o.max_wait_ms, o.min_bytes, o.max_bytes, o.isolation_level, o.session_id, o.session_epoch))
     x_topics = o.topics
     ap(uvarint(len(x_topics) + 1))
@@ -1013,7 +1013,7 @@ def _t_FetchRequest_13(o: FetchRequest, buf: memoryview, pos: int, ntags: int) -
 
 def _e_FetchRequest_15(o: FetchRequest, ap: Appender) -> None:
     if o.replica_id != -1:
-        unsupported_field(FetchRequest, 'replica_id', 15)
+        unsupported_field(FetchRequest, 'replica_id')
     ap(_F_iiibii.pack(o.max_wait_ms, o.min_bytes, o.max_bytes, o.isolation_level, o.session_id, o.session_epoch))
     x_topics = o.topics
     ap(uvarint(len(x_topics) + 1))
@@ -1087,7 +1087,7 @@ def _t_FetchRequest_15(o: FetchRequest, buf: memoryview, pos: int, ntags: int) -
 
 def _e_FetchRequest_17(o: FetchRequest, ap: Appender) -> None:
     if o.replica_id != -1:
-        unsupported_field(FetchRequest, 'replica_id', 17)
+        unsupported_field(FetchRequest, 'replica_id')
     ap(_F_iiibii.pack(o.max_wait_ms, o.min_bytes, o.max_bytes, o.isolation_level, o.session_id, o.session_epoch))
     x_topics = o.topics
     ap(uvarint(len(x_topics) + 1))
@@ -1161,7 +1161,7 @@ def _t_FetchRequest_17(o: FetchRequest, buf: memoryview, pos: int, ntags: int) -
 
 def _e_FetchRequest_18(o: FetchRequest, ap: Appender) -> None:
     if o.replica_id != -1:
-        unsupported_field(FetchRequest, 'replica_id', 18)
+        unsupported_field(FetchRequest, 'replica_id')
     ap(_F_iiibii.pack(o.max_wait_ms, o.min_bytes, o.max_bytes, o.isolation_level, o.session_id, o.session_epoch))
     x_topics = o.topics
     ap(uvarint(len(x_topics) + 1))

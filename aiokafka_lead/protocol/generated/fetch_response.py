@@ -333,11 +333,11 @@ def _d_EpochEndOffset_12(buf: memoryview, pos: int) -> tuple[FetchResponse.Epoch
 
 def _e_PartitionData_4(o: FetchResponse.PartitionData, ap: Appender) -> None:
     if o.diverging_epoch != FetchResponse.EpochEndOffset():
-        unsupported_field(FetchResponse.PartitionData, 'diverging_epoch', 4)
+        unsupported_field(FetchResponse.PartitionData, 'diverging_epoch')
     if o.current_leader != FetchResponse.LeaderIdAndEpoch():
-        unsupported_field(FetchResponse.PartitionData, 'current_leader', 4)
+        unsupported_field(FetchResponse.PartitionData, 'current_leader')
     if o.snapshot_id != FetchResponse.SnapshotId():
-        unsupported_field(FetchResponse.PartitionData, 'snapshot_id', 4)
+        unsupported_field(FetchResponse.PartitionData, 'snapshot_id')
     ap(_F_ihqq.pack(o.partition_index, o.error_code, o.high_watermark, o.last_stable_offset))
     x_aborted_transactions = o.aborted_transactions
     if x_aborted_transactions is None:
@@ -347,7 +347,7 @@ def _e_PartitionData_4(o: FetchResponse.PartitionData, ap: Appender) -> None:
         for e_aborted_transactions in x_aborted_transactions:
             _e_AbortedTransaction_4(e_aborted_transactions, ap)
     if o.preferred_read_replica != -1:
-        unsupported_field(FetchResponse.PartitionData, 'preferred_read_replica', 4)
+        unsupported_field(FetchResponse.PartitionData, 'preferred_read_replica')
     write_nullable_bytes(ap, o.records)
 
 
@@ -376,11 +376,11 @@ def _d_PartitionData_4(buf: memoryview, pos: int) -> tuple[FetchResponse.Partiti
 
 def _e_PartitionData_5(o: FetchResponse.PartitionData, ap: Appender) -> None:
     if o.diverging_epoch != FetchResponse.EpochEndOffset():
-        unsupported_field(FetchResponse.PartitionData, 'diverging_epoch', 5)
+        unsupported_field(FetchResponse.PartitionData, 'diverging_epoch')
     if o.current_leader != FetchResponse.LeaderIdAndEpoch():
-        unsupported_field(FetchResponse.PartitionData, 'current_leader', 5)
+        unsupported_field(FetchResponse.PartitionData, 'current_leader')
     if o.snapshot_id != FetchResponse.SnapshotId():
-        unsupported_field(FetchResponse.PartitionData, 'snapshot_id', 5)
+        unsupported_field(FetchResponse.PartitionData, 'snapshot_id')
     ap(_F_ihqqq.pack(o.partition_index, o.error_code, o.high_watermark, o.last_stable_offset, o.log_start_offset))
     x_aborted_transactions = o.aborted_transactions
     if x_aborted_transactions is None:
@@ -390,7 +390,7 @@ def _e_PartitionData_5(o: FetchResponse.PartitionData, ap: Appender) -> None:
         for e_aborted_transactions in x_aborted_transactions:
             _e_AbortedTransaction_4(e_aborted_transactions, ap)
     if o.preferred_read_replica != -1:
-        unsupported_field(FetchResponse.PartitionData, 'preferred_read_replica', 5)
+        unsupported_field(FetchResponse.PartitionData, 'preferred_read_replica')
     write_nullable_bytes(ap, o.records)
 
 
@@ -418,11 +418,11 @@ def _d_PartitionData_5(buf: memoryview, pos: int) -> tuple[FetchResponse.Partiti
 
 def _e_PartitionData_11(o: FetchResponse.PartitionData, ap: Appender) -> None:
     if o.diverging_epoch != FetchResponse.EpochEndOffset():
-        unsupported_field(FetchResponse.PartitionData, 'diverging_epoch', 11)
+        unsupported_field(FetchResponse.PartitionData, 'diverging_epoch')
     if o.current_leader != FetchResponse.LeaderIdAndEpoch():
-        unsupported_field(FetchResponse.PartitionData, 'current_leader', 11)
+        unsupported_field(FetchResponse.PartitionData, 'current_leader')
     if o.snapshot_id != FetchResponse.SnapshotId():
-        unsupported_field(FetchResponse.PartitionData, 'snapshot_id', 11)
+        unsupported_field(FetchResponse.PartitionData, 'snapshot_id')
     ap(_F_ihqqq.pack(o.partition_index, o.error_code, o.high_watermark, o.last_stable_offset, o.log_start_offset))
     x_aborted_transactions = o.aborted_transactions
     if x_aborted_transactions is None:
@@ -676,14 +676,14 @@ def _d_FetchableTopicResponse_13(buf: memoryview, pos: int) -> tuple[FetchRespon
 
 def _e_FetchResponse_4(o: FetchResponse, ap: Appender) -> None:
     if o.session_id != 0:
-        unsupported_field(FetchResponse, 'session_id', 4)
+        unsupported_field(FetchResponse, 'session_id')
     ap(_F_i.pack(o.throttle_time_ms))
     x_responses = o.responses
     ap(I32.pack(len(x_responses)))
     for e_responses in x_responses:
         _e_FetchableTopicResponse_4(e_responses, ap)
     if (o.node_endpoints is None or len(o.node_endpoints) > 0):
-        unsupported_field(FetchResponse, 'node_endpoints', 4)
+        unsupported_field(FetchResponse, 'node_endpoints')
 
 
 def _d_FetchResponse_4(buf: memoryview, pos: int) -> tuple[FetchResponse, int]:
@@ -708,14 +708,14 @@ def _d_FetchResponse_4(buf: memoryview, pos: int) -> tuple[FetchResponse, int]:
 
 def _e_FetchResponse_5(o: FetchResponse, ap: Appender) -> None:
     if o.session_id != 0:
-        unsupported_field(FetchResponse, 'session_id', 5)
+        unsupported_field(FetchResponse, 'session_id')
     ap(_F_i.pack(o.throttle_time_ms))
     x_responses = o.responses
     ap(I32.pack(len(x_responses)))
     for e_responses in x_responses:
         _e_FetchableTopicResponse_5(e_responses, ap)
     if (o.node_endpoints is None or len(o.node_endpoints) > 0):
-        unsupported_field(FetchResponse, 'node_endpoints', 5)
+        unsupported_field(FetchResponse, 'node_endpoints')
 
 
 def _d_FetchResponse_5(buf: memoryview, pos: int) -> tuple[FetchResponse, int]:
@@ -745,7 +745,7 @@ def _e_FetchResponse_7(o: FetchResponse, ap: Appender) -> None:
     for e_responses in x_responses:
         _e_FetchableTopicResponse_5(e_responses, ap)
     if (o.node_endpoints is None or len(o.node_endpoints) > 0):
-        unsupported_field(FetchResponse, 'node_endpoints', 7)
+        unsupported_field(FetchResponse, 'node_endpoints')
 
 
 def _d_FetchResponse_7(buf: memoryview, pos: int) -> tuple[FetchResponse, int]:
@@ -773,7 +773,7 @@ def _e_FetchResponse_11(o: FetchResponse, ap: Appender) -> None:
     for e_responses in x_responses:
         _e_FetchableTopicResponse_11(e_responses, ap)
     if (o.node_endpoints is None or len(o.node_endpoints) > 0):
-        unsupported_field(FetchResponse, 'node_endpoints', 11)
+        unsupported_field(FetchResponse, 'node_endpoints')
 
 
 def _d_FetchResponse_11(buf: memoryview, pos: int) -> tuple[FetchResponse, int]:
@@ -801,7 +801,7 @@ def _e_FetchResponse_12(o: FetchResponse, ap: Appender) -> None:
     for e_responses in x_responses:
         _e_FetchableTopicResponse_12(e_responses, ap)
     if (o.node_endpoints is None or len(o.node_endpoints) > 0):
-        unsupported_field(FetchResponse, 'node_endpoints', 12)
+        unsupported_field(FetchResponse, 'node_endpoints')
     if o.unknown_tagged_fields:
         write_tagged_fields(ap, [], o.unknown_tagged_fields)
     else:
@@ -839,7 +839,7 @@ def _e_FetchResponse_13(o: FetchResponse, ap: Appender) -> None:
     for e_responses in x_responses:
         _e_FetchableTopicResponse_13(e_responses, ap)
     if (o.node_endpoints is None or len(o.node_endpoints) > 0):
-        unsupported_field(FetchResponse, 'node_endpoints', 13)
+        unsupported_field(FetchResponse, 'node_endpoints')
     if o.unknown_tagged_fields:
         write_tagged_fields(ap, [], o.unknown_tagged_fields)
     else:

@@ -86,9 +86,9 @@ _C_FindCoordinatorRequest = FindCoordinatorRequest
 def _e_FindCoordinatorRequest_0(o: FindCoordinatorRequest, ap: Appender) -> None:
     write_string(ap, o.key)
     if o.key_type != 0:
-        unsupported_field(FindCoordinatorRequest, 'key_type', 0)
+        unsupported_field(FindCoordinatorRequest, 'key_type')
     if (o.coordinator_keys is None or len(o.coordinator_keys) > 0):
-        unsupported_field(FindCoordinatorRequest, 'coordinator_keys', 0)
+        unsupported_field(FindCoordinatorRequest, 'coordinator_keys')
 
 
 def _d_FindCoordinatorRequest_0(buf: memoryview, pos: int) -> tuple[FindCoordinatorRequest, int]:
@@ -103,7 +103,7 @@ def _d_FindCoordinatorRequest_0(buf: memoryview, pos: int) -> tuple[FindCoordina
 def _e_FindCoordinatorRequest_1(o: FindCoordinatorRequest, ap: Appender) -> None:
     write_string(ap, o.key)
     if (o.coordinator_keys is None or len(o.coordinator_keys) > 0):
-        unsupported_field(FindCoordinatorRequest, 'coordinator_keys', 1)
+        unsupported_field(FindCoordinatorRequest, 'coordinator_keys')
     ap(_F_b.pack(o.key_type))
 
 
@@ -120,7 +120,7 @@ def _d_FindCoordinatorRequest_1(buf: memoryview, pos: int) -> tuple[FindCoordina
 def _e_FindCoordinatorRequest_3(o: FindCoordinatorRequest, ap: Appender) -> None:
     write_compact_string(ap, o.key)
     if (o.coordinator_keys is None or len(o.coordinator_keys) > 0):
-        unsupported_field(FindCoordinatorRequest, 'coordinator_keys', 3)
+        unsupported_field(FindCoordinatorRequest, 'coordinator_keys')
     ap(_F_b.pack(o.key_type))
     if o.unknown_tagged_fields:
         write_tagged_fields(ap, [], o.unknown_tagged_fields)
@@ -146,7 +146,7 @@ def _d_FindCoordinatorRequest_3(buf: memoryview, pos: int) -> tuple[FindCoordina
 
 def _e_FindCoordinatorRequest_4(o: FindCoordinatorRequest, ap: Appender) -> None:
     if o.key != '':
-        unsupported_field(FindCoordinatorRequest, 'key', 4)
+        unsupported_field(FindCoordinatorRequest, 'key')
     ap(_F_b.pack(o.key_type))
     x_coordinator_keys = o.coordinator_keys
     ap(uvarint(len(x_coordinator_keys) + 1))

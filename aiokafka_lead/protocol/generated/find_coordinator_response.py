@@ -149,7 +149,7 @@ def _e_FindCoordinatorResponse_0(o: FindCoordinatorResponse, ap: Appender) -> No
     ap(_F_hi.pack(o.error_code, o.node_id))
     write_string(ap, o.host)
     if (o.coordinators is None or len(o.coordinators) > 0):
-        unsupported_field(FindCoordinatorResponse, 'coordinators', 0)
+        unsupported_field(FindCoordinatorResponse, 'coordinators')
     ap(_F_i.pack(o.port))
 
 
@@ -175,7 +175,7 @@ def _e_FindCoordinatorResponse_1(o: FindCoordinatorResponse, ap: Appender) -> No
     ap(_F_i.pack(o.node_id))
     write_string(ap, o.host)
     if (o.coordinators is None or len(o.coordinators) > 0):
-        unsupported_field(FindCoordinatorResponse, 'coordinators', 1)
+        unsupported_field(FindCoordinatorResponse, 'coordinators')
     ap(_F_i.pack(o.port))
 
 
@@ -200,7 +200,7 @@ def _e_FindCoordinatorResponse_3(o: FindCoordinatorResponse, ap: Appender) -> No
     ap(_F_i.pack(o.node_id))
     write_compact_string(ap, o.host)
     if (o.coordinators is None or len(o.coordinators) > 0):
-        unsupported_field(FindCoordinatorResponse, 'coordinators', 3)
+        unsupported_field(FindCoordinatorResponse, 'coordinators')
     ap(_F_i.pack(o.port))
     if o.unknown_tagged_fields:
         write_tagged_fields(ap, [], o.unknown_tagged_fields)
@@ -231,13 +231,13 @@ def _d_FindCoordinatorResponse_3(buf: memoryview, pos: int) -> tuple[FindCoordin
 
 def _e_FindCoordinatorResponse_4(o: FindCoordinatorResponse, ap: Appender) -> None:
     if o.error_code != 0:
-        unsupported_field(FindCoordinatorResponse, 'error_code', 4)
+        unsupported_field(FindCoordinatorResponse, 'error_code')
     if o.node_id != 0:
-        unsupported_field(FindCoordinatorResponse, 'node_id', 4)
+        unsupported_field(FindCoordinatorResponse, 'node_id')
     if o.host != '':
-        unsupported_field(FindCoordinatorResponse, 'host', 4)
+        unsupported_field(FindCoordinatorResponse, 'host')
     if o.port != 0:
-        unsupported_field(FindCoordinatorResponse, 'port', 4)
+        unsupported_field(FindCoordinatorResponse, 'port')
     ap(_F_i.pack(o.throttle_time_ms))
     x_coordinators = o.coordinators
     ap(uvarint(len(x_coordinators) + 1))

@@ -90,7 +90,7 @@ def _e_HeartbeatRequest_0(o: HeartbeatRequest, ap: Appender) -> None:
     ap(_F_i.pack(o.generation_id))
     write_string(ap, o.member_id)
     if o.group_instance_id is not None:
-        unsupported_field(HeartbeatRequest, 'group_instance_id', 0)
+        unsupported_field(HeartbeatRequest, 'group_instance_id')
 
 
 def _d_HeartbeatRequest_0(buf: memoryview, pos: int) -> tuple[HeartbeatRequest, int]:

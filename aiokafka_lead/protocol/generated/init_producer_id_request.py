@@ -94,13 +94,13 @@ _C_InitProducerIdRequest = InitProducerIdRequest
 def _e_InitProducerIdRequest_0(o: InitProducerIdRequest, ap: Appender) -> None:
     write_nullable_string(ap, o.transactional_id)
     if o.producer_id != -1:
-        unsupported_field(InitProducerIdRequest, 'producer_id', 0)
+        unsupported_field(InitProducerIdRequest, 'producer_id')
     if o.producer_epoch != -1:
-        unsupported_field(InitProducerIdRequest, 'producer_epoch', 0)
+        unsupported_field(InitProducerIdRequest, 'producer_epoch')
     if o.enable2_pc:
-        unsupported_field(InitProducerIdRequest, 'enable2_pc', 0)
+        unsupported_field(InitProducerIdRequest, 'enable2_pc')
     if o.keep_prepared_txn:
-        unsupported_field(InitProducerIdRequest, 'keep_prepared_txn', 0)
+        unsupported_field(InitProducerIdRequest, 'keep_prepared_txn')
     ap(_F_i.pack(o.transaction_timeout_ms))
 
 
@@ -120,13 +120,13 @@ def _d_InitProducerIdRequest_0(buf: memoryview, pos: int) -> tuple[InitProducerI
 def _e_InitProducerIdRequest_2(o: InitProducerIdRequest, ap: Appender) -> None:
     write_compact_nullable_string(ap, o.transactional_id)
     if o.producer_id != -1:
-        unsupported_field(InitProducerIdRequest, 'producer_id', 2)
+        unsupported_field(InitProducerIdRequest, 'producer_id')
     if o.producer_epoch != -1:
-        unsupported_field(InitProducerIdRequest, 'producer_epoch', 2)
+        unsupported_field(InitProducerIdRequest, 'producer_epoch')
     if o.enable2_pc:
-        unsupported_field(InitProducerIdRequest, 'enable2_pc', 2)
+        unsupported_field(InitProducerIdRequest, 'enable2_pc')
     if o.keep_prepared_txn:
-        unsupported_field(InitProducerIdRequest, 'keep_prepared_txn', 2)
+        unsupported_field(InitProducerIdRequest, 'keep_prepared_txn')
     ap(_F_i.pack(o.transaction_timeout_ms))
     if o.unknown_tagged_fields:
         write_tagged_fields(ap, [], o.unknown_tagged_fields)
@@ -156,9 +156,9 @@ def _d_InitProducerIdRequest_2(buf: memoryview, pos: int) -> tuple[InitProducerI
 def _e_InitProducerIdRequest_3(o: InitProducerIdRequest, ap: Appender) -> None:
     write_compact_nullable_string(ap, o.transactional_id)
     if o.enable2_pc:
-        unsupported_field(InitProducerIdRequest, 'enable2_pc', 3)
+        unsupported_field(InitProducerIdRequest, 'enable2_pc')
     if o.keep_prepared_txn:
-        unsupported_field(InitProducerIdRequest, 'keep_prepared_txn', 3)
+        unsupported_field(InitProducerIdRequest, 'keep_prepared_txn')
     ap(_F_iqh.pack(o.transaction_timeout_ms, o.producer_id, o.producer_epoch))
     if o.unknown_tagged_fields:
         write_tagged_fields(ap, [], o.unknown_tagged_fields)

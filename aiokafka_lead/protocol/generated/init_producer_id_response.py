@@ -92,9 +92,9 @@ _C_InitProducerIdResponse = InitProducerIdResponse
 
 def _e_InitProducerIdResponse_0(o: InitProducerIdResponse, ap: Appender) -> None:
     if o.ongoing_txn_producer_id != -1:
-        unsupported_field(InitProducerIdResponse, 'ongoing_txn_producer_id', 0)
+        unsupported_field(InitProducerIdResponse, 'ongoing_txn_producer_id')
     if o.ongoing_txn_producer_epoch != -1:
-        unsupported_field(InitProducerIdResponse, 'ongoing_txn_producer_epoch', 0)
+        unsupported_field(InitProducerIdResponse, 'ongoing_txn_producer_epoch')
     ap(_F_ihqh.pack(o.throttle_time_ms, o.error_code, o.producer_id, o.producer_epoch))
 
 
@@ -110,9 +110,9 @@ def _d_InitProducerIdResponse_0(buf: memoryview, pos: int) -> tuple[InitProducer
 
 def _e_InitProducerIdResponse_2(o: InitProducerIdResponse, ap: Appender) -> None:
     if o.ongoing_txn_producer_id != -1:
-        unsupported_field(InitProducerIdResponse, 'ongoing_txn_producer_id', 2)
+        unsupported_field(InitProducerIdResponse, 'ongoing_txn_producer_id')
     if o.ongoing_txn_producer_epoch != -1:
-        unsupported_field(InitProducerIdResponse, 'ongoing_txn_producer_epoch', 2)
+        unsupported_field(InitProducerIdResponse, 'ongoing_txn_producer_epoch')
     ap(_F_ihqh.pack(o.throttle_time_ms, o.error_code, o.producer_id, o.producer_epoch))
     if o.unknown_tagged_fields:
         write_tagged_fields(ap, [], o.unknown_tagged_fields)

@@ -147,7 +147,7 @@ def _e_JoinGroupRequest_0(o: JoinGroupRequest, ap: Appender) -> None:
     ap(_F_i.pack(o.session_timeout_ms))
     write_string(ap, o.member_id)
     if o.group_instance_id is not None:
-        unsupported_field(JoinGroupRequest, 'group_instance_id', 0)
+        unsupported_field(JoinGroupRequest, 'group_instance_id')
     write_string(ap, o.protocol_type)
     x_protocols = o.protocols
     ap(I32.pack(len(x_protocols)))
@@ -183,7 +183,7 @@ def _e_JoinGroupRequest_1(o: JoinGroupRequest, ap: Appender) -> None:
     ap(_F_ii.pack(o.session_timeout_ms, o.rebalance_timeout_ms))
     write_string(ap, o.member_id)
     if o.group_instance_id is not None:
-        unsupported_field(JoinGroupRequest, 'group_instance_id', 1)
+        unsupported_field(JoinGroupRequest, 'group_instance_id')
     write_string(ap, o.protocol_type)
     x_protocols = o.protocols
     ap(I32.pack(len(x_protocols)))

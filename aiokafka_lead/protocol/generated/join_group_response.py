@@ -170,7 +170,7 @@ def _e_JoinGroupResponse_0(o: JoinGroupResponse, ap: Appender) -> None:
     write_string(ap, o.protocol_name)
     write_string(ap, o.leader)
     if o.skip_assignment:
-        unsupported_field(JoinGroupResponse, 'skip_assignment', 0)
+        unsupported_field(JoinGroupResponse, 'skip_assignment')
     write_string(ap, o.member_id)
     x_members = o.members
     ap(I32.pack(len(x_members)))
@@ -206,7 +206,7 @@ def _e_JoinGroupResponse_2(o: JoinGroupResponse, ap: Appender) -> None:
     write_string(ap, o.protocol_name)
     write_string(ap, o.leader)
     if o.skip_assignment:
-        unsupported_field(JoinGroupResponse, 'skip_assignment', 2)
+        unsupported_field(JoinGroupResponse, 'skip_assignment')
     write_string(ap, o.member_id)
     x_members = o.members
     ap(I32.pack(len(x_members)))
@@ -241,7 +241,7 @@ def _e_JoinGroupResponse_5(o: JoinGroupResponse, ap: Appender) -> None:
     write_string(ap, o.protocol_name)
     write_string(ap, o.leader)
     if o.skip_assignment:
-        unsupported_field(JoinGroupResponse, 'skip_assignment', 5)
+        unsupported_field(JoinGroupResponse, 'skip_assignment')
     write_string(ap, o.member_id)
     x_members = o.members
     ap(I32.pack(len(x_members)))
@@ -276,7 +276,7 @@ def _e_JoinGroupResponse_6(o: JoinGroupResponse, ap: Appender) -> None:
     write_compact_string(ap, o.protocol_name)
     write_compact_string(ap, o.leader)
     if o.skip_assignment:
-        unsupported_field(JoinGroupResponse, 'skip_assignment', 6)
+        unsupported_field(JoinGroupResponse, 'skip_assignment')
     write_compact_string(ap, o.member_id)
     x_members = o.members
     ap(uvarint(len(x_members) + 1))
@@ -322,7 +322,7 @@ def _e_JoinGroupResponse_7(o: JoinGroupResponse, ap: Appender) -> None:
     write_compact_nullable_string(ap, o.protocol_name)
     write_compact_string(ap, o.leader)
     if o.skip_assignment:
-        unsupported_field(JoinGroupResponse, 'skip_assignment', 7)
+        unsupported_field(JoinGroupResponse, 'skip_assignment')
     write_compact_string(ap, o.member_id)
     x_members = o.members
     ap(uvarint(len(x_members) + 1))

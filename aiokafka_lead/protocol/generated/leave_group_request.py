@@ -162,7 +162,7 @@ def _e_LeaveGroupRequest_0(o: LeaveGroupRequest, ap: Appender) -> None:
     write_string(ap, o.group_id)
     write_string(ap, o.member_id)
     if (o.members is None or len(o.members) > 0):
-        unsupported_field(LeaveGroupRequest, 'members', 0)
+        unsupported_field(LeaveGroupRequest, 'members')
 
 
 def _d_LeaveGroupRequest_0(buf: memoryview, pos: int) -> tuple[LeaveGroupRequest, int]:
@@ -177,7 +177,7 @@ def _d_LeaveGroupRequest_0(buf: memoryview, pos: int) -> tuple[LeaveGroupRequest
 def _e_LeaveGroupRequest_3(o: LeaveGroupRequest, ap: Appender) -> None:
     write_string(ap, o.group_id)
     if o.member_id != '':
-        unsupported_field(LeaveGroupRequest, 'member_id', 3)
+        unsupported_field(LeaveGroupRequest, 'member_id')
     x_members = o.members
     ap(I32.pack(len(x_members)))
     for e_members in x_members:
@@ -204,7 +204,7 @@ def _d_LeaveGroupRequest_3(buf: memoryview, pos: int) -> tuple[LeaveGroupRequest
 def _e_LeaveGroupRequest_4(o: LeaveGroupRequest, ap: Appender) -> None:
     write_compact_string(ap, o.group_id)
     if o.member_id != '':
-        unsupported_field(LeaveGroupRequest, 'member_id', 4)
+        unsupported_field(LeaveGroupRequest, 'member_id')
     x_members = o.members
     ap(uvarint(len(x_members) + 1))
     for e_members in x_members:
@@ -241,7 +241,7 @@ def _d_LeaveGroupRequest_4(buf: memoryview, pos: int) -> tuple[LeaveGroupRequest
 def _e_LeaveGroupRequest_5(o: LeaveGroupRequest, ap: Appender) -> None:
     write_compact_string(ap, o.group_id)
     if o.member_id != '':
-        unsupported_field(LeaveGroupRequest, 'member_id', 5)
+        unsupported_field(LeaveGroupRequest, 'member_id')
     x_members = o.members
     ap(uvarint(len(x_members) + 1))
     for e_members in x_members:

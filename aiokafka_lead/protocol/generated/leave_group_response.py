@@ -142,7 +142,7 @@ def _d_MemberResponse_4(buf: memoryview, pos: int) -> tuple[LeaveGroupResponse.M
 
 def _e_LeaveGroupResponse_0(o: LeaveGroupResponse, ap: Appender) -> None:
     if (o.members is None or len(o.members) > 0):
-        unsupported_field(LeaveGroupResponse, 'members', 0)
+        unsupported_field(LeaveGroupResponse, 'members')
     ap(_F_h.pack(o.error_code))
 
 
@@ -158,7 +158,7 @@ def _d_LeaveGroupResponse_0(buf: memoryview, pos: int) -> tuple[LeaveGroupRespon
 
 def _e_LeaveGroupResponse_1(o: LeaveGroupResponse, ap: Appender) -> None:
     if (o.members is None or len(o.members) > 0):
-        unsupported_field(LeaveGroupResponse, 'members', 1)
+        unsupported_field(LeaveGroupResponse, 'members')
     ap(_F_ih.pack(o.throttle_time_ms, o.error_code))
 
 

@@ -81,9 +81,9 @@ _C_ListGroupsRequest = ListGroupsRequest
 
 def _e_ListGroupsRequest_0(o: ListGroupsRequest, ap: Appender) -> None:
     if (o.states_filter is None or len(o.states_filter) > 0):
-        unsupported_field(ListGroupsRequest, 'states_filter', 0)
+        unsupported_field(ListGroupsRequest, 'states_filter')
     if (o.types_filter is None or len(o.types_filter) > 0):
-        unsupported_field(ListGroupsRequest, 'types_filter', 0)
+        unsupported_field(ListGroupsRequest, 'types_filter')
 
 
 def _d_ListGroupsRequest_0(buf: memoryview, pos: int) -> tuple[ListGroupsRequest, int]:
@@ -96,9 +96,9 @@ def _d_ListGroupsRequest_0(buf: memoryview, pos: int) -> tuple[ListGroupsRequest
 
 def _e_ListGroupsRequest_3(o: ListGroupsRequest, ap: Appender) -> None:
     if (o.states_filter is None or len(o.states_filter) > 0):
-        unsupported_field(ListGroupsRequest, 'states_filter', 3)
+        unsupported_field(ListGroupsRequest, 'states_filter')
     if (o.types_filter is None or len(o.types_filter) > 0):
-        unsupported_field(ListGroupsRequest, 'types_filter', 3)
+        unsupported_field(ListGroupsRequest, 'types_filter')
     if o.unknown_tagged_fields:
         write_tagged_fields(ap, [], o.unknown_tagged_fields)
     else:
@@ -125,7 +125,7 @@ def _e_ListGroupsRequest_4(o: ListGroupsRequest, ap: Appender) -> None:
     for e_states_filter in x_states_filter:
         write_compact_string(ap, e_states_filter)
     if (o.types_filter is None or len(o.types_filter) > 0):
-        unsupported_field(ListGroupsRequest, 'types_filter', 4)
+        unsupported_field(ListGroupsRequest, 'types_filter')
     if o.unknown_tagged_fields:
         write_tagged_fields(ap, [], o.unknown_tagged_fields)
     else:

@@ -248,7 +248,7 @@ def _d_ListOffsetsTopic_6(buf: memoryview, pos: int) -> tuple[ListOffsetsRequest
 
 def _e_ListOffsetsRequest_1(o: ListOffsetsRequest, ap: Appender) -> None:
     if o.isolation_level != 0:
-        unsupported_field(ListOffsetsRequest, 'isolation_level', 1)
+        unsupported_field(ListOffsetsRequest, 'isolation_level')
     ap(_F_i.pack(o.replica_id))
     x_topics = o.topics
     ap(I32.pack(len(x_topics)))

@@ -115,7 +115,7 @@ _C_ListOffsetsPartitionResponse = ListOffsetsResponse.ListOffsetsPartitionRespon
 
 def _e_ListOffsetsPartitionResponse_1(o: ListOffsetsResponse.ListOffsetsPartitionResponse, ap: Appender) -> None:
     if o.leader_epoch != -1:
-        unsupported_field(ListOffsetsResponse.ListOffsetsPartitionResponse, 'leader_epoch', 1)
+        unsupported_field(ListOffsetsResponse.ListOffsetsPartitionResponse, 'leader_epoch')
     ap(_F_ihqq.pack(o.partition_index, o.error_code, o.timestamp, o.offset))
 
 

@@ -165,11 +165,11 @@ def _e_MetadataRequest_0(o: MetadataRequest, ap: Appender) -> None:
         for e_topics in x_topics:
             _e_MetadataRequestTopic_0(e_topics, ap)
     if not o.allow_auto_topic_creation:
-        unsupported_field(MetadataRequest, 'allow_auto_topic_creation', 0)
+        unsupported_field(MetadataRequest, 'allow_auto_topic_creation')
     if o.include_cluster_authorized_operations:
-        unsupported_field(MetadataRequest, 'include_cluster_authorized_operations', 0)
+        unsupported_field(MetadataRequest, 'include_cluster_authorized_operations')
     if o.include_topic_authorized_operations:
-        unsupported_field(MetadataRequest, 'include_topic_authorized_operations', 0)
+        unsupported_field(MetadataRequest, 'include_topic_authorized_operations')
 
 
 def _d_MetadataRequest_0(buf: memoryview, pos: int) -> tuple[MetadataRequest, int]:
@@ -199,11 +199,11 @@ def _e_MetadataRequest_1(o: MetadataRequest, ap: Appender) -> None:
         for e_topics in x_topics:
             _e_MetadataRequestTopic_0(e_topics, ap)
     if not o.allow_auto_topic_creation:
-        unsupported_field(MetadataRequest, 'allow_auto_topic_creation', 1)
+        unsupported_field(MetadataRequest, 'allow_auto_topic_creation')
     if o.include_cluster_authorized_operations:
-        unsupported_field(MetadataRequest, 'include_cluster_authorized_operations', 1)
+        unsupported_field(MetadataRequest, 'include_cluster_authorized_operations')
     if o.include_topic_authorized_operations:
-        unsupported_field(MetadataRequest, 'include_topic_authorized_operations', 1)
+        unsupported_field(MetadataRequest, 'include_topic_authorized_operations')
 
 
 def _d_MetadataRequest_1(buf: memoryview, pos: int) -> tuple[MetadataRequest, int]:
@@ -233,9 +233,9 @@ def _e_MetadataRequest_4(o: MetadataRequest, ap: Appender) -> None:
         for e_topics in x_topics:
             _e_MetadataRequestTopic_0(e_topics, ap)
     if o.include_cluster_authorized_operations:
-        unsupported_field(MetadataRequest, 'include_cluster_authorized_operations', 4)
+        unsupported_field(MetadataRequest, 'include_cluster_authorized_operations')
     if o.include_topic_authorized_operations:
-        unsupported_field(MetadataRequest, 'include_topic_authorized_operations', 4)
+        unsupported_field(MetadataRequest, 'include_topic_authorized_operations')
     ap(_F_o.pack(o.allow_auto_topic_creation))
 
 
@@ -371,7 +371,7 @@ def _e_MetadataRequest_11(o: MetadataRequest, ap: Appender) -> None:
         for e_topics in x_topics:
             _e_MetadataRequestTopic_10(e_topics, ap)
     if o.include_cluster_authorized_operations:
-        unsupported_field(MetadataRequest, 'include_cluster_authorized_operations', 11)
+        unsupported_field(MetadataRequest, 'include_cluster_authorized_operations')
     ap(_F_oo.pack(o.allow_auto_topic_creation, o.include_topic_authorized_operations))
     if o.unknown_tagged_fields:
         write_tagged_fields(ap, [], o.unknown_tagged_fields)

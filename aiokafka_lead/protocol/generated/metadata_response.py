@@ -310,7 +310,7 @@ def _e_MetadataResponseTopic_0(o: MetadataResponse.MetadataResponseTopic, ap: Ap
     for e_partitions in x_partitions:
         _e_MetadataResponsePartition_0(e_partitions, ap)
     if o.topic_authorized_operations != -2147483648:
-        unsupported_field(MetadataResponse.MetadataResponseTopic, 'topic_authorized_operations', 0)
+        unsupported_field(MetadataResponse.MetadataResponseTopic, 'topic_authorized_operations')
 
 
 def _d_MetadataResponseTopic_0(buf: memoryview, pos: int) -> tuple[MetadataResponse.MetadataResponseTopic, int]:
@@ -343,7 +343,7 @@ def _e_MetadataResponseTopic_1(o: MetadataResponse.MetadataResponseTopic, ap: Ap
     for e_partitions in x_partitions:
         _e_MetadataResponsePartition_0(e_partitions, ap)
     if o.topic_authorized_operations != -2147483648:
-        unsupported_field(MetadataResponse.MetadataResponseTopic, 'topic_authorized_operations', 1)
+        unsupported_field(MetadataResponse.MetadataResponseTopic, 'topic_authorized_operations')
 
 
 def _d_MetadataResponseTopic_1(buf: memoryview, pos: int) -> tuple[MetadataResponse.MetadataResponseTopic, int]:
@@ -377,7 +377,7 @@ def _e_MetadataResponseTopic_5(o: MetadataResponse.MetadataResponseTopic, ap: Ap
     for e_partitions in x_partitions:
         _e_MetadataResponsePartition_5(e_partitions, ap)
     if o.topic_authorized_operations != -2147483648:
-        unsupported_field(MetadataResponse.MetadataResponseTopic, 'topic_authorized_operations', 5)
+        unsupported_field(MetadataResponse.MetadataResponseTopic, 'topic_authorized_operations')
 
 
 def _d_MetadataResponseTopic_5(buf: memoryview, pos: int) -> tuple[MetadataResponse.MetadataResponseTopic, int]:
@@ -411,7 +411,7 @@ def _e_MetadataResponseTopic_7(o: MetadataResponse.MetadataResponseTopic, ap: Ap
     for e_partitions in x_partitions:
         _e_MetadataResponsePartition_7(e_partitions, ap)
     if o.topic_authorized_operations != -2147483648:
-        unsupported_field(MetadataResponse.MetadataResponseTopic, 'topic_authorized_operations', 7)
+        unsupported_field(MetadataResponse.MetadataResponseTopic, 'topic_authorized_operations')
 
 
 def _d_MetadataResponseTopic_7(buf: memoryview, pos: int) -> tuple[MetadataResponse.MetadataResponseTopic, int]:
@@ -680,7 +680,7 @@ def _e_MetadataResponse_0(o: MetadataResponse, ap: Appender) -> None:
     for e_topics in x_topics:
         _e_MetadataResponseTopic_0(e_topics, ap)
     if o.cluster_authorized_operations != -2147483648:
-        unsupported_field(MetadataResponse, 'cluster_authorized_operations', 0)
+        unsupported_field(MetadataResponse, 'cluster_authorized_operations')
 
 
 def _d_MetadataResponse_0(buf: memoryview, pos: int) -> tuple[MetadataResponse, int]:
@@ -723,7 +723,7 @@ def _e_MetadataResponse_1(o: MetadataResponse, ap: Appender) -> None:
     for e_topics in x_topics:
         _e_MetadataResponseTopic_1(e_topics, ap)
     if o.cluster_authorized_operations != -2147483648:
-        unsupported_field(MetadataResponse, 'cluster_authorized_operations', 1)
+        unsupported_field(MetadataResponse, 'cluster_authorized_operations')
 
 
 def _d_MetadataResponse_1(buf: memoryview, pos: int) -> tuple[MetadataResponse, int]:
@@ -768,7 +768,7 @@ def _e_MetadataResponse_2(o: MetadataResponse, ap: Appender) -> None:
     for e_topics in x_topics:
         _e_MetadataResponseTopic_1(e_topics, ap)
     if o.cluster_authorized_operations != -2147483648:
-        unsupported_field(MetadataResponse, 'cluster_authorized_operations', 2)
+        unsupported_field(MetadataResponse, 'cluster_authorized_operations')
 
 
 def _d_MetadataResponse_2(buf: memoryview, pos: int) -> tuple[MetadataResponse, int]:
@@ -814,7 +814,7 @@ def _e_MetadataResponse_3(o: MetadataResponse, ap: Appender) -> None:
     for e_topics in x_topics:
         _e_MetadataResponseTopic_1(e_topics, ap)
     if o.cluster_authorized_operations != -2147483648:
-        unsupported_field(MetadataResponse, 'cluster_authorized_operations', 3)
+        unsupported_field(MetadataResponse, 'cluster_authorized_operations')
 
 
 def _d_MetadataResponse_3(buf: memoryview, pos: int) -> tuple[MetadataResponse, int]:
@@ -861,7 +861,7 @@ def _e_MetadataResponse_5(o: MetadataResponse, ap: Appender) -> None:
     for e_topics in x_topics:
         _e_MetadataResponseTopic_5(e_topics, ap)
     if o.cluster_authorized_operations != -2147483648:
-        unsupported_field(MetadataResponse, 'cluster_authorized_operations', 5)
+        unsupported_field(MetadataResponse, 'cluster_authorized_operations')
 
 
 def _d_MetadataResponse_5(buf: memoryview, pos: int) -> tuple[MetadataResponse, int]:
@@ -908,7 +908,7 @@ def _e_MetadataResponse_7(o: MetadataResponse, ap: Appender) -> None:
     for e_topics in x_topics:
         _e_MetadataResponseTopic_7(e_topics, ap)
     if o.cluster_authorized_operations != -2147483648:
-        unsupported_field(MetadataResponse, 'cluster_authorized_operations', 7)
+        unsupported_field(MetadataResponse, 'cluster_authorized_operations')
 
 
 def _d_MetadataResponse_7(buf: memoryview, pos: int) -> tuple[MetadataResponse, int]:
@@ -1116,7 +1116,7 @@ def _e_MetadataResponse_11(o: MetadataResponse, ap: Appender) -> None:
     for e_topics in x_topics:
         _e_MetadataResponseTopic_10(e_topics, ap)
     if o.cluster_authorized_operations != -2147483648:
-        unsupported_field(MetadataResponse, 'cluster_authorized_operations', 11)
+        unsupported_field(MetadataResponse, 'cluster_authorized_operations')
     if o.unknown_tagged_fields:
         write_tagged_fields(ap, [], o.unknown_tagged_fields)
     else:
@@ -1173,7 +1173,7 @@ def _e_MetadataResponse_12(o: MetadataResponse, ap: Appender) -> None:
     for e_topics in x_topics:
         _e_MetadataResponseTopic_12(e_topics, ap)
     if o.cluster_authorized_operations != -2147483648:
-        unsupported_field(MetadataResponse, 'cluster_authorized_operations', 12)
+        unsupported_field(MetadataResponse, 'cluster_authorized_operations')
     if o.unknown_tagged_fields:
         write_tagged_fields(ap, [], o.unknown_tagged_fields)
     else:
@@ -1230,7 +1230,7 @@ def _e_MetadataResponse_13(o: MetadataResponse, ap: Appender) -> None:
     for e_topics in x_topics:
         _e_MetadataResponseTopic_12(e_topics, ap)
     if o.cluster_authorized_operations != -2147483648:
-        unsupported_field(MetadataResponse, 'cluster_authorized_operations', 13)
+        unsupported_field(MetadataResponse, 'cluster_authorized_operations')
     ap(_F_h.pack(o.error_code))
     if o.unknown_tagged_fields:
         write_tagged_fields(ap, [], o.unknown_tagged_fields)

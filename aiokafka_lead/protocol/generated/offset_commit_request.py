@@ -300,7 +300,7 @@ def _e_OffsetCommitRequest_2(o: OffsetCommitRequest, ap: Appender) -> None:
     ap(_F_i.pack(o.generation_id_or_member_epoch))
     write_string(ap, o.member_id)
     if o.group_instance_id is not None:
-        unsupported_field(OffsetCommitRequest, 'group_instance_id', 2)
+        unsupported_field(OffsetCommitRequest, 'group_instance_id')
     ap(_F_q.pack(o.retention_time_ms))
     x_topics = o.topics
     ap(I32.pack(len(x_topics)))
@@ -335,7 +335,7 @@ def _e_OffsetCommitRequest_5(o: OffsetCommitRequest, ap: Appender) -> None:
     ap(_F_i.pack(o.generation_id_or_member_epoch))
     write_string(ap, o.member_id)
     if o.group_instance_id is not None:
-        unsupported_field(OffsetCommitRequest, 'group_instance_id', 5)
+        unsupported_field(OffsetCommitRequest, 'group_instance_id')
     x_topics = o.topics
     ap(I32.pack(len(x_topics)))
     for e_topics in x_topics:
@@ -368,7 +368,7 @@ def _e_OffsetCommitRequest_6(o: OffsetCommitRequest, ap: Appender) -> None:
     ap(_F_i.pack(o.generation_id_or_member_epoch))
     write_string(ap, o.member_id)
     if o.group_instance_id is not None:
-        unsupported_field(OffsetCommitRequest, 'group_instance_id', 6)
+        unsupported_field(OffsetCommitRequest, 'group_instance_id')
     x_topics = o.topics
     ap(I32.pack(len(x_topics)))
     for e_topics in x_topics:

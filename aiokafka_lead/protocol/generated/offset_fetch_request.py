@@ -369,9 +369,9 @@ def _e_OffsetFetchRequest_1(o: OffsetFetchRequest, ap: Appender) -> None:
         for e_topics in x_topics:
             _e_OffsetFetchRequestTopic_1(e_topics, ap)
     if (o.groups is None or len(o.groups) > 0):
-        unsupported_field(OffsetFetchRequest, 'groups', 1)
+        unsupported_field(OffsetFetchRequest, 'groups')
     if o.require_stable:
-        unsupported_field(OffsetFetchRequest, 'require_stable', 1)
+        unsupported_field(OffsetFetchRequest, 'require_stable')
 
 
 def _d_OffsetFetchRequest_1(buf: memoryview, pos: int) -> tuple[OffsetFetchRequest, int]:
@@ -402,9 +402,9 @@ def _e_OffsetFetchRequest_2(o: OffsetFetchRequest, ap: Appender) -> None:
         for e_topics in x_topics:
             _e_OffsetFetchRequestTopic_1(e_topics, ap)
     if (o.groups is None or len(o.groups) > 0):
-        unsupported_field(OffsetFetchRequest, 'groups', 2)
+        unsupported_field(OffsetFetchRequest, 'groups')
     if o.require_stable:
-        unsupported_field(OffsetFetchRequest, 'require_stable', 2)
+        unsupported_field(OffsetFetchRequest, 'require_stable')
 
 
 def _d_OffsetFetchRequest_2(buf: memoryview, pos: int) -> tuple[OffsetFetchRequest, int]:
@@ -435,9 +435,9 @@ def _e_OffsetFetchRequest_6(o: OffsetFetchRequest, ap: Appender) -> None:
         for e_topics in x_topics:
             _e_OffsetFetchRequestTopic_6(e_topics, ap)
     if (o.groups is None or len(o.groups) > 0):
-        unsupported_field(OffsetFetchRequest, 'groups', 6)
+        unsupported_field(OffsetFetchRequest, 'groups')
     if o.require_stable:
-        unsupported_field(OffsetFetchRequest, 'require_stable', 6)
+        unsupported_field(OffsetFetchRequest, 'require_stable')
     if o.unknown_tagged_fields:
         write_tagged_fields(ap, [], o.unknown_tagged_fields)
     else:
@@ -478,7 +478,7 @@ def _e_OffsetFetchRequest_7(o: OffsetFetchRequest, ap: Appender) -> None:
         for e_topics in x_topics:
             _e_OffsetFetchRequestTopic_6(e_topics, ap)
     if (o.groups is None or len(o.groups) > 0):
-        unsupported_field(OffsetFetchRequest, 'groups', 7)
+        unsupported_field(OffsetFetchRequest, 'groups')
     ap(_F_o.pack(o.require_stable))
     if o.unknown_tagged_fields:
         write_tagged_fields(ap, [], o.unknown_tagged_fields)
@@ -513,9 +513,9 @@ def _d_OffsetFetchRequest_7(buf: memoryview, pos: int) -> tuple[OffsetFetchReque
 
 def _e_OffsetFetchRequest_8(o: OffsetFetchRequest, ap: Appender) -> None:
     if o.group_id != '':
-        unsupported_field(OffsetFetchRequest, 'group_id', 8)
+        unsupported_field(OffsetFetchRequest, 'group_id')
     if (o.topics is None or len(o.topics) > 0):
-        unsupported_field(OffsetFetchRequest, 'topics', 8)
+        unsupported_field(OffsetFetchRequest, 'topics')
     x_groups = o.groups
     ap(uvarint(len(x_groups) + 1))
     for e_groups in x_groups:
@@ -554,9 +554,9 @@ def _d_OffsetFetchRequest_8(buf: memoryview, pos: int) -> tuple[OffsetFetchReque
 
 def _e_OffsetFetchRequest_9(o: OffsetFetchRequest, ap: Appender) -> None:
     if o.group_id != '':
-        unsupported_field(OffsetFetchRequest, 'group_id', 9)
+        unsupported_field(OffsetFetchRequest, 'group_id')
     if (o.topics is None or len(o.topics) > 0):
-        unsupported_field(OffsetFetchRequest, 'topics', 9)
+        unsupported_field(OffsetFetchRequest, 'topics')
     x_groups = o.groups
     ap(uvarint(len(x_groups) + 1))
     for e_groups in x_groups:
@@ -595,9 +595,9 @@ def _d_OffsetFetchRequest_9(buf: memoryview, pos: int) -> tuple[OffsetFetchReque
 
 def _e_OffsetFetchRequest_10(o: OffsetFetchRequest, ap: Appender) -> None:
     if o.group_id != '':
-        unsupported_field(OffsetFetchRequest, 'group_id', 10)
+        unsupported_field(OffsetFetchRequest, 'group_id')
     if (o.topics is None or len(o.topics) > 0):
-        unsupported_field(OffsetFetchRequest, 'topics', 10)
+        unsupported_field(OffsetFetchRequest, 'topics')
     x_groups = o.groups
     ap(uvarint(len(x_groups) + 1))
     for e_groups in x_groups:

@@ -485,7 +485,7 @@ def _e_OffsetFetchResponse_1(o: OffsetFetchResponse, ap: Appender) -> None:
     for e_topics in x_topics:
         _e_OffsetFetchResponseTopic_1(e_topics, ap)
     if (o.groups is None or len(o.groups) > 0):
-        unsupported_field(OffsetFetchResponse, 'groups', 1)
+        unsupported_field(OffsetFetchResponse, 'groups')
 
 
 def _d_OffsetFetchResponse_1(buf: memoryview, pos: int) -> tuple[OffsetFetchResponse, int]:
@@ -512,7 +512,7 @@ def _e_OffsetFetchResponse_2(o: OffsetFetchResponse, ap: Appender) -> None:
     for e_topics in x_topics:
         _e_OffsetFetchResponseTopic_1(e_topics, ap)
     if (o.groups is None or len(o.groups) > 0):
-        unsupported_field(OffsetFetchResponse, 'groups', 2)
+        unsupported_field(OffsetFetchResponse, 'groups')
     ap(_F_h.pack(o.error_code))
 
 
@@ -542,7 +542,7 @@ def _e_OffsetFetchResponse_3(o: OffsetFetchResponse, ap: Appender) -> None:
     for e_topics in x_topics:
         _e_OffsetFetchResponseTopic_1(e_topics, ap)
     if (o.groups is None or len(o.groups) > 0):
-        unsupported_field(OffsetFetchResponse, 'groups', 3)
+        unsupported_field(OffsetFetchResponse, 'groups')
     ap(_F_h.pack(o.error_code))
 
 
@@ -573,7 +573,7 @@ def _e_OffsetFetchResponse_5(o: OffsetFetchResponse, ap: Appender) -> None:
     for e_topics in x_topics:
         _e_OffsetFetchResponseTopic_5(e_topics, ap)
     if (o.groups is None or len(o.groups) > 0):
-        unsupported_field(OffsetFetchResponse, 'groups', 5)
+        unsupported_field(OffsetFetchResponse, 'groups')
     ap(_F_h.pack(o.error_code))
 
 
@@ -604,7 +604,7 @@ def _e_OffsetFetchResponse_6(o: OffsetFetchResponse, ap: Appender) -> None:
     for e_topics in x_topics:
         _e_OffsetFetchResponseTopic_6(e_topics, ap)
     if (o.groups is None or len(o.groups) > 0):
-        unsupported_field(OffsetFetchResponse, 'groups', 6)
+        unsupported_field(OffsetFetchResponse, 'groups')
     ap(_F_h.pack(o.error_code))
     if o.unknown_tagged_fields:
         write_tagged_fields(ap, [], o.unknown_tagged_fields)
@@ -640,7 +640,7 @@ def _d_OffsetFetchResponse_6(buf: memoryview, pos: int) -> tuple[OffsetFetchResp
 
 def _e_OffsetFetchResponse_8(o: OffsetFetchResponse, ap: Appender) -> None:
     if (o.topics is None or len(o.topics) > 0):
-        unsupported_field(OffsetFetchResponse, 'topics', 8)
+        unsupported_field(OffsetFetchResponse, 'topics')
     ap(_F_i.pack(o.throttle_time_ms))
     x_groups = o.groups
     ap(uvarint(len(x_groups) + 1))
@@ -679,7 +679,7 @@ def _d_OffsetFetchResponse_8(buf: memoryview, pos: int) -> tuple[OffsetFetchResp
 
 def _e_OffsetFetchResponse_10(o: OffsetFetchResponse, ap: Appender) -> None:
     if (o.topics is None or len(o.topics) > 0):
-        unsupported_field(OffsetFetchResponse, 'topics', 10)
+        unsupported_field(OffsetFetchResponse, 'topics')
     ap(_F_i.pack(o.throttle_time_ms))
     x_groups = o.groups
     ap(uvarint(len(x_groups) + 1))

@@ -255,7 +255,7 @@ def _d_BatchIndexAndErrorMessage_9(buf: memoryview, pos: int) -> tuple[ProduceRe
 
 def _e_PartitionProduceResponse_3(o: ProduceResponse.PartitionProduceResponse, ap: Appender) -> None:
     if o.current_leader != ProduceResponse.LeaderIdAndEpoch():
-        unsupported_field(ProduceResponse.PartitionProduceResponse, 'current_leader', 3)
+        unsupported_field(ProduceResponse.PartitionProduceResponse, 'current_leader')
     ap(_F_ihqq.pack(o.index, o.error_code, o.base_offset, o.log_append_time_ms))
 
 
@@ -273,7 +273,7 @@ def _d_PartitionProduceResponse_3(buf: memoryview, pos: int) -> tuple[ProduceRes
 
 def _e_PartitionProduceResponse_5(o: ProduceResponse.PartitionProduceResponse, ap: Appender) -> None:
     if o.current_leader != ProduceResponse.LeaderIdAndEpoch():
-        unsupported_field(ProduceResponse.PartitionProduceResponse, 'current_leader', 5)
+        unsupported_field(ProduceResponse.PartitionProduceResponse, 'current_leader')
     ap(_F_ihqqq.pack(o.index, o.error_code, o.base_offset, o.log_append_time_ms, o.log_start_offset))
 
 
@@ -296,7 +296,7 @@ def _e_PartitionProduceResponse_8(o: ProduceResponse.PartitionProduceResponse, a
         _e_BatchIndexAndErrorMessage_8(e_record_errors, ap)
     write_nullable_string(ap, o.error_message)
     if o.current_leader != ProduceResponse.LeaderIdAndEpoch():
-        unsupported_field(ProduceResponse.PartitionProduceResponse, 'current_leader', 8)
+        unsupported_field(ProduceResponse.PartitionProduceResponse, 'current_leader')
 
 
 def _d_PartitionProduceResponse_8(buf: memoryview, pos: int) -> tuple[ProduceResponse.PartitionProduceResponse, int]:
@@ -326,7 +326,7 @@ def _e_PartitionProduceResponse_9(o: ProduceResponse.PartitionProduceResponse, a
         _e_BatchIndexAndErrorMessage_9(e_record_errors, ap)
     write_compact_nullable_string(ap, o.error_message)
     if o.current_leader != ProduceResponse.LeaderIdAndEpoch():
-        unsupported_field(ProduceResponse.PartitionProduceResponse, 'current_leader', 9)
+        unsupported_field(ProduceResponse.PartitionProduceResponse, 'current_leader')
     if o.unknown_tagged_fields:
         write_tagged_fields(ap, [], o.unknown_tagged_fields)
     else:
@@ -595,7 +595,7 @@ def _e_ProduceResponse_3(o: ProduceResponse, ap: Appender) -> None:
     for e_responses in x_responses:
         _e_TopicProduceResponse_3(e_responses, ap)
     if (o.node_endpoints is None or len(o.node_endpoints) > 0):
-        unsupported_field(ProduceResponse, 'node_endpoints', 3)
+        unsupported_field(ProduceResponse, 'node_endpoints')
     ap(_F_i.pack(o.throttle_time_ms))
 
 
@@ -623,7 +623,7 @@ def _e_ProduceResponse_5(o: ProduceResponse, ap: Appender) -> None:
     for e_responses in x_responses:
         _e_TopicProduceResponse_5(e_responses, ap)
     if (o.node_endpoints is None or len(o.node_endpoints) > 0):
-        unsupported_field(ProduceResponse, 'node_endpoints', 5)
+        unsupported_field(ProduceResponse, 'node_endpoints')
     ap(_F_i.pack(o.throttle_time_ms))
 
 
@@ -651,7 +651,7 @@ def _e_ProduceResponse_8(o: ProduceResponse, ap: Appender) -> None:
     for e_responses in x_responses:
         _e_TopicProduceResponse_8(e_responses, ap)
     if (o.node_endpoints is None or len(o.node_endpoints) > 0):
-        unsupported_field(ProduceResponse, 'node_endpoints', 8)
+        unsupported_field(ProduceResponse, 'node_endpoints')
     ap(_F_i.pack(o.throttle_time_ms))
 
 
@@ -679,7 +679,7 @@ def _e_ProduceResponse_9(o: ProduceResponse, ap: Appender) -> None:
     for e_responses in x_responses:
         _e_TopicProduceResponse_9(e_responses, ap)
     if (o.node_endpoints is None or len(o.node_endpoints) > 0):
-        unsupported_field(ProduceResponse, 'node_endpoints', 9)
+        unsupported_field(ProduceResponse, 'node_endpoints')
     ap(_F_i.pack(o.throttle_time_ms))
     if o.unknown_tagged_fields:
         write_tagged_fields(ap, [], o.unknown_tagged_fields)

@@ -144,7 +144,7 @@ def _e_SyncGroupRequest_0(o: SyncGroupRequest, ap: Appender) -> None:
     ap(_F_i.pack(o.generation_id))
     write_string(ap, o.member_id)
     if o.group_instance_id is not None:
-        unsupported_field(SyncGroupRequest, 'group_instance_id', 0)
+        unsupported_field(SyncGroupRequest, 'group_instance_id')
     x_assignments = o.assignments
     ap(I32.pack(len(x_assignments)))
     for e_assignments in x_assignments:

@@ -263,11 +263,11 @@ def _e_TxnOffsetCommitRequest_0(o: TxnOffsetCommitRequest, ap: Appender) -> None
     write_string(ap, o.transactional_id)
     write_string(ap, o.group_id)
     if o.generation_id != -1:
-        unsupported_field(TxnOffsetCommitRequest, 'generation_id', 0)
+        unsupported_field(TxnOffsetCommitRequest, 'generation_id')
     if o.member_id != '':
-        unsupported_field(TxnOffsetCommitRequest, 'member_id', 0)
+        unsupported_field(TxnOffsetCommitRequest, 'member_id')
     if o.group_instance_id is not None:
-        unsupported_field(TxnOffsetCommitRequest, 'group_instance_id', 0)
+        unsupported_field(TxnOffsetCommitRequest, 'group_instance_id')
     ap(_F_qh.pack(o.producer_id, o.producer_epoch))
     x_topics = o.topics
     ap(I32.pack(len(x_topics)))
@@ -301,11 +301,11 @@ def _e_TxnOffsetCommitRequest_2(o: TxnOffsetCommitRequest, ap: Appender) -> None
     write_string(ap, o.transactional_id)
     write_string(ap, o.group_id)
     if o.generation_id != -1:
-        unsupported_field(TxnOffsetCommitRequest, 'generation_id', 2)
+        unsupported_field(TxnOffsetCommitRequest, 'generation_id')
     if o.member_id != '':
-        unsupported_field(TxnOffsetCommitRequest, 'member_id', 2)
+        unsupported_field(TxnOffsetCommitRequest, 'member_id')
     if o.group_instance_id is not None:
-        unsupported_field(TxnOffsetCommitRequest, 'group_instance_id', 2)
+        unsupported_field(TxnOffsetCommitRequest, 'group_instance_id')
     ap(_F_qh.pack(o.producer_id, o.producer_epoch))
     x_topics = o.topics
     ap(I32.pack(len(x_topics)))
