@@ -155,6 +155,25 @@ async def run_java(
     return summary, {"moves": moves}
 
 
+async def warm_cluster(bootstrap: str, admin: AIOKafkaAdminClient, cfg: BenchConfig, seconds: float) -> None:
+    """Unmeasured load first: a fresh broker JVM is still compiling its hot paths, and
+    without this the first client measured would pay for it."""
+    from aiokafka_lead.bench.load import paced_produce
+    from aiokafka_lead.producer import AIOKafkaProducer
+
+    say(f"warming the cluster up for {seconds:.0f}s (unmeasured)...")
+    topic = await fresh_topic(admin, "lm-warmup", cfg)
+    try:
+        async with AIOKafkaProducer(bootstrap_servers=bootstrap, acks="all", linger_ms=0) as producer:
+            await producer.partitions_for(topic)
+            await paced_produce(
+                producer, topic, rate=cfg.rate, duration_s=seconds, record_size=cfg.record_size,
+                samples=Samples("cluster warm-up"),
+            )  # fmt: skip
+    finally:
+        await admin.delete_topics([topic])
+
+
 def aggregate(per_run: list[list[Summary]]) -> list[dict[str, Any]]:
     """Median and spread (min-max) of each metric per client over the runs."""
     by_client: dict[str, list[Summary]] = {}
@@ -218,6 +237,8 @@ async def main(args: argparse.Namespace) -> int:
             per_run: list[list[Summary]] = []
             last_samples: list[Samples] = []
             async with AIOKafkaAdminClient(bootstrap_servers=bootstrap) as admin:
+                if args.cluster_warmup > 0:
+                    await warm_cluster(bootstrap, admin, cfg, args.cluster_warmup)
                 for run in range(args.runs):
                     order = kinds if run % 2 == 0 else list(reversed(kinds))
                     say(f"\nrun {run + 1}/{args.runs}: {', '.join(LABELS[k] for k in order)}")
@@ -274,7 +295,10 @@ if __name__ == "__main__":
     parser.add_argument("--clients", default="ours,ours-nohints,aiokafka,confluent,java")
     parser.add_argument("--runs", type=int, default=3)
     parser.add_argument("--duration", type=float, default=60)
-    parser.add_argument("--warmup", type=float, default=5)
+    parser.add_argument("--warmup", type=float, default=5, help="per-client warm-up seconds")
+    parser.add_argument(
+        "--cluster-warmup", type=float, default=30, help="unmeasured load before the first run"
+    )
     parser.add_argument("--rate", type=float, default=2000)
     parser.add_argument("--partitions", type=int, default=24)
     parser.add_argument("--kafka-version", default="4.1.1")
