@@ -31,7 +31,7 @@ import anyio
 from anyio.streams.buffered import BufferedByteReceiveStream
 
 from aiokafka_lead.admin import AIOKafkaAdminClient
-from aiokafka_lead.bench.leader_move import BenchConfig, fresh_topic, run_moves, table
+from aiokafka_lead.bench.leader_move import BenchConfig, fresh_topic, run_moves, table, warm_cluster
 from aiokafka_lead.bench.plot import plot_runs
 from aiokafka_lead.bench.stats import Samples, Summary, summarize
 from aiokafka_lead.testing.cluster import KafkaCluster
@@ -155,25 +155,6 @@ async def run_java(
     return summary, {"moves": moves}
 
 
-async def warm_cluster(bootstrap: str, admin: AIOKafkaAdminClient, cfg: BenchConfig, seconds: float) -> None:
-    """Unmeasured load first: a fresh broker JVM is still compiling its hot paths, and
-    without this the first client measured would pay for it."""
-    from aiokafka_lead.bench.load import paced_produce
-    from aiokafka_lead.producer import AIOKafkaProducer
-
-    say(f"warming the cluster up for {seconds:.0f}s (unmeasured)...")
-    topic = await fresh_topic(admin, "lm-warmup", cfg)
-    try:
-        async with AIOKafkaProducer(bootstrap_servers=bootstrap, acks="all", linger_ms=0) as producer:
-            await producer.partitions_for(topic)
-            await paced_produce(
-                producer, topic, rate=cfg.rate, duration_s=seconds, record_size=cfg.record_size,
-                samples=Samples("cluster warm-up"),
-            )  # fmt: skip
-    finally:
-        await admin.delete_topics([topic])
-
-
 def aggregate(per_run: list[list[Summary]]) -> list[dict[str, Any]]:
     """Median and spread (min-max) of each metric per client over the runs."""
     by_client: dict[str, list[Summary]] = {}
@@ -238,7 +219,7 @@ async def main(args: argparse.Namespace) -> int:
             last_samples: list[Samples] = []
             async with AIOKafkaAdminClient(bootstrap_servers=bootstrap) as admin:
                 if args.cluster_warmup > 0:
-                    await warm_cluster(bootstrap, admin, cfg, args.cluster_warmup)
+                    await warm_cluster(bootstrap, admin, cfg, args.cluster_warmup, say=say)
                 for run in range(args.runs):
                     order = kinds if run % 2 == 0 else list(reversed(kinds))
                     say(f"\nrun {run + 1}/{args.runs}: {', '.join(LABELS[k] for k in order)}")

@@ -44,6 +44,24 @@ async def fresh_topic(admin: AIOKafkaAdminClient, prefix: str, cfg: BenchConfig)
     return name
 
 
+async def warm_cluster(
+    bootstrap: str, admin: AIOKafkaAdminClient, cfg: BenchConfig, seconds: float, *, say: Say
+) -> None:
+    """Unmeasured load first: a fresh broker JVM is still compiling its hot paths, and
+    without this the first client measured would pay for it."""
+    say(f"warming the cluster up for {seconds:.0f}s (unmeasured)...")
+    topic = await fresh_topic(admin, "lm-warmup", cfg)
+    try:
+        async with AIOKafkaProducer(bootstrap_servers=bootstrap, acks="all", linger_ms=0) as producer:
+            await producer.partitions_for(topic)
+            await paced_produce(
+                producer, topic, rate=cfg.rate, duration_s=seconds, record_size=cfg.record_size,
+                samples=Samples("cluster warm-up"),
+            )  # fmt: skip
+    finally:
+        await admin.delete_topics([topic])
+
+
 async def run_moves(
     admin: AIOKafkaAdminClient,
     topic: str,

@@ -19,7 +19,7 @@ from typing import Any
 import anyio
 
 from aiokafka_lead.admin import AIOKafkaAdminClient
-from aiokafka_lead.bench.leader_move import BenchConfig, run_in_process, table
+from aiokafka_lead.bench.leader_move import BenchConfig, run_in_process, table, warm_cluster
 from aiokafka_lead.bench.stats import Samples, summarize
 
 
@@ -32,6 +32,7 @@ def add_parser(sub: Any) -> None:
     p.add_argument("--duration", type=float, default=25.0, help="seconds per run (default 25)")
     p.add_argument("--rate", type=float, default=1000.0, help="records per second (default 1000)")
     p.add_argument("--partitions", type=int, default=12)
+    p.add_argument("--cluster-warmup", type=float, default=10.0, help="unmeasured load first (JIT warm-up)")
     p.add_argument("--out", default="demo-results", help="directory for the plot and raw samples")
     p.set_defaults(run=run)
 
@@ -50,6 +51,7 @@ async def demo_on(bootstrap: str, client_kwargs: dict[str, Any], args: argparse.
         if len(cluster.brokers) < 2:
             _say("leadership cannot move on a single broker: nothing to compare")
             return 1
+        await warm_cluster(bootstrap, admin, cfg, args.cluster_warmup, say=_say)
         runs = []
         for label, hints in (("aiokafka_lead hints on", True), ("aiokafka_lead hints off", False)):
             _say(f"\n{label}: {cfg.partitions} partitions, acks=all, {cfg.record_size} B records")
