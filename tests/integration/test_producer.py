@@ -15,10 +15,15 @@ from aiokafka_lead.producer import AIOKafkaProducer
 from aiokafka_lead.testing.leaders import rotate_leadership
 from tests.integration.conftest import unique
 from tests.support.fetch import read_topic
+from tests.support.waiting import eventually
 
 pytestmark = pytest.mark.integration
 
 CODECS = [None, "gzip", "snappy", "lz4", "zstd"]
+
+
+async def flowing(handles: list[Any]) -> bool:
+    return sum(1 for h in handles if h.done()) >= 200
 
 
 async def test_continuous_acks_all_production_through_repeated_leader_moves(
@@ -47,7 +52,7 @@ async def test_continuous_acks_all_production_through_repeated_leader_moves(
         with anyio.fail_after(180):
             async with anyio.create_task_group() as tg:
                 tg.start_soon(produce)
-                await anyio.sleep(0.3)
+                await eventually(lambda: flowing(handles))  # records are flowing before the first move
                 for _ in range(3):
                     await rotate_leadership(admin, [topic])
                 rotations_done.set()
