@@ -50,8 +50,21 @@ class TaskGroupHost:
 
     def require_running(self) -> anyio.abc.TaskGroup:
         if self.task_group is None:
+            failure = self.failure()
+            if failure is not None:
+                # not "not started": a background task died and took the client with it
+                raise ClientClosedError(
+                    f"{self._name} stopped: a background task failed: {unwrap_group(failure)!r}"
+                ) from failure
             raise ClientClosedError(f"{self._name} is not started (call start() or use async with)")
         return self.task_group
+
+    def failure(self) -> BaseException | None:
+        """Why the supervised task group ended on its own (None while running or after stop())."""
+        task = self._supervisor
+        if task is None or not task.done() or task.cancelled():
+            return None
+        return task.exception()
 
     async def start(self, setup: Setup) -> None:
         """Start in a supervisor task (asyncio only); returns once ``setup`` has finished."""

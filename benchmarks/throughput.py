@@ -127,7 +127,10 @@ def aggregate(runs: list[dict[str, dict[str, dict[str, Any]]]], kinds: list[str]
                     run[kind][side]["records_per_s"] / run["aiokafka"][side]["records_per_s"] for run in runs
                 ]
                 rows[kind][side]["ratio"] = {
-                    "median": statistics.median(ratio), "min": min(ratio), "max": max(ratio), "all": ratio
+                    "median": statistics.median(ratio),
+                    "min": min(ratio),
+                    "max": max(ratio),
+                    "all": ratio,
                 }
     return rows
 

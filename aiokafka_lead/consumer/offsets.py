@@ -175,7 +175,19 @@ class PositionManager:
                 by_node.setdefault(leader.node_id, []).append(tp)
         async with anyio.create_task_group() as tg:
             for node_id, group in by_node.items():
-                tg.start_soon(self._validate_on, node_id, group)
+                tg.start_soon(self._validate_on_guarded, node_id, group)
+
+    async def _validate_on_guarded(self, node_id: int, tps: list[TopicPartition]) -> None:
+        """One node's failure backs off its own partitions: a KafkaError escaping the task
+        group above would arrive as an ExceptionGroup, past ``_guarded``, and end the fetcher."""
+        try:
+            await self._validate_on(node_id, tps)
+        except KafkaError as exc:
+            log.debug("validate on node %d of %s failed: %r", node_id, tps, exc)
+            if not exc.retriable:
+                self._report_error(exc)
+            self._core.store.request_refresh(f"validate on node {node_id} failed: {type(exc).__name__}")
+            self._back_off(tps)
 
     async def _validate_on(self, node_id: int, tps: list[TopicPartition]) -> None:
         store = self._core.store

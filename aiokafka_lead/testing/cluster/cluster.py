@@ -49,8 +49,13 @@ class _Node:
 
 
 def _new_cluster_id() -> str:
-    """Kafka cluster ids are a UUID in unpadded URL-safe base64 (22 chars)."""
-    return base64.urlsafe_b64encode(uuid.uuid4().bytes).rstrip(b"=").decode()
+    """Kafka cluster ids are a UUID in unpadded URL-safe base64 (22 chars), never starting
+    with "-": the storage tool would parse ``-t -abc...`` as an option (1 cluster in 64
+    failed to format). Kafka's own ``Uuid.randomUuid()`` skips those ids too."""
+    while True:
+        cluster_id = base64.urlsafe_b64encode(uuid.uuid4().bytes).rstrip(b"=").decode()
+        if not cluster_id.startswith("-"):
+            return cluster_id
 
 
 class KafkaCluster:
