@@ -76,10 +76,17 @@ class Sender:
                 task_status.started()
                 while True:
                     if self._ids is not None and self._ids.needs_bump:
-                        if self._in_flight == 0:
-                            await self._ids.bump_epoch()
-                        else:
+                        if self._in_flight:
                             await self._acc.wait_for_work(0.05)
+                            continue
+                        try:
+                            await self._ids.bump_epoch()
+                        except KafkaError as exc:
+                            # no producer id: what is queued cannot be sent in order; fail it
+                            # clearly, keep the producer alive and try again after a backoff
+                            log.error("producer epoch bump failed: %r", exc)
+                            self._acc.fail_all(exc)
+                            await self._acc.wait_for_work(self._backoff.delay_s(3))
                             continue
                     busy = {node for node, n in self._node_requests.items() if n}
                     result = self._acc.drain(

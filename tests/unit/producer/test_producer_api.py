@@ -138,3 +138,17 @@ async def test_lost_producer_state_bumps_the_epoch_and_delivers() -> None:
             m = producer.metrics()
             assert m["epoch_bumps"] == 1 and m["producer_epoch"] == epoch + 1
             assert md.offset == 1 and values(fc, 0) == [b"first", b"second"]
+
+
+async def test_a_failing_epoch_bump_fails_the_queued_records_and_the_producer_recovers() -> None:
+    init_producer_id = 22
+    with anyio.fail_after(20):
+        async with producer_on(max_block_ms=300, delivery_timeout_ms=60_000) as (fc, producer):
+            await producer.send_and_wait("t", b"first", partition=0)
+            fc.intercept(PRODUCE, lambda *_: Error(59), times=1)  # UNKNOWN_PRODUCER_ID: bump needed
+            refusing = fc.intercept(init_producer_id, lambda *_: Error(15), times=None)  # coordinator away
+            with pytest.raises(KafkaTimeoutError, match="InitProducerId"):
+                await producer.send_and_wait("t", b"lost", partition=0)
+            refusing.remove()
+            md = await producer.send_and_wait("t", b"after", partition=0)  # the producer lives on
+            assert md.offset == 1 and producer.metrics()["epoch_bumps"] >= 2
