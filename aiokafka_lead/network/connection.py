@@ -51,6 +51,7 @@ from aiokafka_lead.protocol.messages import (
     SaslHandshakeResponse,
 )
 from aiokafka_lead.protocol.versions import ApiVersionTable, negotiate
+from aiokafka_lead.runtime import unwrap_group
 
 log = logging.getLogger(__name__)
 
@@ -137,7 +138,12 @@ class Connection:
                     raise
                 task_status.started()
         except BaseException as exc:
-            self._mark_closed(exc if isinstance(exc, KafkaError) else KafkaConnectionError(str(exc)))
+            # The task group wraps a handshake failure in an exception group; callers (the
+            # pool) must see the KafkaError itself, e.g. a broker that died mid-handshake.
+            real = unwrap_group(exc)
+            self._mark_closed(real if isinstance(real, KafkaError) else KafkaConnectionError(str(real)))
+            if real is not exc and isinstance(real, KafkaError):
+                raise real from None
             raise
         finally:
             await self._close_stream()

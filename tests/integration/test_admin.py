@@ -26,6 +26,7 @@ from aiokafka_lead.errors import (
 from aiokafka_lead.structs import TopicPartition
 from aiokafka_lead.testing.leaders import current_leaders, rotate_leadership
 from tests.integration.conftest import unique
+from tests.support.waiting import eventually
 
 pytestmark = pytest.mark.integration
 
@@ -63,12 +64,12 @@ async def test_topic_lifecycle(admin: AIOKafkaAdminClient) -> None:
     resource = ConfigResource(ConfigResourceType.TOPIC, name, {"retention.ms": "7200000"})
     await admin.alter_configs([resource])
     # configs reach every broker asynchronously (as with Java's admin): wait with a deadline
+    async def applied() -> bool:
+        configs = await admin.describe_configs([ConfigResource("topic", name, {"retention.ms": None})])
+        return configs[(2, name)]["retention.ms"].value == "7200000"
+
     with anyio.fail_after(30):
-        while True:
-            configs = await admin.describe_configs([ConfigResource("topic", name, {"retention.ms": None})])
-            if configs[(2, name)]["retention.ms"].value == "7200000":
-                break
-            await anyio.sleep(0.1)
+        await eventually(applied)
 
     await admin.delete_topics([name])
     assert name not in await admin.list_topics()

@@ -7,6 +7,7 @@ import pytest
 
 from aiokafka_lead.admin import AIOKafkaAdminClient, ConfigResource, ConfigResourceType
 from aiokafka_lead.testing.cluster import KafkaCluster
+from tests.support.waiting import eventually
 
 pytestmark = pytest.mark.integration
 
@@ -18,13 +19,15 @@ async def test_node_restarted_on_new_port_is_reached_again(kafka_node_control: K
         await admin.describe_configs([broker2])  # opens a connection to node 2
         old_port = admin._core.store.node(2).port  # type: ignore[union-attr]
         await anyio.to_thread.run_sync(lambda: cluster.restart_node(2, new_port=True))
+        ports: dict[int, int] = {}
+
+        async def moved() -> bool:
+            described = await admin.describe_cluster()
+            ports.update({b.node_id: b.port for b in described.brokers})
+            return ports.get(2, old_port) != old_port
+
         with anyio.fail_after(60):
-            while True:
-                described = await admin.describe_cluster()
-                ports = {b.node_id: b.port for b in described.brokers}
-                if ports.get(2, old_port) != old_port:
-                    break
-                await anyio.sleep(0.2)
+            await eventually(moved, interval=0.2)
         # the long-lived client reaches node 2 at its new address
         with anyio.fail_after(60):
             configs = await admin.describe_configs([broker2])

@@ -101,3 +101,15 @@ async def test_bootstrap_servers_come_last_until_rebootstrap() -> None:
             assert all(n < 0 for n in core.pool._candidates()[:3])
             await core.pool.any_connection()
             assert all(n >= 0 for n in core.pool._candidates()[:1])
+
+
+async def test_a_broker_dying_mid_handshake_is_a_retriable_connection_error() -> None:
+    from aiokafka_lead.testing.fake.intercept import Close
+
+    with anyio.fail_after(10):
+        async with FakeCluster(brokers=3) as fc, core_on(fc) as core:
+            fc.intercept(API_VERSIONS, lambda node, *_: Close() if node == 2 else None, times=1)
+            with pytest.raises(KafkaConnectionError) as info:  # not an exception group
+                await core.pool.connection(2)
+            assert info.value.retriable
+            assert (await core.pool.connection(2)).node_id == 2  # the next attempt works
