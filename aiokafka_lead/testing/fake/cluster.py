@@ -12,6 +12,7 @@ moves them when the test says so, which is what exact KIP-951 scenarios need.
 
 from __future__ import annotations
 
+import socket
 import time
 import uuid
 from collections.abc import Callable, Mapping, Sequence
@@ -145,9 +146,15 @@ class FakeCluster:
     async def restart_node(self, node_id: int, *, new_port: bool = False) -> None:
         """Close the node's listener and connections, then listen again (on a new port)."""
         broker = self.brokers[node_id]
+        if new_port:
+            # ask for a free port while the old one is still held, so the two cannot coincide
+            # (port 0 after the stop may hand the just-freed port straight back)
+            with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as probe:
+                probe.bind((broker.host, 0))
+                fresh = probe.getsockname()[1]
         await broker.stop()
         if new_port:
-            broker.port = 0
+            broker.port = fresh
         await self.task_group.start(broker.run)
 
     async def stop_node(self, node_id: int) -> None:
