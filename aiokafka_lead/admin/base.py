@@ -7,12 +7,12 @@ from typing import Any, TypeVar
 
 from aiokafka_lead.backoff import ExponentialBackoff
 from aiokafka_lead.client import ClientCore
-from aiokafka_lead.errors import KafkaError, LeaderNotAvailableError, error_for_code
+from aiokafka_lead.errors import KafkaError, LeaderNotAvailableError, NotControllerError, error_for_code
 from aiokafka_lead.retry import call_with_retries
 from aiokafka_lead.structs import TopicPartition
 
 T = TypeVar("T")
-NOT_CONTROLLER = 41
+NOT_CONTROLLER = NotControllerError.errno
 
 
 def raise_item_errors(what: str, failures: Sequence[tuple[str, int, str | None]]) -> None:

@@ -36,7 +36,7 @@ from aiokafka_lead.admin.types import (
 )
 from aiokafka_lead.backoff import ExponentialBackoff
 from aiokafka_lead.client import ClientCore, connection_config
-from aiokafka_lead.errors import KafkaError, error_for_code
+from aiokafka_lead.errors import KafkaError, UnknownTopicOrPartitionError, error_for_code
 from aiokafka_lead.protocol.messages import (
     CreatePartitionsRequest,
     CreateTopicsRequest,
@@ -47,7 +47,7 @@ from aiokafka_lead.protocol.messages import (
     MetadataRequest,
 )
 
-UNKNOWN_TOPIC = 3
+UNKNOWN_TOPIC = UnknownTopicOrPartitionError.errno
 log = logging.getLogger(__name__)
 
 

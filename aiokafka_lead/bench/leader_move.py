@@ -17,7 +17,7 @@ import anyio
 
 from aiokafka_lead.admin import AIOKafkaAdminClient, NewTopic
 from aiokafka_lead.bench.load import paced_produce
-from aiokafka_lead.bench.stats import Samples
+from aiokafka_lead.bench.stats import Samples, Summary
 from aiokafka_lead.producer import AIOKafkaProducer
 from aiokafka_lead.testing.leaders import rotate_leadership
 
@@ -137,11 +137,8 @@ async def run_in_process(
     return samples
 
 
-def table(summaries: Sequence[object]) -> str:
+def table(rows: Sequence[Summary]) -> str:
     """A plain-text comparison table of Summary rows."""
-    from aiokafka_lead.bench.stats import Summary
-
-    rows = [s for s in summaries if isinstance(s, Summary)]
     header = (
         f"{'client':<28} {'records':>8} {'failed':>6} {'p50':>7} {'p99':>8} {'p99.9':>8} {'max':>8}"
         "  worst stall per move (ms)"

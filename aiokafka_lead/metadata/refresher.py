@@ -18,7 +18,7 @@ import anyio
 import anyio.abc
 
 from aiokafka_lead.backoff import ExponentialBackoff
-from aiokafka_lead.errors import KafkaError, KafkaTimeoutError, error_for_code
+from aiokafka_lead.errors import KafkaError, KafkaTimeoutError, RebootstrapRequiredError, error_for_code
 from aiokafka_lead.metadata.model import (
     BrokerNode,
     MetadataChange,
@@ -34,7 +34,6 @@ log = logging.getLogger(__name__)
 
 # Metadata below v9 carries no reliable leader epochs (guide section 2).
 RELIABLE_EPOCHS_VERSION = 9
-REBOOTSTRAP_REQUIRED = 129
 
 TopicsFn = Callable[[], Collection[str] | None]
 
@@ -140,7 +139,7 @@ class MetadataRefresher:
         request = MetadataRequest(topics=topics, allow_auto_topic_creation=self._auto_create)
         response: MetadataResponse = await conn.send(request, version=version)
         if version >= 13 and response.error_code:
-            if response.error_code == REBOOTSTRAP_REQUIRED:
+            if response.error_code == RebootstrapRequiredError.errno:
                 self._pool.forget_nodes()
             raise error_for_code(response.error_code, f"Metadata from {conn!r}")
         self.refreshes += 1

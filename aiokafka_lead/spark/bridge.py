@@ -13,7 +13,7 @@ from contextlib import contextmanager
 
 from anyio.from_thread import BlockingPortal, start_blocking_portal
 
-from aiokafka_lead.admin import AIOKafkaAdminClient, OffsetSpec
+from aiokafka_lead.admin import AIOKafkaAdminClient
 from aiokafka_lead.spark.options import SourceOptions
 from aiokafka_lead.structs import TopicPartition
 
@@ -59,7 +59,3 @@ def list_offsets(
         return {}
     result = p.call(admin.list_offsets, dict.fromkeys(partitions, spec), isolation)
     return {tp: info.offset for tp, info in result.items()}
-
-
-EARLIEST_SPEC = OffsetSpec.EARLIEST
-LATEST_SPEC = OffsetSpec.LATEST
