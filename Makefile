@@ -11,7 +11,7 @@ STAMP := $(VENV)/.installed
 
 .PHONY: demo test lint typecheck codegen-check unit venv clean
 
-$(STAMP): pyproject.toml
+$(STAMP): pyproject.toml setup.py aiokafka_lead/_speedups.c
 	@echo ">> creating $(VENV) and installing aiokafka_lead[dev,spark]"
 	@test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	@$(BIN)/python -m pip install --quiet --upgrade pip

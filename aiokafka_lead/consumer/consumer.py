@@ -35,6 +35,7 @@ from aiokafka_lead.consumer.subscription import ResetStrategy, SubscriptionState
 from aiokafka_lead.errors import KafkaError, KafkaTimeoutError
 from aiokafka_lead.metadata import MetadataChange
 from aiokafka_lead.protocol.messages import MetadataRequest
+from aiokafka_lead.records import native
 from aiokafka_lead.runtime import ClientClosedError
 from aiokafka_lead.structs import ConsumerRecord, OffsetAndMetadata, TopicPartition
 
@@ -318,9 +319,12 @@ class AIOKafkaConsumer(Generic[KT, VT]):
         kd, vd = self._key_deserializer, self._value_deserializer
         new = ConsumerRecord
         out: list[ConsumerRecord[Any, Any]] = []
+        build = native.build_consumer_records
         for records, ts_type, epoch in chunks:
-            rows: list[Any] = records  # headers: (str, bytes | None), as in aiokafka
-            if kd is None and vd is None:
+            rows: list[Any] = records  # headers: a tuple of (str, bytes | None), as in aiokafka
+            if kd is None and vd is None and build is not None:
+                out += build(records, topic, partition, ts_type, epoch)
+            elif kd is None and vd is None:
                 # Positional arguments: a dozen keywords would cost three times as much.
                 out += [
                     new(
@@ -334,7 +338,7 @@ class AIOKafkaConsumer(Generic[KT, VT]):
                         None,
                         -1 if key is None else len(key),
                         -1 if value is None else len(value),
-                        list(headers) if headers else [],
+                        headers,
                         epoch,
                     )
                     for offset, timestamp, key, value, headers in rows
@@ -352,7 +356,7 @@ class AIOKafkaConsumer(Generic[KT, VT]):
                         None,
                         -1 if key is None else len(key),
                         -1 if value is None else len(value),
-                        list(headers) if headers else [],
+                        headers,
                         epoch,
                     )
                     for offset, timestamp, key, value, headers in rows

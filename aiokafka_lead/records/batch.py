@@ -16,16 +16,17 @@ from __future__ import annotations
 import struct
 from collections.abc import Iterator, Sequence
 from enum import IntEnum
-from typing import NamedTuple
 
 from crc32c import crc32c
 
 from aiokafka_lead.errors import CorruptRecordError, DecodeError
+from aiokafka_lead.records import native
 from aiokafka_lead.records.compression import (
     DEFAULT_MAX_DECOMPRESSED_SIZE,
     CompressionType,
     decompress,
 )
+from aiokafka_lead.records.record import Header, Record
 from aiokafka_lead.records.varint import decode_varint
 
 __all__ = [
@@ -57,8 +58,6 @@ TIMESTAMP_TYPE_BIT = 0x08
 TRANSACTIONAL_BIT = 0x10
 CONTROL_BIT = 0x20
 DELETE_HORIZON_BIT = 0x40
-
-Header = tuple[str, bytes | None]
 
 _CONTROL_KEY = struct.Struct(">hh")
 
@@ -95,16 +94,6 @@ def parse_control_record_key(key: bytes | None) -> ControlRecordType:
         return ControlRecordType(type_)
     except ValueError:
         return ControlRecordType.UNKNOWN
-
-
-class Record(NamedTuple):
-    """One decoded record. A NamedTuple: the decoder builds it with one C-level call."""
-
-    offset: int
-    timestamp: int
-    key: bytes | None
-    value: bytes | None
-    headers: Sequence[Header]
 
 
 class RecordBatch:
@@ -267,24 +256,15 @@ class RecordBatch:
         count = self.record_count
         if count < 0:
             raise DecodeError(f"negative record count {count}{self._where()}")
+        # LOG_APPEND_TIME: every record carries the broker's time, the batch maxTimestamp.
+        log_append_time = self.max_timestamp if self.attributes & TIMESTAMP_TYPE_BIT else None
+        decode = native.decode_records or _decode_records
         try:
-            records = _decode_records(
-                buf,
-                pos,
-                end,
-                count,
-                base_offset=self.base_offset,
-                base_timestamp=self.base_timestamp,
-            )
+            return decode(buf, pos, end, count, self.base_offset, self.base_timestamp, log_append_time)
         except DecodeError as exc:
             raise DecodeError(f"{exc}{self._where()}") from None
         except (IndexError, ValueError) as exc:  # reads past the end, bad UTF-8
             raise DecodeError(f"malformed record: {exc}{self._where()}") from None
-        if self.attributes & TIMESTAMP_TYPE_BIT:
-            # LOG_APPEND_TIME: every record carries the broker's time, the batch maxTimestamp.
-            ts = self.max_timestamp
-            records = [r._replace(timestamp=ts) for r in records]
-        return records
 
     def __iter__(self) -> Iterator[Record]:
         return iter(self.records())
@@ -304,16 +284,18 @@ _MIN_RECORD_SIZE = 7
 _ZIGZAG = [(b >> 1) ^ -(b & 1) for b in range(128)]
 
 
-def _decode_records(
+def _decode_records(  # noqa: PLR0917 - the C twin's positional signature
     buf: bytes,
     pos: int,
     end: int,
     count: int,
-    *,
     base_offset: int,
     base_timestamp: int,
+    log_append_time: int | None,
 ) -> list[Record]:
     """The hot loop: one- and two-byte varints are inlined, longer ones call ``decode_varint``.
+
+    The pure-Python twin of ``_speedups.decode_records`` (used when the extension is absent).
 
     Bounds are checked once per record (``pos == rec_end``) and once per batch (``pos == end``)
     rather than per field: an over-long field only shortens a slice or raises ``IndexError``,
@@ -403,10 +385,12 @@ def _decode_records(
         append(new(cls, (offset, timestamp, key, value, headers)))
     if pos != end:
         raise DecodeError(f"{end - pos} unexpected bytes after {count} records")
+    if log_append_time is not None:
+        return [r._replace(timestamp=log_append_time) for r in records]
     return records
 
 
-def _decode_headers(buf: bytes, pos: int, rec_end: int) -> tuple[list[Header], int]:
+def _decode_headers(buf: bytes, pos: int, rec_end: int) -> tuple[tuple[Header, ...], int]:
     count, pos = decode_varint(buf, pos, 5)
     if count < 0 or count * 2 > rec_end - pos:
         raise DecodeError(f"invalid header count {count}")
@@ -428,4 +412,4 @@ def _decode_headers(buf: bytes, pos: int, rec_end: int) -> tuple[list[Header], i
         else:
             raise DecodeError(f"invalid header value length {n}")
         headers.append((key, value))
-    return headers, pos
+    return tuple(headers), pos

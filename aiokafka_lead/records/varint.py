@@ -72,6 +72,8 @@ def decode_varint(buf: bytes, pos: int, max_bytes: int = 10) -> tuple[int, int]:
             raise DecodeError("varint too long")
         b = buf[pos]
         pos += 1
+        if shift == 63 and b & 0x7E:  # a 10th byte can carry only bit 63
+            raise DecodeError("varlong overflows 64 bits")
         result |= (b & 0x7F) << shift
         if b < 0x80:
             return (result >> 1) ^ -(result & 1), pos

@@ -1,0 +1,69 @@
+"""The optional C speedups (``aiokafka_lead/_speedups.c``), set up once at import.
+
+``decode_records`` and ``build_consumer_records`` are the C loops, or ``None`` when the
+extension was not built (no compiler at install time, another interpreter) or the
+environment variable ``AIOKAFKA_LEAD_NO_EXTENSIONS`` is set; callers then run the
+pure-Python loops, which stay the reference. Both give the same results and raise the same
+error classes; the tests run every record test both ways by setting these attributes to
+``None``.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable
+from dataclasses import fields
+from typing import Any
+
+from aiokafka_lead.errors import DecodeError
+from aiokafka_lead.records.record import Record
+from aiokafka_lead.structs import ConsumerRecord
+
+__all__ = ["build_consumer_records", "decode_records", "unavailable_reason"]
+
+#: (buf, pos, end, count, base_offset, base_timestamp, log_append_time) -> records
+DecodeRecords = Callable[[bytes, int, int, int, int, int, int | None], list[Record]]
+#: (rows, topic, partition, timestamp_type, leader_epoch) -> ConsumerRecords
+BuildConsumerRecords = Callable[[list[Record], str, int, int, int], list[ConsumerRecord[Any, Any]]]
+
+#: ConsumerRecord's fields in the order the C builder fills them
+CONSUMER_RECORD_FIELDS = (
+    "topic",
+    "partition",
+    "offset",
+    "timestamp",
+    "timestamp_type",
+    "key",
+    "value",
+    "checksum",
+    "serialized_key_size",
+    "serialized_value_size",
+    "headers",
+    "leader_epoch",
+)
+
+decode_records: DecodeRecords | None = None
+build_consumer_records: BuildConsumerRecords | None = None
+#: why the extension is not in use, ``None`` when it is
+unavailable_reason: str | None = None
+
+
+def _load() -> None:
+    global build_consumer_records, decode_records, unavailable_reason
+    if os.environ.get("AIOKAFKA_LEAD_NO_EXTENSIONS"):
+        unavailable_reason = "disabled by AIOKAFKA_LEAD_NO_EXTENSIONS"
+        return
+    try:
+        from aiokafka_lead import _speedups
+    except ImportError as exc:
+        unavailable_reason = f"not built: {exc}"
+        return
+    names = tuple(f.name for f in fields(ConsumerRecord))
+    if names != CONSUMER_RECORD_FIELDS:  # the C side fills slots in this order
+        raise RuntimeError(f"ConsumerRecord fields changed: {names}; update _speedups.c and native.py")
+    _speedups.configure(Record, ConsumerRecord, CONSUMER_RECORD_FIELDS, DecodeError)
+    decode_records = _speedups.decode_records
+    build_consumer_records = _speedups.build_consumer_records
+
+
+_load()
