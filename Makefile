@@ -21,7 +21,7 @@ $(STAMP): pyproject.toml setup.py aiokafka_lead/_speedups.c
 venv: $(STAMP)
 
 lint: $(STAMP)
-	$(BIN)/ruff check aiokafka_lead tests tools benchmarks examples
+	$(BIN)/ruff check aiokafka_lead tests tools benchmarks examples setup.py
 
 typecheck: $(STAMP)
 	$(BIN)/mypy
