@@ -19,7 +19,7 @@ from functools import partial
 from pathlib import Path
 from typing import Any
 
-from aiokafka_lead.records import CompressionType, MemoryRecords, RecordBatchBuilder
+from aiokafka_lead.records import CompressionType, MemoryRecords, RecordBatchBuilder, native
 
 VALUE_SIZE = 100
 BATCH_SIZE = 16384
@@ -69,6 +69,15 @@ def decode_ours(buffer: bytes) -> int:
             record.value  # noqa: B018 - touch the field a consumer reads
             n += 1
     return n
+
+
+def decode_ours_without_c(buffer: bytes) -> int:
+    """The same, with the C extension switched off (the pure-Python decoder)."""
+    saved, native.decode_records = native.decode_records, None
+    try:
+        return decode_ours(buffer)
+    finally:
+        native.decode_records = saved
 
 
 # ------------------------------------------------------------------ aiokafka
@@ -163,12 +172,17 @@ def main(argv: list[str] | None = None) -> int:
         print(f"[{codec_name}] decode ours ...", flush=True)
         t_dec, count = best_of(args.repeat, partial(decode_ours, buffer))
         assert count == n, count
+        print(f"[{codec_name}] decode ours without the C extension ...", flush=True)
+        t_dec_py, count = best_of(args.repeat, partial(decode_ours_without_c, buffer))
+        assert count == n, count
         row: dict[str, Any] = {
             "codec": codec_name,
             "batches": len(batches),
             "bytes": len(buffer),
             "ours_encode_rps": n / t_enc,
             "ours_decode_rps": n / t_dec,
+            "ours_no_c_decode_rps": n / t_dec_py,
+            "c_extension": native.decode_records is not None,
         }
         for name, impl in impls.items():
             if impl is None:
@@ -197,6 +211,8 @@ def main(argv: list[str] | None = None) -> int:
             c = row.get(f"aiokafka_c_{op}_rps")
             py = row.get(f"aiokafka_py_{op}_rps")
             ours = row[f"ours_{op}_rps"]
+            if op == "decode":
+                print(f"{row['codec']:<8}{'(no C)':<8}{row['ours_no_c_decode_rps']:>12,.0f}")
             print(
                 f"{row['codec']:<8}{op:<8}{ours:>12,.0f}"
                 f"{c if c is None else format(c, ',.0f'):>12}"
