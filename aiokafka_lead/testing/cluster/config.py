@@ -158,6 +158,14 @@ def node_properties(
         "num.io.threads": "4",
         "num.recovery.threads.per.data.dir": "1",
         "log.flush.interval.messages": "9223372036854775807",
+        # After a leader move, a follower that learns the new epoch before the new leader
+        # does is refused (UNKNOWN_LEADER_EPOCH) and backs off replica.fetch.backoff.ms
+        # (default 1 s), sometimes twice; until it fetches, acks=all produces to that leader
+        # wait, and its other followers' fetches idle up to replica.fetch.wait.max.ms
+        # (500 ms). Traced as the 1-2 s stalls of ~5% of moves on loopback, for every
+        # client alike; 100 ms each removed them (docs/benchmarks.md).
+        "replica.fetch.backoff.ms": "100",
+        "replica.fetch.wait.max.ms": "100",
     }
     if any(name in ("SSL", "SASL_SSL") for name in own.client):
         assert security.keystore is not None and security.truststore is not None
