@@ -181,7 +181,7 @@ def markdown(rows: dict[str, Any], args: argparse.Namespace, env: dict[str, Any]
         f"machine than the rate. Spread: (max - min) / median.\n\n"
         f"Versions: aiokafka {env.get('aiokafka')}, confluent-kafka {env.get('confluent')} "
         f"(librdkafka {env.get('librdkafka')}), Python {env.get('python')}, Kafka {env.get('kafka')}. "
-        f"Machine: {env.get('machine')} (shared; numbers from different runs are not comparable, "
+        f"Machine: {env.get('machine')} (numbers from different runs are not comparable, "
         f"ratios within a run are).\n\n![throughput](img/throughput.png)\n"
     )
     notes = (
