@@ -72,22 +72,44 @@ def profiled(path: str | None) -> Iterator[None]:
         profile.dump_stats(path)
 
 
+async def timed_produce(producer: Any, args: argparse.Namespace, payload: bytes, progress: Progress) -> float:
+    """The measured part for both asyncio clients (same ``send``/``flush`` API): seconds taken."""
+    with profiled(args.profile):
+        started = time.perf_counter()
+        CPU.start()
+        for i in range(args.records):
+            await producer.send(args.topic, payload)
+            if not i & 0x3FFF:
+                progress(i)
+        await producer.flush()
+        CPU.stop()
+        return time.perf_counter() - started
+
+
+async def timed_consume(consumer: Any, args: argparse.Namespace, progress: Progress) -> float:
+    """The measured part for both asyncio clients (same ``getmany`` API): every value is read."""
+    with profiled(args.profile):
+        started = time.perf_counter()
+        CPU.start()
+        count = volume = 0
+        while count < args.records:
+            batches = await consumer.getmany(timeout_ms=1000)
+            for records in batches.values():
+                count += len(records)
+                for record in records:
+                    volume += len(record.value)
+            progress(count)
+        CPU.stop()
+        return time.perf_counter() - started
+
+
 # ------------------------------------------------------------------ aiokafka_lead
 async def produce_ours(args: argparse.Namespace, payload: bytes, progress: Progress) -> float:
     from aiokafka_lead import AIOKafkaProducer
 
     async with AIOKafkaProducer(bootstrap_servers=args.bootstrap_server, acks=1, linger_ms=5) as producer:
         await producer.partitions_for(args.topic)
-        with profiled(args.profile):
-            started = time.perf_counter()
-            CPU.start()
-            for i in range(args.records):
-                await producer.send(args.topic, payload)
-                if not i & 0x3FFF:
-                    progress(i)
-            await producer.flush()
-            CPU.stop()
-            return time.perf_counter() - started
+        return await timed_produce(producer, args, payload, progress)
 
 
 async def consume_ours(args: argparse.Namespace, progress: Progress) -> float:
@@ -98,19 +120,7 @@ async def consume_ours(args: argparse.Namespace, progress: Progress) -> float:
         bootstrap_servers=args.bootstrap_server, auto_offset_reset="earliest", enable_auto_commit=False
     ) as consumer:
         consumer.assign([TopicPartition(args.topic, p) for p in range(args.partitions)])
-        with profiled(args.profile):
-            started = time.perf_counter()
-            CPU.start()
-            count = volume = 0
-            while count < args.records:
-                batches = await consumer.getmany(timeout_ms=1000)
-                for records in batches.values():
-                    count += len(records)
-                    for record in records:
-                        volume += len(record.value)  # type: ignore[arg-type]
-                progress(count)
-            CPU.stop()
-            return time.perf_counter() - started
+        return await timed_consume(consumer, args, progress)
 
 
 # ------------------------------------------------------------------------ aiokafka
@@ -121,16 +131,7 @@ async def produce_aiokafka(args: argparse.Namespace, payload: bytes, progress: P
     await producer.start()
     try:
         await producer.partitions_for(args.topic)
-        with profiled(args.profile):
-            started = time.perf_counter()
-            CPU.start()
-            for i in range(args.records):
-                await producer.send(args.topic, payload)
-                if not i & 0x3FFF:
-                    progress(i)
-            await producer.flush()
-            CPU.stop()
-            return time.perf_counter() - started
+        return await timed_produce(producer, args, payload, progress)
     finally:
         await producer.stop()
 
@@ -144,19 +145,7 @@ async def consume_aiokafka(args: argparse.Namespace, progress: Progress) -> floa
     await consumer.start()
     try:
         consumer.assign([TopicPartition(args.topic, p) for p in range(args.partitions)])
-        with profiled(args.profile):
-            started = time.perf_counter()
-            CPU.start()
-            count = volume = 0
-            while count < args.records:
-                batches = await consumer.getmany(timeout_ms=1000)
-                for records in batches.values():
-                    count += len(records)
-                    for record in records:
-                        volume += len(record.value)
-                progress(count)
-            CPU.stop()
-            return time.perf_counter() - started
+        return await timed_consume(consumer, args, progress)
     finally:
         await consumer.stop()
 
