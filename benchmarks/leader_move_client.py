@@ -3,7 +3,8 @@
 Connects, warms up (unmeasured), prints ``GO <wall-clock time>`` so the orchestrator can
 schedule the leader moves, then produces ``--rate`` records/s of ``--size`` bytes with
 acks=all and linger 0 for ``--duration`` seconds, recording every record's latency from
-send to acknowledgement, and writes the samples as JSON to ``--out``.
+its scheduled time (start + i / rate) to its acknowledgement and the time send()
+blocked, and writes the samples as JSON to ``--out``.
 
     python benchmarks/leader_move_client.py --client aiokafka --bootstrap-server H:P --topic T --out F
 """
@@ -19,18 +20,12 @@ import time
 from pathlib import Path
 from typing import Any
 
+from aiokafka_lead.bench.load import TICK_S, Pacer, paced_async
 from aiokafka_lead.bench.stats import Samples
 
-TICK_S = 0.002
 
-
-def go(samples: Samples) -> None:
+def go() -> None:
     print(f"GO {time.time():.6f}", flush=True)
-
-
-def record_at(samples: Samples, index: int, ok: bool) -> None:
-    if ok:
-        samples.latency_ms[index] = (time.time() - samples.sent_at[index]) * 1000
 
 
 async def run_ours(args: argparse.Namespace, samples: Samples, hints: bool) -> dict[str, Any]:
@@ -45,7 +40,7 @@ async def run_ours(args: argparse.Namespace, samples: Samples, hints: bool) -> d
         await paced_produce(
             producer, args.topic, rate=args.rate, duration_s=args.warmup, record_size=args.size, samples=warm
         )
-        go(samples)
+        go()
         await paced_produce(
             producer,
             args.topic,
@@ -68,24 +63,20 @@ async def run_aiokafka(args: argparse.Namespace, samples: Samples) -> dict[str, 
     payload = os.urandom(args.size)
 
     async def paced(target: Samples, duration: float) -> None:
-        total, started, sent = int(args.rate * duration), time.monotonic(), 0
-        while sent < total:
-            due = min(total, int((time.monotonic() - started) * args.rate) + 1)
-            while sent < due:
-                index = len(target.sent_at)
-                target.sent_at.append(time.time())
-                target.latency_ms.append(None)
-                fut = await producer.send(args.topic, payload, key=str(sent).encode())
-                fut.add_done_callback(
-                    lambda f, i=index, t=target: record_at(t, i, not f.cancelled() and f.exception() is None)
-                )
-                sent += 1
-            await asyncio.sleep(TICK_S)
+        pacer = Pacer(target, rate=args.rate, duration_s=duration)
+
+        async def send(index: int) -> None:
+            fut = await producer.send(args.topic, payload, key=str(index).encode())
+            fut.add_done_callback(
+                lambda f: pacer.acked(index, not f.cancelled() and f.exception() is None)
+            )
+
+        await paced_async(pacer, send)
         await producer.flush()
 
     try:
         await paced(Samples("warm-up"), args.warmup)
-        go(samples)
+        go()
         await paced(samples, args.duration)
     finally:
         await producer.stop()
@@ -107,25 +98,28 @@ def run_confluent(args: argparse.Namespace, samples: Samples) -> dict[str, Any]:
     payload = os.urandom(args.size)
 
     def paced(target: Samples, duration: float) -> None:
-        total, started, sent = int(args.rate * duration), time.monotonic(), 0
-        while sent < total:
-            due = min(total, int((time.monotonic() - started) * args.rate) + 1)
-            while sent < due:
-                index = len(target.sent_at)
-                target.sent_at.append(time.time())
-                target.latency_ms.append(None)
-                producer.produce(
-                    args.topic,
-                    payload,
-                    key=str(sent).encode(),
-                    on_delivery=lambda err, msg, i=index, t=target: record_at(t, i, err is None),
-                )
-                sent += 1
+        pacer = Pacer(target, rate=args.rate, duration_s=duration)
+        pacer.start()
+        while not pacer.done:
+            for index in pacer.due():
+                began = time.monotonic()
+                while True:
+                    try:
+                        producer.produce(
+                            args.topic,
+                            payload,
+                            key=str(index).encode(),
+                            on_delivery=lambda err, _msg, i=index: pacer.acked(i, err is None),
+                        )
+                        break
+                    except BufferError:  # queue full: librdkafka's way of blocking
+                        producer.poll(TICK_S)
+                pacer.blocked(index, time.monotonic() - began)
             producer.poll(TICK_S)
         producer.flush(120)
 
     paced(Samples("warm-up"), args.warmup)
-    go(samples)
+    go()
     paced(samples, args.duration)
     return {"version": confluent_kafka.version()[0], "librdkafka": confluent_kafka.libversion()[0]}
 

@@ -138,16 +138,18 @@ async def run_in_process(
 
 
 def table(rows: Sequence[Summary]) -> str:
-    """A plain-text comparison table of Summary rows."""
+    """A plain-text comparison table of Summary rows (latency from each record's scheduled
+    time; "blocked" is the time spent inside send(), in total and the longest call)."""
     header = (
         f"{'client':<28} {'records':>8} {'failed':>6} {'p50':>7} {'p99':>8} {'p99.9':>8} {'max':>8}"
-        "  worst stall per move (ms)"
+        f" {'blocked':>8} {'longest':>8}  worst per move (ms)"
     )
     lines = [header, "-" * len(header)]
     for s in rows:
         stalls = ", ".join(f"{v:.0f}" for v in s.stall_ms)
         lines.append(
             f"{s.client:<28} {s.records:>8} {s.failed:>6} {s.p50_ms:>7.1f} {s.p99_ms:>8.1f} "
-            f"{s.p999_ms:>8.1f} {s.max_ms:>8.1f}  {stalls}"
+            f"{s.p999_ms:>8.1f} {s.max_ms:>8.1f} "
+            f"{s.blocked_total_ms:>8.0f} {s.blocked_max_ms:>8.1f}  {stalls}"
         )
     return "\n".join(lines)

@@ -12,17 +12,18 @@ COLORS = ["#1f77b4", "#d62728", "#2ca02c", "#ff7f0e", "#9467bd", "#8c564b"]
 
 def plot_runs(runs: Sequence[Samples], path: Path, title: str) -> Path:
     """One row per client (latency of every record over time, moves shaded) and a CDF panel."""
-    import matplotlib
+    import matplotlib  # the [plot] extra
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
     fig, axes = plt.subplots(len(runs) + 1, 1, figsize=(11, 2.4 * len(runs) + 3.2), squeeze=False)
-    t0 = min((s.sent_at[0] for s in runs if s.sent_at), default=0.0)
+    t0 = min((s.scheduled_at[0] for s in runs if s.scheduled_at), default=0.0)
     top = max((v for s in runs for v in s.latency_ms if v is not None), default=1.0)
     for ax, samples, color in zip(axes[:-1, 0], runs, COLORS, strict=False):
-        start = samples.sent_at[0] if samples.sent_at else t0
-        xs = [t - start for t, v in zip(samples.sent_at, samples.latency_ms, strict=True) if v is not None]
+        start = samples.scheduled_at[0] if samples.scheduled_at else t0
+        pairs = zip(samples.scheduled_at, samples.latency_ms, strict=True)
+        xs = [t - start for t, v in pairs if v is not None]
         ys = [v for v in samples.latency_ms if v is not None]
         ax.scatter(xs, ys, s=2, color=color, rasterized=True)
         for move_start, move_end in samples.moves:
@@ -32,11 +33,11 @@ def plot_runs(runs: Sequence[Samples], path: Path, title: str) -> Path:
         failed = sum(1 for v in samples.latency_ms if v is None)
         ax.set_yscale("log")
         ax.set_ylim(0.5, top * 1.5)
-        ax.set_ylabel("latency ms")
+        ax.set_ylabel("ms from schedule")
         ax.set_title(
             f"{samples.client}: {len(ys)} acked, {failed} failed (grey: leadership of every partition moving)"
         )
-    axes[-2, 0].set_xlabel("seconds since the run started")
+    axes[-2, 0].set_xlabel("scheduled time, seconds since the run started")
     cdf = axes[-1, 0]
     for samples, color in zip(runs, COLORS, strict=False):
         values = sorted(v for v in samples.latency_ms if v is not None)

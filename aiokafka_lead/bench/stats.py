@@ -1,4 +1,11 @@
-"""Latency samples of a produce run and what the leader-move comparison reports."""
+"""Latency samples of a produce run and what the leader-move comparison reports.
+
+Every client is measured the same way, free of coordinated omission: record ``i`` of a run
+is *scheduled* at ``start + i / rate``; its latency runs from that scheduled time to its
+acknowledgement, so a client whose ``send()`` blocks during a stall is charged for the
+records it could not even hand over. The time each ``send()`` call itself blocked is kept
+beside it (``blocked_ms``).
+"""
 
 from __future__ import annotations
 
@@ -7,16 +14,18 @@ from collections.abc import Sequence
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
-STALL_WINDOW_S = 5.0  # records sent this long after a move count towards its stall
+STALL_WINDOW_S = 5.0  # records scheduled this long after a move count towards its stall
 
 
 @dataclass(slots=True)
 class Samples:
-    """One client's run: wall-clock send times and latencies (ms; None = not delivered)."""
+    """One client's run: wall-clock scheduled times, latencies from them (ms; None = not
+    delivered) and the time each send() call blocked (ms)."""
 
     client: str
-    sent_at: list[float] = field(default_factory=list)
+    scheduled_at: list[float] = field(default_factory=list)
     latency_ms: list[float | None] = field(default_factory=list)
+    blocked_ms: list[float] = field(default_factory=list)
     moves: list[tuple[float, float]] = field(default_factory=list)  # wall-clock (start, end)
     extra: dict[str, Any] = field(default_factory=dict)
 
@@ -27,8 +36,9 @@ class Samples:
     def from_json(cls, data: dict[str, Any]) -> Samples:
         return cls(
             data["client"],
-            data["sent_at"],
+            data["scheduled_at"],
             data["latency_ms"],
+            data.get("blocked_ms", []),
             [tuple(m) for m in data.get("moves", [])],
             data.get("extra", {}),
         )
@@ -51,8 +61,10 @@ class Summary:
     p99_ms: float
     p999_ms: float
     max_ms: float
-    stall_ms: list[float]  # per move: worst latency of records sent within STALL_WINDOW_S after it began
+    stall_ms: list[float]  # per move: worst latency of records scheduled within STALL_WINDOW_S after it
     over_100ms: int
+    blocked_total_ms: float  # time spent inside send() over the run
+    blocked_max_ms: float  # the longest single send() call
 
     def row(self) -> dict[str, Any]:
         return asdict(self)
@@ -65,8 +77,8 @@ def summarize(samples: Samples) -> Summary:
     for start, _end in samples.moves:
         window = [
             lat
-            for sent, lat in zip(samples.sent_at, samples.latency_ms, strict=True)
-            if lat is not None and start <= sent < start + STALL_WINDOW_S
+            for at, lat in zip(samples.scheduled_at, samples.latency_ms, strict=True)
+            if lat is not None and start <= at < start + STALL_WINDOW_S
         ]
         stalls.append(max(window, default=math.nan))
     return Summary(
@@ -79,4 +91,6 @@ def summarize(samples: Samples) -> Summary:
         max_ms=ok[-1] if ok else math.nan,
         stall_ms=stalls,
         over_100ms=sum(1 for v in ok if v > 100),
+        blocked_total_ms=sum(samples.blocked_ms),
+        blocked_max_ms=max(samples.blocked_ms, default=0.0),
     )

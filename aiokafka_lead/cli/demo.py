@@ -1,26 +1,30 @@
 """``aiokafka-lead demo``: the README's main job, the KIP-951 leader-move comparison.
 
-Starts a local 3-node KRaft cluster (or uses ``--bootstrap-server``), then produces at a
-fixed rate with acks=all twice, once with KIP-951 leader hints on and once with them off
-(the pre-KIP-951 retry path), each time rotating the leadership of every partition three
-times. Prints live progress, the comparison table, and writes a plot and the raw samples.
+Starts a local 3-node KRaft cluster for a named scenario (by default ``kip-conditions``:
+broker defaults, clients behind an emulated real network; loopback when Go is missing) or
+uses ``--bootstrap-server``, then produces at a fixed rate with acks=all twice, once with
+KIP-951 leader hints on and once with them off (the pre-KIP-951 retry path), each time
+rotating the leadership of every partition three times. Prints the conditions, live
+progress and the comparison table (latency from each record's scheduled time), and writes
+the raw samples as JSON and, with matplotlib installed, a plot.
 """
 
 from __future__ import annotations
 
 import argparse
-import functools
+import importlib.util
 import json
 import math
 import tempfile
 from pathlib import Path
 from typing import Any
 
-import anyio
-
 from aiokafka_lead.admin import AIOKafkaAdminClient
 from aiokafka_lead.bench.leader_move import BenchConfig, run_in_process, table, warm_cluster
+from aiokafka_lead.bench.scenarios import SCENARIOS, cluster_for
 from aiokafka_lead.bench.stats import Samples, summarize
+
+PLOT_EXTRA = "pip install 'aiokafka_lead[plot]'"
 
 
 def add_parser(sub: Any) -> None:
@@ -29,6 +33,12 @@ def add_parser(sub: Any) -> None:
     )
     p.add_argument("--bootstrap-server", help="use this cluster instead of starting a local one")
     p.add_argument("--command-config", "--admin.config", dest="admin_config")
+    p.add_argument(
+        "--scenario",
+        default="kip-conditions",
+        choices=sorted(SCENARIOS),
+        help="conditions of the local cluster (default kip-conditions; see docs/kip-951.md)",
+    )
     p.add_argument("--duration", type=float, default=25.0, help="seconds per run (default 25)")
     p.add_argument("--rate", type=float, default=1000.0, help="records per second (default 1000)")
     p.add_argument("--partitions", type=int, default=12)
@@ -41,11 +51,20 @@ def _say(message: str) -> None:
     print(message, flush=True)
 
 
-async def demo_on(bootstrap: str, client_kwargs: dict[str, Any], args: argparse.Namespace) -> int:
+async def demo_on(
+    bootstrap: str,
+    client_kwargs: dict[str, Any],
+    args: argparse.Namespace,
+    conditions: list[str],
+    *,
+    control_bootstrap: str | None = None,
+) -> int:
     cfg = BenchConfig(
         partitions=args.partitions, rate=args.rate, duration_s=args.duration, move_at=(0.2, 0.5, 0.8)
     )
-    async with AIOKafkaAdminClient(bootstrap_servers=bootstrap, **client_kwargs) as admin:
+    async with AIOKafkaAdminClient(
+        bootstrap_servers=control_bootstrap or bootstrap, **client_kwargs
+    ) as admin:
         cluster = await admin.describe_cluster()
         _say(f"cluster {cluster.cluster_id}: {len(cluster.brokers)} broker(s)")
         if len(cluster.brokers) < 2:
@@ -57,7 +76,16 @@ async def demo_on(bootstrap: str, client_kwargs: dict[str, Any], args: argparse.
             _say(f"\n{label}: {cfg.partitions} partitions, acks=all, {cfg.record_size} B records")
             runs.append(await run_in_process(bootstrap, admin, label, cfg, leader_hints=hints, say=_say))
     summaries = [summarize(r) for r in runs]
-    _say("\n" + table(summaries))
+    _say("")
+    for line in conditions:
+        _say(line)
+    _say(
+        f"load: {cfg.rate:.0f} records/s of {cfg.record_size} B, acks=all, linger 0, "
+        f"{cfg.partitions} partitions, every leader moved at "
+        + ", ".join(f"{m * 100:.0f}%" for m in cfg.move_at)
+        + f" of {cfg.duration_s:.0f}s; latency from each record's scheduled time"
+    )
+    _say(table(summaries))
     on, off = summaries
     for name, a, b in (("p99.9", on.p999_ms, off.p999_ms), ("max", on.max_ms, off.max_ms)):
         if b and not math.isnan(a) and not math.isnan(b):
@@ -66,59 +94,38 @@ async def demo_on(bootstrap: str, client_kwargs: dict[str, Any], args: argparse.
     hints = runs[0].extra.get("metrics", {})
     applied, immediate = hints.get("leader_hints_applied"), hints.get("immediate_retries")
     _say(f"with hints: {applied} leader hints applied, {immediate} immediate retries")
-    _say(await anyio.to_thread.run_sync(_save, Path(args.out), runs))
+    for line in save(Path(args.out), runs, conditions):
+        _say(line)
     return 0 if all(s.failed == 0 for s in summaries) else 1
 
 
-def _save(out: Path, runs: list[Samples]) -> str:
-    """Write the raw samples and the plot; returns what to tell the user."""
+def save(out: Path, runs: list[Samples], conditions: list[str]) -> list[str]:
+    """Write the raw samples and, with matplotlib, the plot; returns what to tell the user."""
     out.mkdir(parents=True, exist_ok=True)
-    (out / "leader_move_demo.json").write_text(json.dumps([r.to_json() for r in runs]))
-    try:
-        from aiokafka_lead.bench.plot import plot_runs
-    except ImportError:
-        return f"samples: {out / 'leader_move_demo.json'} (install matplotlib for the plot)"
-    path = plot_runs(runs, out / "leader_move_demo.png", "aiokafka_lead: KIP-951 leader hints on vs off")
-    return f"samples: {out / 'leader_move_demo.json'}\nplot: {path}"
+    samples = out / "leader_move_demo.json"
+    samples.write_text(json.dumps({"conditions": conditions, "runs": [r.to_json() for r in runs]}))
+    if importlib.util.find_spec("matplotlib") is None:
+        return [f"samples: {samples}", f"plots: not drawn, matplotlib is missing ({PLOT_EXTRA} draws them)"]
+    from aiokafka_lead.bench.plot import plot_runs
 
-
-async def _local_cluster_demo(client_kwargs: dict[str, Any], args: argparse.Namespace) -> int:
-    from aiokafka_lead.testing.cluster import KafkaCluster
-
-    with tempfile.TemporaryDirectory(prefix="aiokafka-lead-demo-") as tmp:
-        _say("starting a local 3-node Apache Kafka KRaft cluster (official jars from Maven Central)...")
-        cluster = KafkaCluster(tmp, brokers=3)
-        await anyio.to_thread.run_sync(cluster.up)
-        try:
-            bootstrap = cluster.bootstrap()
-            _say(f"cluster up at {bootstrap}")
-            quorum = await anyio.to_thread.run_sync(
-                functools.partial(
-                    cluster.run_tool,
-                    "org.apache.kafka.tools.MetadataQuorumCommand",
-                    "--bootstrap-server",
-                    bootstrap,
-                    "describe",
-                    "--status",
-                )
-            )
-            _say("KRaft quorum (Kafka's own MetadataQuorumCommand):")
-            for line in quorum.splitlines():
-                if line.split(":", 1)[0].strip() in (
-                    "LeaderId",
-                    "LeaderEpoch",
-                    "HighWatermark",
-                    "CurrentVoters",
-                ):
-                    _say(f"  {line.strip()}")
-            return await demo_on(bootstrap, client_kwargs, args)
-        finally:
-            _say("stopping the cluster...")
-            with anyio.CancelScope(shield=True):
-                await anyio.to_thread.run_sync(cluster.down)
+    title = "aiokafka_lead: KIP-951 leader hints on vs off\n" + conditions[0]
+    path = plot_runs(runs, out / "leader_move_demo.png", title)
+    return [f"samples: {samples}", f"plot: {path}"]
 
 
 async def run(args: argparse.Namespace, client_kwargs: dict[str, Any]) -> int:
     if args.bootstrap_server:
-        return await demo_on(args.bootstrap_server, client_kwargs, args)
-    return await _local_cluster_demo(client_kwargs, args)
+        conditions = [
+            f"cluster: {args.bootstrap_server} (external: its broker settings and network are its own)"
+        ]
+        return await demo_on(args.bootstrap_server, client_kwargs, args, conditions)
+    with tempfile.TemporaryDirectory(prefix="aiokafka-lead-demo-") as tmp:
+        async with cluster_for(
+            SCENARIOS[args.scenario], Path(tmp), rate=args.rate, record_size=1024, say=_say
+        ) as env:
+            conditions = env.describe()
+            for line in conditions:
+                _say(line)
+            return await demo_on(
+                env.bootstrap, client_kwargs, args, conditions, control_bootstrap=env.control_bootstrap
+            )

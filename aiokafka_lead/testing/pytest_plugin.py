@@ -37,7 +37,9 @@ def _session_cluster(
         return
     directory = tmp_path_factory.mktemp(f"kafka-{brokers}node", numbered=True)
     # Every client listener at once, so one cluster serves all the security tests.
-    cluster = KafkaCluster(directory, brokers, listeners=CLIENT_PROTOCOLS, stop_at_exit=True)
+    cluster = KafkaCluster(
+        directory, brokers, listeners=CLIENT_PROTOCOLS, profile="testing", stop_at_exit=True
+    )
     cluster.up(timeout=START_TIMEOUT)
     try:
         yield cluster

@@ -12,7 +12,7 @@ import time
 from collections.abc import Sequence
 from pathlib import Path
 
-from . import jars
+from . import config, jars
 from .cluster import STATE_FILE, KafkaCluster
 from .node import ClusterError
 
@@ -37,6 +37,12 @@ def _parser() -> argparse.ArgumentParser:
         help="comma-separated client listeners: PLAINTEXT,SSL,SASL_PLAINTEXT,SASL_SSL",
     )
     up.add_argument("--benchmark", action="store_true", help="bigger JVM, G1 GC")
+    up.add_argument(
+        "--broker-profile",
+        default=config.DEFAULT_PROFILE,
+        choices=sorted(config.PROFILES),
+        help=f"broker settings on top of Kafka's defaults (default {config.DEFAULT_PROFILE})",
+    )
     up.add_argument("--timeout", type=float, default=120.0)
 
     for name, text in (
@@ -96,9 +102,15 @@ def _run(args: argparse.Namespace) -> int:
             kafka_version=args.kafka_version,
             listeners=[s for s in args.listeners.split(",") if s],
             benchmark=args.benchmark,
+            profile=args.broker_profile,
         )
         cluster.up(timeout=args.timeout)
         jars.progress("up", started)
+        changed = cluster.non_default_settings()
+        jars.progress(
+            f"broker profile {args.broker_profile}: "
+            + (", ".join(f"{k}={v}" for k, v in changed.items()) or "Kafka's defaults")
+        )
         _print_bootstrap(cluster)
         return 0
 

@@ -72,9 +72,16 @@ class KafkaCluster:
         users: dict[str, str] | None = None,
         benchmark: bool = False,
         host: str = "127.0.0.1",
+        profile: str = config.DEFAULT_PROFILE,
         extra_properties: dict[str, str] | None = None,
+        proxied: bool = False,
         stop_at_exit: bool = False,
     ) -> None:
+        """``profile`` names the broker settings on top of Kafka's defaults
+        (``config.PROFILES``); ``extra_properties`` override single settings. With
+        ``proxied`` every node gets one more PLAINTEXT listener, ``PROXIED``, advertised at a
+        port of its own where something in between (``aiokafka_lead.testing.netem``) must
+        forward to the listener's real port (``ports(n).client["PROXIED"]``)."""
         if brokers < 1:
             raise ValueError("a cluster needs at least one node")
         self.directory = Path(directory).resolve()
@@ -84,7 +91,10 @@ class KafkaCluster:
         self.users: dict[str, str] = dict(users or security.DEFAULT_USERS)
         self.benchmark = benchmark
         self.host = host
+        config.profile_settings(profile, brokers)  # unknown names fail here, not at up()
+        self.profile = profile
         self.extra_properties: dict[str, str] = dict(extra_properties or {})
+        self.proxied = proxied
         self.cluster_id = _new_cluster_id()
         self.ca_file: Path | None = None
         self._keystore: Path | None = None
@@ -116,12 +126,16 @@ class KafkaCluster:
             benchmark=state["benchmark"],
             host=state["host"],
             extra_properties=state.get("extra_properties", {}),  # absent before this option existed
+            profile=state.get("profile", "testing"),  # every cluster ran the testing one before
+            proxied=state.get("proxied", False),
         )
         self.cluster_id = state["cluster_id"]
         self.ca_file = Path(state["ca_file"]) if state["ca_file"] else None
         self._keystore = Path(state["keystore"]) if state["keystore"] else None
         for key, raw in state["nodes"].items():
-            ports = NodePorts(raw["controller"], raw["internal"], dict(raw["client"]))
+            ports = NodePorts(
+                raw["controller"], raw["internal"], dict(raw["client"]), dict(raw.get("advertised", {}))
+            )
             self._nodes[int(key)] = _Node(int(key), ports, raw["pid"], raw["marker"])
         return self
 
@@ -137,6 +151,8 @@ class KafkaCluster:
             "users": self.users,
             "benchmark": self.benchmark,
             "extra_properties": self.extra_properties,
+            "profile": self.profile,
+            "proxied": self.proxied,
             "ca_file": str(self.ca_file) if self.ca_file else None,
             "keystore": str(self._keystore) if self._keystore else None,
             "nodes": {
@@ -144,6 +160,7 @@ class KafkaCluster:
                     "controller": n.ports.controller,
                     "internal": n.ports.internal,
                     "client": n.ports.client,
+                    "advertised": n.ports.advertised,
                     "pid": n.pid,
                     "marker": n.marker,
                 }
@@ -177,11 +194,24 @@ class KafkaCluster:
     def bootstrap(self, listener: str = "PLAINTEXT") -> str:
         """``host:port,...`` of every node on ``listener`` (a client listener name)."""
         name = listener.upper()
-        if name not in self.listeners:
+        if name not in self.listeners and not (self.proxied and name == config.PROXIED_LISTENER):
             raise ClusterError(f"listener {name} not enabled (have {', '.join(self.listeners)})")
         return ",".join(
-            f"{self.host}:{self._nodes[nid].ports.client[name]}" for nid in self.node_ids
+            f"{self.host}:{self._nodes[nid].ports.advertised_port(name)}" for nid in self.node_ids
         )
+
+    def non_default_settings(self) -> dict[str, str]:
+        """Every broker setting of this cluster that differs from Kafka's defaults (the
+        profile's and ``extra_properties``), structural ones (listeners, quorum) aside."""
+        props = config.node_properties(
+            self.node_ids[0],
+            {n.node_id: n.ports for n in self._nodes.values()},
+            host=self.host,
+            data_dir=self.node_dir(self.node_ids[0]),
+            security=self._security_files(),
+            profile=self.profile,
+        )
+        return {**config.non_default_settings(props), **self.extra_properties}
 
     def is_running(self, node_id: int) -> bool:
         n = self._node(node_id)
@@ -357,12 +387,15 @@ class KafkaCluster:
         for old in self.directory.glob("node-*"):
             shutil.rmtree(old)
         shutil.rmtree(self.directory / "security", ignore_errors=True)
-        per_node = 2 + len(self.listeners)
+        per_node = 2 + len(self.listeners) + (2 if self.proxied else 0)
         ports = iter(config.free_ports(per_node * len(self._nodes), self.host))
         for n in self._nodes.values():
             n.ports = NodePorts(
                 next(ports), next(ports), {name: next(ports) for name in self.listeners}
             )
+            if self.proxied:
+                n.ports.client[config.PROXIED_LISTENER] = next(ports)
+                n.ports.advertised[config.PROXIED_LISTENER] = next(ports)
             n.pid = n.marker = None
         if any("SSL" in name for name in self.listeners):
             tls = security.generate_tls(self.directory / "security", (self.host, "localhost"))
@@ -388,6 +421,7 @@ class KafkaCluster:
             host=self.host,
             data_dir=ndir / "data",
             security=self._security_files(),
+            profile=self.profile,
         )
         props.update(self.extra_properties)
         (ndir / "node.properties").write_text(config.render_properties(props))

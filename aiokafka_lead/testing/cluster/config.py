@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import random
 import socket
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -19,6 +19,8 @@ CLIENT_PROTOCOLS = ("PLAINTEXT", "SSL", "SASL_PLAINTEXT", "SASL_SSL")
 #: Inter-broker and controller traffic always stays on internal PLAINTEXT listeners.
 INTERNAL_LISTENER = "INTERNAL"
 CONTROLLER_LISTENER = "CONTROLLER"
+#: A PLAINTEXT client listener advertised at a proxy's port (network emulation).
+PROXIED_LISTENER = "PROXIED"
 DEFAULT_SASL_MECHANISMS = ("SCRAM-SHA-256", "SCRAM-SHA-512", "PLAIN")
 
 
@@ -29,9 +31,14 @@ class NodePorts:
     controller: int
     internal: int
     client: dict[str, int] = field(default_factory=dict)
+    #: listener -> the port advertised for it, where a proxy in front forwards to ``client``
+    advertised: dict[str, int] = field(default_factory=dict)
 
     def all(self) -> list[int]:
         return [self.controller, self.internal, *self.client.values()]
+
+    def advertised_port(self, listener: str) -> int:
+        return self.advertised.get(listener, self.client[listener])
 
 
 @dataclass(frozen=True)
@@ -102,6 +109,76 @@ def quorum_voters(ports: Mapping[int, NodePorts], host: str) -> str:
     return ",".join(f"{nid}@{host}:{p.controller}" for nid, p in sorted(ports.items()))
 
 
+#: Kafka 4.1's defaults of every setting a profile changes (from its KafkaConfig), so a
+#: run can print exactly what differs.
+KAFKA_DEFAULTS: dict[str, str] = {
+    "auto.leader.rebalance.enable": "true",
+    "broker.session.timeout.ms": "9000",
+    "broker.heartbeat.interval.ms": "2000",
+    "group.initial.rebalance.delay.ms": "3000",
+    "default.replication.factor": "1",
+    "offsets.topic.num.partitions": "50",
+    "transaction.state.log.num.partitions": "50",
+    "share.coordinator.state.topic.num.partitions": "50",
+    "log.cleaner.dedupe.buffer.size": "134217728",
+    "num.network.threads": "3",
+    "num.io.threads": "8",
+    "replica.fetch.backoff.ms": "1000",
+    "replica.fetch.wait.max.ms": "500",
+    "offsets.topic.replication.factor": "3",
+    "transaction.state.log.replication.factor": "3",
+    "transaction.state.log.min.isr": "2",
+    "share.coordinator.state.topic.replication.factor": "3",
+    "share.coordinator.state.topic.min.isr": "2",
+}
+
+#: Followers that come back quickly after a leader move. With the defaults, a follower's
+#: fetch parked on the new leader (up to replica.fetch.wait.max.ms, 500 ms) holds back the
+#: partitions it just started to follow, and a follower refused for a stale epoch waits
+#: replica.fetch.backoff.ms (1 s): acks=all produces wait for both (docs/kip-951.md).
+FAST_FOLLOWERS = {"replica.fetch.backoff.ms": "100", "replica.fetch.wait.max.ms": "100"}
+
+#: Named broker profiles: settings applied on top of Kafka's defaults.
+PROFILES: dict[str, Callable[[int], dict[str, str]]] = {
+    # Kafka's own defaults: what a new user's cluster runs.
+    "kafka-defaults": lambda n: {},
+    # The defaults plus fast followers.
+    "fast-followers": lambda n: dict(FAST_FOLLOWERS),
+    # The test suite's: leadership only moves when a test moves it (no automatic
+    # rebalance), quick group and broker liveness, small internal topics and buffers,
+    # topics replicated across the cluster by default, and fast followers.
+    "testing": lambda n: {
+        "auto.leader.rebalance.enable": "false",
+        "broker.session.timeout.ms": "6000",
+        "broker.heartbeat.interval.ms": "1000",
+        "group.initial.rebalance.delay.ms": "0",
+        "default.replication.factor": str(min(3, n)),
+        "offsets.topic.num.partitions": "5",
+        "transaction.state.log.num.partitions": "5",
+        "share.coordinator.state.topic.num.partitions": "5",
+        "log.cleaner.dedupe.buffer.size": "2097152",
+        "num.network.threads": "2",
+        "num.io.threads": "4",
+        **FAST_FOLLOWERS,
+    },
+}
+DEFAULT_PROFILE = "kafka-defaults"
+
+
+def profile_settings(profile: str, nodes: int) -> dict[str, str]:
+    """The settings ``profile`` applies to a cluster of ``nodes`` nodes."""
+    try:
+        return PROFILES[profile](nodes)
+    except KeyError:
+        raise ValueError(f"unknown broker profile {profile!r}; choose from {sorted(PROFILES)}") from None
+
+
+def non_default_settings(props: Mapping[str, str]) -> dict[str, str]:
+    """The settings of ``props`` (a node's properties) that differ from Kafka's defaults,
+    leaving out the structural ones (roles, listeners, quorum, directories)."""
+    return {k: v for k, v in props.items() if k in KAFKA_DEFAULTS and KAFKA_DEFAULTS[k] != v}
+
+
 def node_properties(
     node_id: int,
     ports: Mapping[int, NodePorts],
@@ -109,8 +186,10 @@ def node_properties(
     host: str,
     data_dir: Path,
     security: SecurityFiles,
+    profile: str = DEFAULT_PROFILE,
 ) -> dict[str, str]:
-    """The full ``node.properties`` of one combined broker+controller node."""
+    """The full ``node.properties`` of one combined broker+controller node: the
+    structural settings (roles, listeners, quorum, directories) plus ``profile``'s."""
     own = ports[node_id]
     n = len(ports)
     rf = str(min(3, n))
@@ -122,10 +201,12 @@ def node_properties(
     ]
     advertised = [
         f"{INTERNAL_LISTENER}://{host}:{own.internal}",
-        *(f"{name}://{host}:{port}" for name, port in own.client.items()),
+        *(f"{name}://{host}:{own.advertised_port(name)}" for name in own.client),
     ]
     protocol_map = [f"{INTERNAL_LISTENER}:PLAINTEXT", f"{CONTROLLER_LISTENER}:PLAINTEXT"]
-    protocol_map += [f"{name}:{name}" for name in own.client]
+    protocol_map += [
+        f"{name}:{'PLAINTEXT' if name == PROXIED_LISTENER else name}" for name in own.client
+    ]
     props: dict[str, str] = {
         "process.roles": "broker,controller",
         "node.id": str(node_id),
@@ -136,36 +217,15 @@ def node_properties(
         "inter.broker.listener.name": INTERNAL_LISTENER,
         "controller.listener.names": CONTROLLER_LISTENER,
         "log.dirs": str(data_dir),
-        # Test-friendly behaviour: leadership only moves when a test makes it move.
-        "auto.leader.rebalance.enable": "false",
-        "controlled.shutdown.enable": "true",
-        "broker.session.timeout.ms": "6000",
-        "broker.heartbeat.interval.ms": "1000",
-        "group.initial.rebalance.delay.ms": "0",
-        "default.replication.factor": rf,
-        "min.insync.replicas": "1",
-        "num.partitions": "1",
-        "offsets.topic.replication.factor": rf,
-        "offsets.topic.num.partitions": "5",
-        "transaction.state.log.replication.factor": rf,
-        "transaction.state.log.min.isr": min_isr,
-        "transaction.state.log.num.partitions": "5",
-        "share.coordinator.state.topic.replication.factor": rf,
-        "share.coordinator.state.topic.min.isr": min_isr,
-        "share.coordinator.state.topic.num.partitions": "5",
-        "log.cleaner.dedupe.buffer.size": "2097152",
-        "num.network.threads": "2",
-        "num.io.threads": "4",
-        "num.recovery.threads.per.data.dir": "1",
-        "log.flush.interval.messages": "9223372036854775807",
-        # After a leader move, a follower that learns the new epoch before the new leader
-        # does is refused (UNKNOWN_LEADER_EPOCH) and backs off replica.fetch.backoff.ms
-        # (default 1 s), sometimes twice; until it fetches, acks=all produces to that leader
-        # wait, and its other followers' fetches idle up to replica.fetch.wait.max.ms
-        # (500 ms). Traced as the 1-2 s stalls of ~5% of moves on loopback, for every
-        # client alike; 100 ms each removed them (docs/benchmarks.md).
-        "replica.fetch.backoff.ms": "100",
-        "replica.fetch.wait.max.ms": "100",
+        # Internal topics cannot be replicated more widely than the cluster is.
+        **({} if n >= 3 else {
+            "offsets.topic.replication.factor": rf,
+            "transaction.state.log.replication.factor": rf,
+            "transaction.state.log.min.isr": min_isr,
+            "share.coordinator.state.topic.replication.factor": rf,
+            "share.coordinator.state.topic.min.isr": min_isr,
+        }),
+        **profile_settings(profile, n),
     }
     if any(name in ("SSL", "SASL_SSL") for name in own.client):
         assert security.keystore is not None and security.truststore is not None
