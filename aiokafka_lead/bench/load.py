@@ -100,7 +100,8 @@ async def paced_produce(
     pacer = Pacer(samples, rate=rate, duration_s=duration_s)
 
     async def send(index: int) -> None:
-        handle = await producer.send(topic, payload, key=str(index).encode())
+        scheduled_ms = int(samples.scheduled_at[index] * 1000)  # the consumers measure from it
+        handle = await producer.send(topic, payload, key=str(index).encode(), timestamp_ms=scheduled_ms)
         handle.add_done_callback(_recorder(pacer, index))
 
     await paced_async(pacer, send, progress=progress)

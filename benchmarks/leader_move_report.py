@@ -1,0 +1,129 @@
+"""What benchmarks/leader_move.py reports: per-run summaries aggregated over runs (median
+and min-max), ratios of ours to every peer taken within each run, the consumer table, and
+all of it as markdown."""
+
+from __future__ import annotations
+
+import math
+import statistics
+from typing import Any
+
+from aiokafka_lead.bench.stats import Summary, percentile
+
+OURS = "aiokafka_lead hints on"
+OURS_OFF = "aiokafka_lead hints off"
+
+
+def spread(values: list[float]) -> dict[str, float]:
+    values = [v for v in values if not math.isnan(v)]
+    if not values:
+        return {"median": math.nan, "min": math.nan, "max": math.nan}
+    return {"median": statistics.median(values), "min": min(values), "max": max(values)}
+
+
+def cell(d: dict[str, float], digits: int = 0) -> str:
+    if math.isnan(d["median"]):
+        return "n/a"
+    return f"{d['median']:.{digits}f} ({d['min']:.{digits}f}-{d['max']:.{digits}f})"
+
+
+def aggregate(per_run: list[list[Summary]]) -> list[dict[str, Any]]:
+    """Median and spread (min-max) of each metric per client over the runs."""
+    by_client: dict[str, list[Summary]] = {}
+    for run in per_run:
+        for s in run:
+            by_client.setdefault(s.client, []).append(s)
+    rows = []
+    for client, items in by_client.items():
+        row: dict[str, Any] = {"client": client, "runs": len(items), "failed": sum(s.failed for s in items)}
+        for key in ("p50_ms", "p99_ms", "p999_ms", "max_ms", "blocked_total_ms", "blocked_max_ms"):
+            row[key] = spread([getattr(s, key) for s in items])
+        row["worst_stall_ms"] = spread([v for s in items for v in s.stall_ms])
+        rows.append(row)
+    return rows
+
+
+def ratios(per_run: list[list[Summary]]) -> list[dict[str, Any]]:
+    """ours (hints on) / X at p99.9 and p99, computed within each run, then median over runs."""
+    out = []
+    peers = [s.client for s in per_run[0] if s.client != OURS] if per_run else []
+    for peer in peers:
+        row: dict[str, Any] = {"vs": peer}
+        for key in ("p999_ms", "p99_ms"):
+            values = []
+            for run in per_run:
+                by = {s.client: s for s in run}
+                if OURS in by and peer in by and getattr(by[peer], key) > 0:
+                    values.append(getattr(by[OURS], key) / getattr(by[peer], key))
+            row[key] = spread(values)
+        out.append(row)
+    return out
+
+
+def producer_markdown(rows: list[dict[str, Any]], ratio_rows: list[dict[str, Any]]) -> str:
+    lines = [
+        "| client | p50 ms | p99 ms | p99.9 ms | max ms | worst per move ms | blocked in send() ms "
+        "(total / longest) | failed |",
+        "|---|---|---|---|---|---|---|---|",
+    ]
+    for r in rows:
+        lines.append(
+            f"| {r['client']} | {cell(r['p50_ms'], 1)} | {cell(r['p99_ms'])} | {cell(r['p999_ms'])} | "
+            f"{cell(r['max_ms'])} | {cell(r['worst_stall_ms'])} | {r['blocked_total_ms']['median']:.0f} / "
+            f"{r['blocked_max_ms']['median']:.0f} | {r['failed']} |"
+        )
+    lines += ["", f"| {OURS} / | p99.9 ratio | p99 ratio |", "|---|---|---|"]
+    for r in ratio_rows:
+        lines.append(f"| {r['vs']} | {cell(r['p999_ms'], 2)} | {cell(r['p99_ms'], 2)} |")
+    return "\n".join(lines)
+
+
+def consumer_summary(
+    data: dict[str, Any], started: float, moves: list[tuple[float, float]]
+) -> dict[str, Any]:
+    """Latency from each record's scheduled time to its arrival at the consumer, and, per
+    move, the time from the move's start until every partition delivered its first record
+    scheduled after the move had finished (so written by the new leader)."""
+    lat = sorted(
+        (arrived - ms / 1000) * 1000
+        for ms, arrived in zip(data["scheduled_ms"], data["arrived"], strict=True)
+        if ms / 1000 >= started
+    )
+    per_move = []
+    for begin, end in moves:
+        first: dict[int, float] = {}
+        for p, ms, arrived in zip(data["partition"], data["scheduled_ms"], data["arrived"], strict=True):
+            if ms / 1000 >= end and (p not in first or arrived < first[p]):
+                first[p] = arrived
+        per_move.append((max(first.values()) - begin) * 1000 if first else math.nan)
+    return {
+        "client": data["client"],
+        "records": len(lat),
+        "p50_ms": percentile(lat, 50),
+        "p99_ms": percentile(lat, 99),
+        "p999_ms": percentile(lat, 99.9),
+        "max_ms": lat[-1] if lat else math.nan,
+        "move_to_new_leader_ms": per_move,
+    }
+
+
+def consumer_markdown(per_run: list[list[dict[str, Any]]]) -> str:
+    by_client: dict[str, list[dict[str, Any]]] = {}
+    for run in per_run:
+        for c in run:
+            by_client.setdefault(c["client"], []).append(c)
+    lines = [
+        "| consumer | records/run | p50 ms | p99 ms | p99.9 ms | max ms | move -> first record from the "
+        "new leader, all partitions, ms (median / max over moves) |",
+        "|---|---|---|---|---|---|---|",
+    ]
+    for client, items in by_client.items():
+        moves = [v for c in items for v in c["move_to_new_leader_ms"] if not math.isnan(v)]
+        move_txt = f"{statistics.median(moves):.0f} / {max(moves):.0f}" if moves else "n/a"
+        lines.append(
+            f"| {client} | {statistics.median(c['records'] for c in items):.0f} | "
+            + " | ".join(cell(spread([c[k] for c in items]), 1 if k == "p50_ms" else 0)
+                         for k in ("p50_ms", "p99_ms", "p999_ms", "max_ms"))
+            + f" | {move_txt} |"
+        )  # fmt: skip
+    return "\n".join(lines)
