@@ -7,6 +7,10 @@
 * Reconnect backoff per node (exponential, jittered); bootstrap servers are used until
   metadata names the brokers, and again when no known broker is reachable (KIP-899).
 * Authentication failures are not retried: they surface at once.
+* Lanes: a node can have more than one connection (``lane`` 0 is the usual one). A broker
+  reads one request per connection at a time, so a request parked in its purgatory (an
+  acks=all produce waiting for followers) holds back everything behind it on that
+  connection; the producer sends what must not wait behind it on lane 1 (DESIGN.md).
 """
 
 from __future__ import annotations
@@ -60,7 +64,8 @@ def parse_bootstrap(servers: str | Sequence[str]) -> list[tuple[str, int]]:
 
 
 class BrokerPool:
-    """Connections of one client, keyed by node id (bootstrap addresses by negative ids)."""
+    """Connections of one client, keyed by node id (bootstrap addresses by negative ids)
+    and lane."""
 
     def __init__(
         self,
@@ -73,7 +78,7 @@ class BrokerPool:
         self._bootstrap = parse_bootstrap(bootstrap_servers)
         self._config = config
         self._tg = task_group
-        self._nodes: dict[int, _NodeState] = {}
+        self._nodes: dict[tuple[int, int], _NodeState] = {}  # (node id, lane)
         self._backoff = ExponentialBackoff(config.reconnect_backoff_ms, config.reconnect_backoff_max_ms)
         self._closed = False
         self._rebootstrap = False
@@ -92,23 +97,24 @@ class BrokerPool:
         node = self._store.node(node_id)
         return None if node is None else node.address
 
-    def live_connection(self, node_id: int) -> Connection | None:
-        state = self._nodes.get(node_id)
+    def live_connection(self, node_id: int, lane: int = 0) -> Connection | None:
+        state = self._nodes.get((node_id, lane))
         conn = None if state is None else state.conn
         if conn is None or conn.closed or (conn.host, conn.port) != self._address(node_id):
             return None
         return conn
 
-    async def connection(self, node_id: int) -> Connection:
-        """The live connection to ``node_id``, dialling (after any reconnect backoff) if needed."""
-        conn = self.live_connection(node_id)
+    async def connection(self, node_id: int, lane: int = 0) -> Connection:
+        """The live connection to ``node_id`` on ``lane``, dialling (after any reconnect
+        backoff) if needed."""
+        conn = self.live_connection(node_id, lane)
         if conn is not None:
             return conn
         if self._closed:
             raise KafkaConnectionError("the client is closed")
-        state = self._nodes.setdefault(node_id, _NodeState())
+        state = self._nodes.setdefault((node_id, lane), _NodeState())
         async with state.lock:
-            conn = self.live_connection(node_id)
+            conn = self.live_connection(node_id, lane)
             if conn is not None:
                 return conn
             address = self._address(node_id)
@@ -144,8 +150,8 @@ class BrokerPool:
         """Order to try for "any broker": live and idle first, then known nodes, then bootstrap."""
         live = [
             (c.in_flight, nid)
-            for nid in self._nodes
-            if nid >= 0 and (c := self.live_connection(nid)) is not None
+            for nid, lane in self._nodes
+            if nid >= 0 and lane == 0 and (c := self.live_connection(nid)) is not None
         ]
         known = [n.node_id for n in self._store.nodes()]
         random.shuffle(known)
@@ -165,7 +171,7 @@ class BrokerPool:
         """A connection to any reachable broker; re-bootstraps when no known broker answers."""
         errors: list[str] = []
         for node_id in self._candidates():
-            state = self._nodes.get(node_id)
+            state = self._nodes.get((node_id, 0))
             if state is not None and state.next_attempt > time.monotonic() and state.conn is None:
                 errors.append(f"node {node_id}: in reconnect backoff")
                 continue
@@ -185,14 +191,13 @@ class BrokerPool:
 
     # --------------------------------------------------------------- maintenance
     def _on_metadata_change(self, change: MetadataChange) -> None:
-        for node_id in change.nodes_changed | change.nodes_removed:
-            state = self._nodes.get(node_id)
-            conn = None if state is None else state.conn
-            if conn is None or conn.closed:
+        affected = change.nodes_changed | change.nodes_removed
+        for (node_id, _lane), state in self._nodes.items():
+            conn = state.conn
+            if node_id not in affected or conn is None or conn.closed:
                 continue
             if (conn.host, conn.port) != self._address(node_id):
                 log.info("node %d moved or left; retiring %r", node_id, conn)
-                assert state is not None
                 state.conn = None
                 state.failures = 0
                 state.next_attempt = 0.0

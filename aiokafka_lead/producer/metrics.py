@@ -31,6 +31,7 @@ class ProducerMetrics:
     immediate_retries: int = 0
     batches_expired: int = 0
     produce_requests: int = 0
+    express_requests: int = 0  # sent on a node's second connection (lanes.py)
     errors: collections.Counter[str] = field(default_factory=collections.Counter)
     request_latency: dict[int, LatencyStats] = field(default_factory=dict)
 

@@ -389,6 +389,7 @@ class AIOKafkaProducer:
             "immediate_retries": m.immediate_retries,
             "batches_expired": m.batches_expired,
             "produce_requests": m.produce_requests,
+            "express_requests": m.express_requests,
             "errors": dict(m.errors),
             "leader_hints_applied": store.hint_outcomes[HintOutcome.APPLIED],
             "leader_hints_ignored": {

@@ -11,7 +11,6 @@ the batch backs off as usual (no hot loop).
 
 from __future__ import annotations
 
-import collections
 import logging
 import time
 from typing import Any
@@ -26,6 +25,7 @@ from aiokafka_lead.metadata import BrokerNode, LeaderHint, MetadataChange
 from aiokafka_lead.producer.accumulator import RecordAccumulator
 from aiokafka_lead.producer.batch import ProducerBatch
 from aiokafka_lead.producer.idempotence import IdempotenceState
+from aiokafka_lead.producer.lanes import NodeLanes
 from aiokafka_lead.producer.metrics import ProducerMetrics
 from aiokafka_lead.protocol.messages import ProduceRequest, ProduceResponse
 
@@ -62,7 +62,7 @@ class Sender:
         self._ids = idempotence
         self._metrics = metrics
         self._in_flight = 0
-        self._node_requests: collections.Counter[int] = collections.Counter()  # in flight per node
+        self._lanes = NodeLanes()  # in flight per node and connection (lanes.py)
 
     def _on_metadata_change(self, change: MetadataChange) -> None:
         if change.leaders_changed or change.nodes_changed:
@@ -88,7 +88,8 @@ class Sender:
                             self._acc.fail_all(exc)
                             await self._acc.wait_for_work(self._backoff.delay_s(3))
                             continue
-                    busy = {node for node, n in self._node_requests.items() if n}
+                    now = time.monotonic()
+                    busy, parked_in = self._lanes.plan(now)
                     result = self._acc.drain(
                         store, self._max_request_size, hints=self._hints, busy_nodes=busy
                     )
@@ -96,10 +97,13 @@ class Sender:
                         self._fail(batch, KafkaTimeoutError(self._expiry_message(batch, None)), expired=True)
                     for node_id, batches in result.by_node.items():
                         self._in_flight += 1
-                        self._node_requests[node_id] += 1
-                        tg.start_soon(self._produce, node_id, batches)
+                        lane = self._lanes.lane_for(node_id)
+                        self._lanes.begin(node_id, lane, now)
+                        self._metrics.express_requests += lane
+                        tg.start_soon(self._produce, node_id, lane, now, batches)
                     if not result.by_node and not result.expired:
-                        await self._acc.wait_for_work(result.next_check_s)
+                        checks = [t for t in (result.next_check_s, parked_in) if t is not None]
+                        await self._acc.wait_for_work(min(checks, default=None))
         finally:
             store.remove_listener(self._on_metadata_change)
 
@@ -153,8 +157,9 @@ class Sender:
             ],
         )
 
-    async def _produce(self, node_id: int, batches: list[ProducerBatch]) -> None:
+    async def _produce(self, node_id: int, lane: int, sent_at: float, batches: list[ProducerBatch]) -> None:
         store = self._core.store
+        latency: float | None = None
         try:
             now = time.monotonic()
             for batch in batches:
@@ -167,7 +172,7 @@ class Sender:
             self._metrics.produce_requests += 1
             started = time.monotonic()
             try:
-                conn = await self._core.pool.connection(node_id)
+                conn = await self._core.pool.connection(node_id, lane)
                 response = await conn.send(request, expect_response=self._acks != 0)
             except KafkaError as exc:
                 if exc.retriable:
@@ -176,7 +181,8 @@ class Sender:
                 for batch in batches:
                     self._retry_or_fail(batch, exc, now)
                 return
-            self._metrics.latency(node_id, time.monotonic() - started)
+            latency = time.monotonic() - started
+            self._metrics.latency(node_id, latency)
             if response is None:  # acks=0: nothing comes back
                 for batch in batches:
                     batch.complete(-1)
@@ -185,7 +191,7 @@ class Sender:
             self._handle_response(node_id, batches, response)
         finally:
             self._in_flight -= 1
-            self._node_requests[node_id] -= 1
+            self._lanes.end(node_id, lane, sent_at, latency)
             self._acc.wake()
 
     def _done(self, batch: ProducerBatch) -> None:

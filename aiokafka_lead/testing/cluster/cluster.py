@@ -75,13 +75,15 @@ class KafkaCluster:
         profile: str = config.DEFAULT_PROFILE,
         extra_properties: dict[str, str] | None = None,
         proxied: bool = False,
+        request_log: bool = False,
         stop_at_exit: bool = False,
     ) -> None:
         """``profile`` names the broker settings on top of Kafka's defaults
         (``config.PROFILES``); ``extra_properties`` override single settings. With
         ``proxied`` every node gets one more PLAINTEXT listener, ``PROXIED``, advertised at a
         port of its own where something in between (``aiokafka_lead.testing.netem``) must
-        forward to the listener's real port (``ports(n).client["PROXIED"]``)."""
+        forward to the listener's real port (``ports(n).client["PROXIED"]``). ``request_log``
+        writes every request with its timings to ``logs/requests.log`` of each node."""
         if brokers < 1:
             raise ValueError("a cluster needs at least one node")
         self.directory = Path(directory).resolve()
@@ -95,6 +97,7 @@ class KafkaCluster:
         self.profile = profile
         self.extra_properties: dict[str, str] = dict(extra_properties or {})
         self.proxied = proxied
+        self.request_log = request_log
         self.cluster_id = _new_cluster_id()
         self.ca_file: Path | None = None
         self._keystore: Path | None = None
@@ -425,7 +428,9 @@ class KafkaCluster:
         )
         props.update(self.extra_properties)
         (ndir / "node.properties").write_text(config.render_properties(props))
-        name, text, _ = config.logging_config(self.kafka_version, self.log_file(node_id))
+        name, text, _ = config.logging_config(
+            self.kafka_version, self.log_file(node_id), request_log=self.request_log
+        )
         (ndir / name).write_text(text)
 
     def _format_all(self) -> None:

@@ -270,15 +270,31 @@ def render_properties(props: Mapping[str, str]) -> str:
     return "\n".join(lines) + "\n"
 
 
-def logging_config(version: str, log_file: Path) -> tuple[str, str, str]:
-    """(file name, contents, JVM flag) of a logging config writing to ``log_file``.
+def logging_config(
+    version: str, log_file: Path, *, request_log: bool = False
+) -> tuple[str, str, str]:
+    """(file name, contents, JVM flag) of a logging config writing to ``log_file``; with
+    ``request_log`` (Kafka 4.x) every completed request, with its queue, local, remote
+    (purgatory) and send times, goes to ``requests.log`` beside it.
 
     Kafka 4.x logs through log4j2; 3.x through reload4j (log4j 1 syntax).
     """
     pattern = "[%d] %p %m (%c)%n"
     if uses_log4j2(version):
+        requests = [
+            "appender.req.type = File",
+            "appender.req.name = REQUESTS",
+            f"appender.req.fileName = {log_file.with_name('requests.log')}",
+            "appender.req.layout.type = PatternLayout",
+            f"appender.req.layout.pattern = {pattern}",
+            "logger.request.name = kafka.request.logger",
+            "logger.request.level = DEBUG",
+            "logger.request.additivity = false",
+            "logger.request.appenderRef.req.ref = REQUESTS",
+        ] if request_log else []  # fmt: skip
         text = "\n".join(
             [
+                *requests,
                 "status = warn",
                 "appender.file.type = File",
                 "appender.file.name = FILE",

@@ -1,0 +1,91 @@
+"""Which connection ("lane") the sender uses for a node, and when a node counts as busy.
+
+A broker reads one request per connection at a time: while an acks=all produce waits in its
+purgatory for the followers, every later request on that connection waits too, whatever
+partitions it carries. Around a leader move that request can be parked for hundreds of ms
+(the new leader's followers are still re-pointing their fetchers; docs/kip-951.md), and the
+partitions that just moved to the broker, or that are unaffected, would queue behind it.
+
+Rules (DESIGN.md invariant 15):
+- lane 0 is the node's usual connection; a request goes there when lane 0 is idle,
+  otherwise on lane 1;
+- natural batching (invariant 10) holds new, non-full batches while the node is busy: lane 0
+  has a request out that is younger than the node's stall threshold, or both lanes do;
+- a lane-0 request older than the threshold counts as parked: the next request goes on
+  lane 1 instead of waiting behind it. The threshold is ``STALL_FACTOR`` times the node's
+  recent (EWMA) produce latency, at least ``MIN_STALL_S``;
+- retries (the KIP-951 immediate ones included) never wait for natural batching, so with
+  lane 0 out they go on lane 1 at once.
+"""
+
+from __future__ import annotations
+
+import collections
+from dataclasses import dataclass, field
+
+MIN_STALL_S = 0.02
+STALL_FACTOR = 3.0
+EWMA_WEIGHT = 0.2
+
+
+@dataclass(slots=True)
+class _Lane:
+    started: collections.deque[float] = field(default_factory=collections.deque)  # in-flight send times
+
+
+@dataclass(slots=True)
+class _Node:
+    lanes: tuple[_Lane, _Lane] = field(default_factory=lambda: (_Lane(), _Lane()))
+    ewma_s: float | None = None
+
+
+class NodeLanes:
+    def __init__(self) -> None:
+        self._nodes: dict[int, _Node] = {}
+
+    def _node(self, node_id: int) -> _Node:
+        node = self._nodes.get(node_id)
+        if node is None:
+            node = self._nodes[node_id] = _Node()
+        return node
+
+    def stall_threshold_s(self, node_id: int) -> float:
+        ewma = self._node(node_id).ewma_s
+        return MIN_STALL_S if ewma is None else max(MIN_STALL_S, STALL_FACTOR * ewma)
+
+    def plan(self, now: float) -> tuple[set[int], float | None]:
+        """(nodes natural batching must wait for, seconds until a lane-0 request of one of
+        them turns parked, or None)."""
+        busy: set[int] = set()
+        next_check: float | None = None
+        for node_id, node in self._nodes.items():
+            first, second = node.lanes
+            if not first.started:
+                continue
+            if second.started:
+                busy.add(node_id)
+                continue
+            age = now - first.started[0]
+            threshold = self.stall_threshold_s(node_id)
+            if age < threshold:
+                busy.add(node_id)
+                left = threshold - age
+                next_check = left if next_check is None else min(next_check, left)
+        return busy, next_check
+
+    def lane_for(self, node_id: int) -> int:
+        return 1 if self._node(node_id).lanes[0].started else 0
+
+    def begin(self, node_id: int, lane: int, now: float) -> None:
+        self._node(node_id).lanes[lane].started.append(now)
+
+    def end(self, node_id: int, lane: int, started: float, latency_s: float | None) -> None:
+        """A request sent at ``started`` finished; ``latency_s`` when it got a response."""
+        node = self._node(node_id)
+        node.lanes[lane].started.remove(started)
+        if latency_s is not None and lane == 0:
+            if node.ewma_s is None:
+                node.ewma_s = latency_s
+            else:  # a parked request must not raise the bar for spotting the next one
+                sample = min(latency_s, STALL_FACTOR * node.ewma_s)
+                node.ewma_s = (1 - EWMA_WEIGHT) * node.ewma_s + EWMA_WEIGHT * sample

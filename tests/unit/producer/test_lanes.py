@@ -1,0 +1,89 @@
+"""A produce request parked on a broker must not hold back what does not depend on it.
+
+The fake broker, like a real one, reads one request per connection at a time, so a
+request it delays keeps everything behind it on that connection waiting (as an acks=all
+produce parked in a real broker's purgatory does during a leader move). The producer
+sends retries, and new batches once the parked request is overdue, on the node's second
+connection (lane 1; aiokafka_lead/producer/lanes.py, DESIGN.md invariant 15).
+"""
+
+from __future__ import annotations
+
+import time
+from typing import Any
+
+import anyio
+
+from aiokafka_lead.producer import AIOKafkaProducer
+from aiokafka_lead.testing.fake import FakeCluster
+from aiokafka_lead.testing.fake.intercept import Delay
+
+PRODUCE = 0
+PARK_S = 3.0
+
+
+def carries(request: Any, partition: int) -> bool:
+    return any(p.index == partition for t in request.topic_data for p in t.partition_data)
+
+
+def park_first_produce_of(partition: int, node: int) -> Any:
+    def decide(node_id: int, _header: Any, request: Any) -> Delay | None:
+        return Delay(PARK_S) if node_id == node and carries(request, partition) else None
+
+    return decide
+
+
+async def test_retry_to_a_new_leader_does_not_wait_behind_a_parked_request() -> None:
+    with anyio.fail_after(30):
+        async with FakeCluster(brokers=3) as fc:
+            fc.create_topic("t", partitions=2, replication_factor=3, leaders=[2, 1])
+            async with AIOKafkaProducer(bootstrap_servers=fc.bootstrap, retry_backoff_ms=2000) as producer:
+                for p in (0, 1):
+                    await producer.send_and_wait("t", b"warm", partition=p)
+                fc.intercept(PRODUCE, park_first_produce_of(0, node=2), times=1)
+                parked = await producer.send("t", b"parked", partition=0)  # node 2, lane 0: held 3 s
+                await fc.wait_for(lambda: fc.count(PRODUCE, node_id=2) >= 2)
+                fc.move_leader(("t", 1), 2)  # partition 1 now led by node 2, the parked broker
+                started = time.monotonic()
+                moved = await (await producer.send("t", b"moved", partition=1))
+                took = time.monotonic() - started
+                assert took < 1.0, f"the retry waited {took:.2f}s behind the parked request"
+                assert moved.offset == 1 and not parked.done()
+                assert (await parked).offset == 1
+                m = producer.metrics()
+                assert m["immediate_retries"] == 1 and m["express_requests"] >= 1
+                assert [r[2] for r in fc.records(("t", 1))] == [b"warm", b"moved"]
+
+
+async def test_new_batches_go_around_an_overdue_request_on_the_same_node() -> None:
+    with anyio.fail_after(30):
+        async with FakeCluster(brokers=3) as fc:
+            fc.create_topic("t", partitions=2, replication_factor=3, leaders=[2, 2])
+            async with AIOKafkaProducer(bootstrap_servers=fc.bootstrap) as producer:
+                for p in (0, 1):
+                    await producer.send_and_wait("t", b"warm", partition=p)
+                fc.intercept(PRODUCE, park_first_produce_of(0, node=2), times=1)
+                parked = await producer.send("t", b"parked", partition=0)
+                await anyio.sleep(0.2)  # the parked request is now far older than node 2's latency
+                started = time.monotonic()
+                other = await (await producer.send("t", b"other", partition=1))
+                took = time.monotonic() - started
+                assert took < 1.0, f"an unaffected partition waited {took:.2f}s behind the parked request"
+                assert other.offset == 1 and not parked.done()
+                assert (await parked).offset == 1
+                assert producer.metrics()["express_requests"] == 1
+
+
+async def test_natural_batching_still_holds_new_batches_behind_a_young_request() -> None:
+    """Without a stall, a node's new batches still wait for its in-flight request and then go
+    together (invariant 10): no second connection is used."""
+    with anyio.fail_after(30):
+        async with FakeCluster(brokers=1) as fc:
+            fc.create_topic("t", partitions=4, replication_factor=1)
+            async with AIOKafkaProducer(bootstrap_servers=fc.bootstrap, linger_ms=0) as producer:
+                handles = [await producer.send("t", b"x", partition=i % 4) for i in range(400)]
+                for h in handles:
+                    await h
+                m = producer.metrics()
+                assert m["express_requests"] == 0
+                assert m["produce_requests"] < 200
