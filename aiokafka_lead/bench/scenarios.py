@@ -119,7 +119,8 @@ async def cluster_for(
             bootstrap = await anyio.to_thread.run_sync(proxy_cluster, toxiproxy, cluster, link)
             yield Environment(scenario, bootstrap, direct, link, cluster.non_default_settings())
         finally:
-            await anyio.to_thread.run_sync(toxiproxy.stop)
+            with anyio.CancelScope(shield=True):
+                await anyio.to_thread.run_sync(toxiproxy.stop)
     finally:
         say("stopping the cluster...")
         with anyio.CancelScope(shield=True):

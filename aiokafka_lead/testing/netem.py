@@ -94,15 +94,18 @@ class Toxiproxy:
                 stdin=subprocess.DEVNULL,
             )
         deadline = time.monotonic() + timeout
-        while True:
-            try:
-                self._call("GET", "/version")
-                return self
-            except (OSError, urllib.error.URLError):
-                if self._proc.poll() is not None or time.monotonic() > deadline:
-                    self.stop()
-                    raise ClusterError(f"toxiproxy-server did not start (log: {self.log_file})") from None
-                time.sleep(0.1)
+        try:
+            while True:
+                try:
+                    self._call("GET", "/version")
+                    return self
+                except (OSError, urllib.error.URLError):
+                    if self._proc.poll() is not None or time.monotonic() > deadline:
+                        raise ClusterError(f"toxiproxy-server did not start (log: {self.log_file})") from None
+                    time.sleep(0.1)
+        except BaseException:
+            self.stop()  # never leave a server of ours behind
+            raise
 
     def stop(self) -> None:
         if self._proc is not None:
