@@ -19,7 +19,7 @@ read at the same time by aiokafka_lead, aiokafka and confluent-kafka consumers.
     python benchmarks/leader_move.py --scenarios kip-conditions --runs 3 --duration 40
     python benchmarks/leader_move.py --bootstrap-server H:P --clients ours,ours-nohints
 
-Writes benchmarks/results/leader_move.json and .md, raw samples under
+Writes benchmarks/results/leader_move_<scenario>.json and .md, raw samples under
 benchmarks/results/raw/, and (with matplotlib: pip install 'aiokafka_lead[plot]') plots
 under docs/img/.
 """
@@ -111,8 +111,8 @@ async def run_one(
                        "--bootstrap-server", env.bootstrap, "--topic", topic, "--partitions",
                        str(cfg.partitions), "--expect", str(total),
                        "--out", str(consumer_out[c])]  # fmt: skip
-                proc = await anyio.open_process(cmd, stderr=err_file)
-                procs.append((f"{c} consumer", proc))
+                procs.append((f"{c} consumer", await anyio.open_process(cmd, stderr=err_file)))
+            for _, proc in procs:  # started together, positioned before anything is produced
                 await read_line(proc, "READY", 120)
             cmd = producer_command(kind, env.bootstrap, topic, cfg, out=out, java_cp=java_cp)
             proc = await anyio.open_process(cmd, stderr=err_file)
@@ -200,9 +200,6 @@ async def main(args: argparse.Namespace) -> int:
     java_cp = ""
     if "java" in args.clients.split(","):
         java_cp = await anyio.to_thread.run_sync(java.build, JAVA_SOURCE, args.kafka_version)
-    results = []
-    for name in args.scenarios.split(","):
-        results.append(await run_scenario(SCENARIOS[name], args, cfg, java_cp, raw))
     intro = (
         f"{args.runs} run(s) per scenario; each: {cfg.partitions} partitions, replication factor "
         f"{cfg.replication_factor}, min.insync.replicas 2, acks=all, linger 0, {cfg.record_size} B records "
@@ -211,13 +208,13 @@ async def main(args: argparse.Namespace) -> int:
         "latency from "
         f"each record's scheduled time. Cells: median (min-max over runs). Machine: {args.machine}."
     )
-    md = [intro]
-    for r in results:
-        md += ["", f"### {r['scenario']}", "", *(f"- {c}" for c in r["conditions"]), "", r["markdown"]]
-    (RESULTS / "leader_move.md").write_text("\n".join(md) + "\n")
-    summary = json.dumps({"config": repr(cfg), "results": results}, indent=1)
-    (RESULTS / "leader_move.json").write_text(summary)
-    say(f"\nresults: {RESULTS / 'leader_move.md'}")
+    for name in args.scenarios.split(","):  # each scenario's results are written as it ends
+        r = await run_scenario(SCENARIOS[name], args, cfg, java_cp, raw)
+        md = [intro, "", f"### {r['scenario']}", "", *(f"- {c}" for c in r["conditions"]), "", r["markdown"]]
+        (RESULTS / f"leader_move_{name}.md").write_text("\n".join(md) + "\n")
+        summary = json.dumps({"config": repr(cfg), "machine": args.machine, **r}, indent=1)
+        (RESULTS / f"leader_move_{name}.json").write_text(summary)
+        say(f"\nresults: {RESULTS / f'leader_move_{name}.md'}")
     return 0
 
 

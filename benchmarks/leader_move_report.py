@@ -87,7 +87,7 @@ def consumer_summary(
     lat = sorted(
         (arrived - ms / 1000) * 1000
         for ms, arrived in zip(data["scheduled_ms"], data["arrived"], strict=True)
-        if ms / 1000 >= started
+        if ms / 1000 >= started - 0.001  # timestamps are whole milliseconds
     )
     per_move = []
     for begin, end in moves:
