@@ -82,6 +82,10 @@ class DefaultPartitioner:
             current = self._sticky[topic] = self._rng.choice(list(pool))
         return current
 
+    def sticks_to(self, topic: str, partition: int) -> bool:
+        """True if keyless records of ``topic`` currently go to ``partition``."""
+        return self._sticky.get(topic) == partition
+
     def batch_closed(self, topic: str, partition: int, available_partitions: Sequence[int]) -> None:
         """KIP-480: once the sticky partition's batch is closed, stick to another one."""
         if self._sticky.get(topic) != partition:

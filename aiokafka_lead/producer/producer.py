@@ -241,7 +241,10 @@ class AIOKafkaProducer:
             raise ClientClosedError("the producer is not running (call start() or use async with)")
 
     def _batch_closed(self, tp: TopicPartition) -> None:
-        if isinstance(self._partitioner, DefaultPartitioner):
+        # the available partitions cost a leader lookup each: only when the sticky choice moves
+        if isinstance(self._partitioner, DefaultPartitioner) and self._partitioner.sticks_to(
+            tp.topic, tp.partition
+        ):
             available = self._available(tp.topic)
             self._partitioner.batch_closed(tp.topic, tp.partition, available)
 
