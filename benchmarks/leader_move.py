@@ -27,7 +27,6 @@ under docs/img/.
 from __future__ import annotations
 
 import argparse
-import importlib.util
 import json
 import sys
 import tempfile
@@ -43,6 +42,7 @@ from anyio.streams.buffered import BufferedByteReceiveStream
 from aiokafka_lead.admin import AIOKafkaAdminClient
 from aiokafka_lead.bench import java
 from aiokafka_lead.bench.leader_move import BenchConfig, fresh_topic, run_moves, table, warm_cluster
+from aiokafka_lead.bench.plot import NO_PLOT, can_plot, plot_runs
 from aiokafka_lead.bench.scenarios import SCENARIOS, Environment, Scenario, cluster_for
 from aiokafka_lead.bench.stats import Samples, Summary, summarize
 
@@ -59,7 +59,6 @@ LABELS = {
     "java": "Java client",
 }
 CONSUMER_LABELS = {"ours": "aiokafka_lead", "aiokafka": "aiokafka", "confluent": "confluent-kafka"}
-PLOT_EXTRA = "pip install 'aiokafka_lead[plot]'"
 
 
 def say(message: str) -> None:
@@ -138,10 +137,8 @@ async def run_one(
 
 
 def plot(runs: list[Samples], name: str, title: str) -> str:
-    if importlib.util.find_spec("matplotlib") is None:
-        return f"plots: not drawn, matplotlib is missing ({PLOT_EXTRA} draws them)"
-    from aiokafka_lead.bench.plot import plot_runs
-
+    if not can_plot():
+        return NO_PLOT
     return f"plot: {plot_runs(runs, ROOT / 'docs' / 'img' / name, title)}"
 
 

@@ -33,6 +33,7 @@ import anyio
 from anyio.streams.buffered import BufferedByteReceiveStream
 
 from aiokafka_lead.admin import AIOKafkaAdminClient, NewTopic
+from aiokafka_lead.bench.plot import NO_PLOT, can_plot
 from aiokafka_lead.testing.cluster import KafkaCluster
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -271,7 +272,7 @@ def finish(rows: dict[str, Any], args: argparse.Namespace, env: dict[str, Any]) 
         f"{args.records:,} records of {args.size} B, acks=1, linger 5 ms: "
         f"median of {args.runs} runs (whiskers: min-max)"
     )
-    say(f"plot: {plot(rows, PLOT, title)}")
+    say(f"plot: {plot(rows, PLOT, title)}" if can_plot() else NO_PLOT)
 
 
 async def main(args: argparse.Namespace) -> int:

@@ -2,10 +2,20 @@
 
 from __future__ import annotations
 
+import importlib.util
 from collections.abc import Sequence
 from pathlib import Path
 
 from aiokafka_lead.bench.stats import Samples
+
+PLOT_EXTRA = "pip install 'aiokafka_lead[plot]'"
+#: what the demo and the benchmarks print instead of a plot when matplotlib is missing
+NO_PLOT = f"plots: not drawn, matplotlib is missing ({PLOT_EXTRA} draws them)"
+
+
+def can_plot() -> bool:
+    return importlib.util.find_spec("matplotlib") is not None
+
 
 COLORS = ["#1f77b4", "#d62728", "#2ca02c", "#ff7f0e", "#9467bd", "#8c564b"]
 

@@ -12,7 +12,6 @@ the raw samples as JSON and, with matplotlib installed, a plot.
 from __future__ import annotations
 
 import argparse
-import importlib.util
 import json
 import math
 import tempfile
@@ -21,10 +20,9 @@ from typing import Any
 
 from aiokafka_lead.admin import AIOKafkaAdminClient
 from aiokafka_lead.bench.leader_move import BenchConfig, run_in_process, table, warm_cluster
+from aiokafka_lead.bench.plot import NO_PLOT, can_plot, plot_runs
 from aiokafka_lead.bench.scenarios import SCENARIOS, cluster_for
 from aiokafka_lead.bench.stats import Samples, summarize
-
-PLOT_EXTRA = "pip install 'aiokafka_lead[plot]'"
 
 
 def add_parser(sub: Any) -> None:
@@ -104,10 +102,8 @@ def save(out: Path, runs: list[Samples], conditions: list[str]) -> list[str]:
     out.mkdir(parents=True, exist_ok=True)
     samples = out / "leader_move_demo.json"
     samples.write_text(json.dumps({"conditions": conditions, "runs": [r.to_json() for r in runs]}))
-    if importlib.util.find_spec("matplotlib") is None:
-        return [f"samples: {samples}", f"plots: not drawn, matplotlib is missing ({PLOT_EXTRA} draws them)"]
-    from aiokafka_lead.bench.plot import plot_runs
-
+    if not can_plot():
+        return [f"samples: {samples}", NO_PLOT]
     title = "aiokafka_lead: KIP-951 leader hints on vs off\n" + conditions[0]
     path = plot_runs(runs, out / "leader_move_demo.png", title)
     return [f"samples: {samples}", f"plot: {path}"]
