@@ -28,12 +28,15 @@ def go() -> None:
     print(f"GO {time.time():.6f}", flush=True)
 
 
-async def run_ours(args: argparse.Namespace, samples: Samples, hints: bool) -> dict[str, Any]:
+async def run_ours(
+    args: argparse.Namespace, samples: Samples, *, hints: bool, connections: int
+) -> dict[str, Any]:
     from aiokafka_lead import AIOKafkaProducer
     from aiokafka_lead.bench.load import paced_produce
 
     async with AIOKafkaProducer(
-        bootstrap_servers=args.bootstrap_server, acks="all", linger_ms=0, enable_leader_hints=hints
+        bootstrap_servers=args.bootstrap_server, acks="all", linger_ms=0, enable_leader_hints=hints,
+        connections_per_broker=connections,
     ) as producer:
         await producer.partitions_for(args.topic)
         warm = Samples("warm-up")
@@ -128,7 +131,9 @@ def main() -> int:
     parser = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
     )
-    parser.add_argument("--client", required=True, choices=["ours", "ours-nohints", "aiokafka", "confluent"])
+    parser.add_argument(
+        "--client", required=True, choices=["ours", "ours-nohints", "ours-1conn", "aiokafka", "confluent"]
+    )
     parser.add_argument("--label", required=True)
     parser.add_argument("--bootstrap-server", required=True)
     parser.add_argument("--topic", required=True)
@@ -144,7 +149,8 @@ def main() -> int:
     elif args.client == "aiokafka":
         extra = asyncio.run(run_aiokafka(args, samples))
     else:
-        extra = asyncio.run(run_ours(args, samples, hints=args.client == "ours"))
+        hints, connections = args.client != "ours-nohints", 1 if args.client == "ours-1conn" else 2
+        extra = asyncio.run(run_ours(args, samples, hints=hints, connections=connections))
     samples.extra = extra
     Path(args.out).write_text(json.dumps(samples.to_json()))
     return 0

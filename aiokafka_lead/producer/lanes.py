@@ -44,8 +44,10 @@ class _Node:
 
 
 class NodeLanes:
-    def __init__(self) -> None:
+    def __init__(self, lanes: int = 2) -> None:
+        """``lanes=1``: one connection per node, natural batching waits for any request."""
         self._nodes: dict[int, _Node] = {}
+        self._single = lanes == 1
 
     def _node(self, node_id: int) -> _Node:
         node = self._nodes.get(node_id)
@@ -66,7 +68,7 @@ class NodeLanes:
             first, second = node.lanes
             if not first.started:
                 continue
-            if second.started:
+            if second.started or self._single:
                 busy.add(node_id)
                 continue
             age = now - first.started[0]
@@ -78,7 +80,7 @@ class NodeLanes:
         return busy, next_check
 
     def lane_for(self, node_id: int) -> int:
-        return 1 if self._node(node_id).lanes[0].started else 0
+        return 1 if not self._single and self._node(node_id).lanes[0].started else 0
 
     def begin(self, node_id: int, lane: int, now: float) -> None:
         self._node(node_id).lanes[lane].started.append(now)

@@ -113,6 +113,7 @@ class AIOKafkaProducer:
         sasl_plain_username: str | None = None,
         sasl_plain_password: str | None = None,
         enable_leader_hints: bool = True,
+        connections_per_broker: int = 2,
         **unsupported: Any,
     ) -> None:
         if unsupported:
@@ -144,6 +145,9 @@ class AIOKafkaProducer:
         self._max_block_ms = max_block_ms
         self._request_timeout_ms = request_timeout_ms
         self._leader_hints = enable_leader_hints
+        if connections_per_broker not in (1, 2):
+            raise ValueError("connections_per_broker must be 1 or 2")
+        self._connections_per_broker = connections_per_broker
         self._partitioner: Partitioner = partitioner or DefaultPartitioner()
         self._default_partitioner = (
             self._partitioner if isinstance(self._partitioner, DefaultPartitioner) else None
@@ -200,6 +204,7 @@ class AIOKafkaProducer:
             max_request_size=self._max_request_size,
             backoff=self._backoff,
             leader_hints=self._leader_hints,
+            connections_per_broker=self._connections_per_broker,
             idempotence=self._ids,
             metrics=self._metrics,
         )

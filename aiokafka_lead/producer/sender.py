@@ -49,6 +49,7 @@ class Sender:
         max_request_size: int,
         backoff: ExponentialBackoff,
         leader_hints: bool,
+        connections_per_broker: int = 2,
         idempotence: IdempotenceState | None,
         metrics: ProducerMetrics,
     ) -> None:
@@ -62,7 +63,7 @@ class Sender:
         self._ids = idempotence
         self._metrics = metrics
         self._in_flight = 0
-        self._lanes = NodeLanes()  # in flight per node and connection (lanes.py)
+        self._lanes = NodeLanes(connections_per_broker)  # in flight per node and connection (lanes.py)
 
     def _on_metadata_change(self, change: MetadataChange) -> None:
         if change.leaders_changed or change.nodes_changed:
