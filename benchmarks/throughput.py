@@ -181,7 +181,8 @@ def markdown(rows: dict[str, Any], args: argparse.Namespace, env: dict[str, Any]
         f"so librdkafka's too) over the timed part, per record (median): less sensitive to a busy "
         f"machine than the rate. Spread: (max - min) / median.\n\n"
         f"Versions: aiokafka {env.get('aiokafka')}, confluent-kafka {env.get('confluent')} "
-        f"(librdkafka {env.get('librdkafka')}), Python {env.get('python')}, Kafka {env.get('kafka')}. "
+        f"(librdkafka {env.get('librdkafka')}), Python {env.get('python')}, Kafka {env.get('kafka')}, "
+        f"brokers: {env.get('brokers')}. "
         f"Machine: {env.get('machine')} (numbers from different runs are not comparable, "
         f"ratios within a run are).\n\n![throughput](img/throughput.png)\n"
     )
@@ -289,6 +290,8 @@ async def main(args: argparse.Namespace) -> int:
             cluster = KafkaCluster(tmp, brokers=1, benchmark=True)
             await anyio.to_thread.run_sync(cluster.up)
             bootstrap = cluster.bootstrap()
+            changed = ", ".join(f"{k}={v}" for k, v in cluster.non_default_settings().items())
+            say(f"broker profile: {cluster.profile}; differs from Kafka's defaults: {changed or 'nothing'}")
         try:
             async with AIOKafkaAdminClient(bootstrap_servers=bootstrap) as admin:
                 for run in range(args.runs):
@@ -306,6 +309,9 @@ async def main(args: argparse.Namespace) -> int:
     env = {
         "machine": args.machine,
         "kafka": args.kafka_version if args.bootstrap_server is None else "external",
+        "brokers": "1 local node, broker profile kafka-defaults (internal topics' replication 1)"
+        if args.bootstrap_server is None
+        else "external",
         "python": sys.version.split()[0],
         **versions(),
     }
