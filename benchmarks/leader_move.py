@@ -28,6 +28,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import resource
 import sys
 import tempfile
 import time
@@ -81,6 +82,11 @@ async def finish(proc: Process, name: str, errors: Path, within_s: float) -> Non
         raise RuntimeError(f"{name} exited {code}: {detail}")
 
 
+def _children_cpu_s() -> float:
+    usage = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return usage.ru_utime + usage.ru_stime
+
+
 def producer_command(
     kind: str, bootstrap: str, topic: str, cfg: BenchConfig, *, out: Path, java_cp: str
 ) -> list[str]:
@@ -121,8 +127,10 @@ async def run_one(
             started = float(line.split()[1])
             say(f"  {LABELS[kind]}: warmed up, measuring {cfg.duration_s:.0f}s")
             await run_moves(admin, topic, cfg, started=started, moves=moves, say=say)
+            cpu_before = _children_cpu_s()
             for name, proc in procs:
                 await finish(proc, name, errors, cfg.duration_s + 300)
+            cpu_s = _children_cpu_s() - cpu_before
     finally:
         for _, proc in procs:
             if proc.returncode is None:
@@ -130,6 +138,8 @@ async def run_one(
         await admin.delete_topics([topic])
     samples = Samples.from_json(json.loads(await anyio.Path(out).read_text()))
     samples.moves = moves
+    if not consumers:  # the only child: its CPU time alone
+        samples.extra["cpu_s"] = cpu_s
     read = [
         report.consumer_summary(json.loads(await anyio.Path(consumer_out[c]).read_text()), started, moves)
         for c in consumers

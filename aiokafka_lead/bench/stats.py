@@ -65,6 +65,7 @@ class Summary:
     over_100ms: int
     blocked_total_ms: float  # time spent inside send() over the run
     blocked_max_ms: float  # the longest single send() call
+    cpu_s: float  # CPU time of the client's process over the whole run (warm-up included), if known
 
     def row(self) -> dict[str, Any]:
         return asdict(self)
@@ -93,4 +94,5 @@ def summarize(samples: Samples) -> Summary:
         over_100ms=sum(1 for v in ok if v > 100),
         blocked_total_ms=sum(samples.blocked_ms),
         blocked_max_ms=max(samples.blocked_ms, default=0.0),
+        cpu_s=float(samples.extra.get("cpu_s", math.nan)),
     )
