@@ -29,6 +29,7 @@ from __future__ import annotations
 import argparse
 import json
 import resource
+import signal
 import sys
 import tempfile
 import time
@@ -242,4 +243,5 @@ if __name__ == "__main__":
     parser.add_argument("--partitions", type=int, default=24)
     parser.add_argument("--kafka-version", default="4.1.1")
     parser.add_argument("--machine", default="2 cores, 24 GiB")
+    signal.signal(signal.SIGTERM, signal.default_int_handler)  # stop clusters and proxies on kill too
     sys.exit(anyio.run(main, parser.parse_args()))
