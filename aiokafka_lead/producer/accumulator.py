@@ -53,6 +53,9 @@ class DrainResult:
         self.next_check_s = delay if self.next_check_s is None else min(self.next_check_s, delay)
 
 
+BACKLOG_FACTOR = 4
+
+
 class RecordAccumulator:
     def __init__(
         self,
@@ -64,8 +67,12 @@ class RecordAccumulator:
         max_block_ms: float,
         delivery_timeout_ms: float,
         on_batch_closed: Callable[[TopicPartition], None] = lambda tp: None,
+        backlog_batch_size: int | None = None,
     ) -> None:
         self.batch_size = batch_size
+        # A backlogged partition (its batch in flight, or a batch already waiting) may grow
+        # its next batch this far, so each round trip carries more of the backlog (DESIGN.md 16).
+        self.backlog_batch_size = max(batch_size, backlog_batch_size or BACKLOG_FACTOR * batch_size)
         self.linger_s = linger_ms / 1000
         self.compression_type = compression_type
         self.buffer_memory = buffer_memory
@@ -187,7 +194,9 @@ class RecordAccumulator:
             filled = True
         else:
             filled = False
-        batch = ProducerBatch(tp, RecordBatchBuilder(self.compression_type, self.batch_size))
+        backlogged = bool(queue) or tp in self._muted
+        limit = self.backlog_batch_size if backlogged else self.batch_size
+        batch = ProducerBatch(tp, RecordBatchBuilder(self.compression_type, limit))
         handle = batch.try_append(timestamp, key, value, headers)
         assert handle is not None  # the first record always fits
         batch.reserved = size

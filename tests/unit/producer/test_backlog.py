@@ -1,0 +1,44 @@
+"""A backlogged partition's next batch may grow to 4 x max_batch_size: after a stall, each
+round trip (one batch per partition in flight) carries four times as much of the backlog."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import anyio
+import pytest
+
+from aiokafka_lead.producer import AIOKafkaProducer
+from aiokafka_lead.testing.fake import FakeCluster
+from aiokafka_lead.testing.fake.intercept import Delay
+
+PRODUCE = 0
+BATCH = 16384
+VALUE = b"v" * 1000
+
+
+def batch_bytes(request: Any) -> list[int]:
+    return [len(p.records) for t in request.topic_data for p in t.partition_data]
+
+
+@pytest.mark.parametrize("backlog_factor", [4, 1])
+async def test_a_backlog_goes_out_in_bigger_batches(backlog_factor: int, monkeypatch: Any) -> None:
+    monkeypatch.setattr("aiokafka_lead.producer.accumulator.BACKLOG_FACTOR", backlog_factor)
+    with anyio.fail_after(30):
+        async with FakeCluster(brokers=1) as fc:
+            fc.create_topic("t", partitions=1, replication_factor=1)
+            async with AIOKafkaProducer(bootstrap_servers=fc.bootstrap, max_batch_size=BATCH) as producer:
+                await producer.send_and_wait("t", b"warm", partition=0)
+                fc.intercept(PRODUCE, lambda *_: Delay(1.0), times=1)  # a stall
+                handles = [await producer.send("t", VALUE, partition=0) for _ in range(200)]
+                for h in handles:
+                    await h
+                sizes = [
+                    n for r in fc.requests.select(PRODUCE, None, 0) for n in batch_bytes(r.request)
+                ]
+    backlog = sizes[2:]  # after the warm-up and the stalled first batch
+    if backlog_factor == 4:
+        assert max(backlog) > BATCH * 3  # bytes: the batches grew past max_batch_size
+        assert len(backlog) <= 4
+    else:
+        assert max(backlog) <= BATCH and len(backlog) >= 12
