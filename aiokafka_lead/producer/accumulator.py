@@ -72,7 +72,8 @@ class RecordAccumulator:
         self.batch_size = batch_size
         # A backlogged partition (its batch in flight, or a batch already waiting) may grow
         # its next batch this far, so each round trip carries more of the backlog (DESIGN.md 16).
-        self.backlog_batch_size = max(batch_size, backlog_batch_size or BACKLOG_FACTOR * batch_size)
+        backlog = backlog_batch_size if backlog_batch_size is not None else BACKLOG_FACTOR * batch_size
+        self.backlog_batch_size = max(batch_size, backlog)
         self.linger_s = linger_ms / 1000
         self.compression_type = compression_type
         self.buffer_memory = buffer_memory

@@ -21,7 +21,12 @@ from aiokafka_lead.backoff import ExponentialBackoff
 from aiokafka_lead.client import ClientCore, connection_config
 from aiokafka_lead.errors import KafkaTimeoutError, MessageSizeTooLargeError, error_for_code
 from aiokafka_lead.metadata import HintOutcome
-from aiokafka_lead.producer.accumulator import RECORD_OVERHEAD, RecordAccumulator, estimate_record_size
+from aiokafka_lead.producer.accumulator import (
+    BACKLOG_FACTOR,
+    RECORD_OVERHEAD,
+    RecordAccumulator,
+    estimate_record_size,
+)
 from aiokafka_lead.producer.batch import DeliveryHandle
 from aiokafka_lead.producer.idempotence import IdempotenceState
 from aiokafka_lead.producer.metrics import ProducerMetrics
@@ -183,6 +188,7 @@ class AIOKafkaProducer:
             max_block_ms=max_block_ms,
             delivery_timeout_ms=delivery_timeout_ms,
             on_batch_closed=self._batch_closed,
+            backlog_batch_size=min(BACKLOG_FACTOR * max_batch_size, max_request_size),
         )
         self._ids: IdempotenceState | None = None
         self._closed = False
