@@ -7,6 +7,7 @@ leadership of ALL partitions is rotated (reorder replicas + preferred election) 
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 import time
 import uuid
@@ -47,17 +48,23 @@ async def fresh_topic(admin: AIOKafkaAdminClient, prefix: str, cfg: BenchConfig)
 async def warm_cluster(
     bootstrap: str, admin: AIOKafkaAdminClient, cfg: BenchConfig, seconds: float, *, say: Say
 ) -> None:
-    """Unmeasured load first: a fresh broker JVM is still compiling its hot paths, and
-    without this the first client measured would pay for it."""
-    say(f"warming the cluster up for {seconds:.0f}s (unmeasured)...")
+    """Unmeasured load first, with leader moves: a fresh broker JVM is still compiling its
+    hot paths (elections, fetchers re-pointing among them), and without this the first
+    client measured would pay for it."""
+    say(f"warming the cluster up for {seconds:.0f}s, leaders moving twice (unmeasured)...")
     topic = await fresh_topic(admin, "lm-warmup", cfg)
+    warm = dataclasses.replace(cfg, duration_s=seconds, move_at=(0.3, 0.6))
     try:
         async with AIOKafkaProducer(bootstrap_servers=bootstrap, acks="all", linger_ms=0) as producer:
             await producer.partitions_for(topic)
-            await paced_produce(
-                producer, topic, rate=cfg.rate, duration_s=seconds, record_size=cfg.record_size,
-                samples=Samples("cluster warm-up"),
-            )  # fmt: skip
+            async with anyio.create_task_group() as tg:
+                tg.start_soon(
+                    functools.partial(run_moves, admin, topic, warm, started=time.time(), moves=[], say=say)
+                )
+                await paced_produce(
+                    producer, topic, rate=cfg.rate, duration_s=seconds, record_size=cfg.record_size,
+                    samples=Samples("cluster warm-up"),
+                )  # fmt: skip
     finally:
         await admin.delete_topics([topic])
 
