@@ -27,9 +27,11 @@ from aiokafka_lead.backoff import ExponentialBackoff
 from aiokafka_lead.client import ClientCore, connection_config
 from aiokafka_lead.consumer.assignors import PartitionAssignor, RangePartitionAssignor, resolve_assignors
 from aiokafka_lead.consumer.buffer import Chunk
+from aiokafka_lead.consumer.consumer_protocol import ConsumerGroupMember
 from aiokafka_lead.consumer.coordinator import ConsumerRebalanceListener, GroupCoordinator, topics_needed
 from aiokafka_lead.consumer.errors import ConsumerStoppedError, IllegalStateError, NoOffsetForPartitionError
 from aiokafka_lead.consumer.fetcher import FetchConfig, Fetcher
+from aiokafka_lead.consumer.group_common import GroupMember
 from aiokafka_lead.consumer.offsets import EARLIEST, LATEST, OffsetLookup, PositionManager
 from aiokafka_lead.consumer.subscription import ResetStrategy, SubscriptionState, SubscriptionType
 from aiokafka_lead.errors import KafkaError, KafkaTimeoutError
@@ -101,11 +103,11 @@ class AIOKafkaConsumer(Generic[KT, VT]):
         auto_commit_interval_ms: int = 5000,
         check_crcs: bool = True,
         metadata_max_age_ms: int = 300_000,
-        partition_assignment_strategy: Sequence[Any] = (RangePartitionAssignor,),
+        partition_assignment_strategy: Sequence[Any] | None = None,
         max_poll_interval_ms: int = 300_000,
         rebalance_timeout_ms: int | None = None,
-        session_timeout_ms: int = 10_000,
-        heartbeat_interval_ms: int = 3000,
+        session_timeout_ms: int | None = None,
+        heartbeat_interval_ms: int | None = None,
         consumer_timeout_ms: int = 200,
         max_poll_records: int | None = None,
         ssl_context: ssl.SSLContext | None = None,
@@ -118,8 +120,18 @@ class AIOKafkaConsumer(Generic[KT, VT]):
         sasl_plain_username: str | None = None,
         sasl_plain_password: str | None = None,
         client_rack: str | None = None,
+        group_protocol: str = "classic",
+        group_remote_assignor: str | None = None,
         **unsupported: Any,
     ) -> None:
+        """aiokafka's keywords, plus ``group_protocol`` ("classic", the default, or "consumer"
+        for KIP-848, where the broker assigns partitions) and ``group_remote_assignor`` (the
+        broker-side assignor for "consumer": "uniform" or "range"; None: the broker's default).
+
+        Under the consumer protocol the classic-only keywords (partition_assignment_strategy,
+        session_timeout_ms, heartbeat_interval_ms) are refused, as Java refuses them: the
+        broker decides those.
+        """
         if unsupported:
             raise TypeError(f"unsupported consumer options: {', '.join(sorted(unsupported))}")
         del api_version, consumer_timeout_ms  # versions are negotiated; waits are event-driven
@@ -131,6 +143,13 @@ class AIOKafkaConsumer(Generic[KT, VT]):
             raise ValueError("max_poll_records must be at least 1")
         if group_instance_id is not None and group_id is None:
             raise ValueError("group_instance_id needs a group_id")
+        _check_group_protocol(
+            group_protocol,
+            group_remote_assignor,
+            partition_assignment_strategy=partition_assignment_strategy,
+            session_timeout_ms=session_timeout_ms,
+            heartbeat_interval_ms=heartbeat_interval_ms,
+        )
         self._group_id = group_id
         self._key_deserializer = key_deserializer
         self._value_deserializer = value_deserializer
@@ -144,7 +163,7 @@ class AIOKafkaConsumer(Generic[KT, VT]):
         self._listening = False
         self._last_poll = time.monotonic()
         self._in_poll = 0
-        self._coordinator: GroupCoordinator | None = None
+        self._coordinator: GroupMember | None = None
         self._core = ClientCore(
             "AIOKafkaConsumer",
             bootstrap_servers=bootstrap_servers,
@@ -194,16 +213,10 @@ class AIOKafkaConsumer(Generic[KT, VT]):
             report_error=self._report_error,
         )
         if group_id is not None:
-            self._coordinator = GroupCoordinator(
-                self._core,
-                self._subs,
-                self._lookup,
+            common: dict[str, Any] = dict(
                 group_id=group_id,
                 group_instance_id=group_instance_id,
-                assignors=resolve_assignors(partition_assignment_strategy),
-                session_timeout_ms=session_timeout_ms,
                 rebalance_timeout_ms=rebalance_timeout_ms or max_poll_interval_ms,
-                heartbeat_interval_ms=heartbeat_interval_ms,
                 request_timeout_ms=request_timeout_ms,
                 backoff=self._backoff,
                 enable_auto_commit=enable_auto_commit,
@@ -214,6 +227,20 @@ class AIOKafkaConsumer(Generic[KT, VT]):
                 max_poll_interval_ms=max_poll_interval_ms,
                 last_poll=lambda: time.monotonic() if self._in_poll else self._last_poll,
             )
+            if group_protocol == "consumer":
+                self._coordinator = ConsumerGroupMember(
+                    self._core, self._subs, self._lookup, remote_assignor=group_remote_assignor, **common
+                )
+            else:
+                self._coordinator = GroupCoordinator(
+                    self._core,
+                    self._subs,
+                    self._lookup,
+                    assignors=resolve_assignors(partition_assignment_strategy or (RangePartitionAssignor,)),
+                    session_timeout_ms=10_000 if session_timeout_ms is None else session_timeout_ms,
+                    heartbeat_interval_ms=3000 if heartbeat_interval_ms is None else heartbeat_interval_ms,
+                    **common,
+                )
         if topics:
             self._subs.subscribe(topics)
 
@@ -619,13 +646,34 @@ class AIOKafkaConsumer(Generic[KT, VT]):
         return self._fetcher
 
     @property
-    def coordinator(self) -> GroupCoordinator | None:
+    def coordinator(self) -> GroupMember | None:
+        """The group membership: classic ``GroupCoordinator`` or KIP-848 ``ConsumerGroupMember``."""
         return self._coordinator
 
     @property
     def positions(self) -> PositionManager:
         return self._positions
 
+
+def _check_group_protocol(
+    group_protocol: str, remote_assignor: str | None, **classic_only: object
+) -> None:
+    """Java's ConsumerConfig checks: each protocol refuses the other's settings."""
+    if group_protocol not in GROUP_PROTOCOLS:
+        raise ValueError(f"group_protocol must be one of {GROUP_PROTOCOLS}, not {group_protocol!r}")
+    if group_protocol == "classic":
+        if remote_assignor is not None:
+            raise ValueError("group_remote_assignor needs group_protocol='consumer'")
+        return
+    given = sorted(name for name, value in classic_only.items() if value is not None)
+    if given:
+        raise ValueError(
+            f"{', '.join(given)} cannot be set with group_protocol='consumer': the broker assigns "
+            "partitions (see group_remote_assignor) and sets the session timeout and heartbeat interval"
+        )
+
+
+GROUP_PROTOCOLS = ("classic", "consumer")
 
 Consumer = AIOKafkaConsumer
 

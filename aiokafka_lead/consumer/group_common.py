@@ -65,11 +65,16 @@ class GroupMember(Protocol):
     group_id: str
     group_instance_id: str | None
     listener: ConsumerRebalanceListener | None
-    #: the classic generation id, or the KIP-848 member epoch (-1: not in the group)
-    generation_id: int
-    member_id: str
     #: topics whose metadata the group needs beyond the subscription (the classic leader's)
     group_topics: set[str]
+
+    @property
+    def generation_id(self) -> int:
+        """The classic generation id, or the KIP-848 member epoch (-1: not in the group)."""
+        ...
+
+    @property
+    def member_id(self) -> str: ...
 
     @property
     def in_group(self) -> bool: ...
@@ -120,21 +125,29 @@ class CoordinatorLink:
     async def send(
         self, request: Any, *, version_cap: int | None = None, timeout_ms: float | None = None
     ) -> Any:
+        return await self.send_built(
+            request.API_KEY, lambda _: request, version_cap=version_cap, timeout_ms=timeout_ms
+        )
+
+    async def send_built(
+        self,
+        api_key: int,
+        build: Callable[[int], Any],
+        *,
+        version_cap: int | None = None,
+        timeout_ms: float | None = None,
+    ) -> Any:
+        """Send ``build(version)``: for requests whose fields depend on the negotiated version."""
         node = await self.coordinator()
         try:
             conn = await self._core.pool.connection(node)
-            version = conn.version_for(request.API_KEY)
+            version = conn.version_for(api_key)
             if version_cap is not None:
                 version = min(version, version_cap)
-            return await conn.send(request, version=version, timeout_ms=timeout_ms)
+            return await conn.send(build(version), version=version, timeout_ms=timeout_ms)
         except KafkaConnectionError as exc:
             self.forget(f"connection failed: {exc}")
             raise
-
-    async def version_for(self, api_key: int) -> int:
-        """The version the coordinator's connection speaks for ``api_key``."""
-        conn = await self._core.pool.connection(await self.coordinator())
-        return conn.version_for(api_key)
 
 
 __all__ = [
