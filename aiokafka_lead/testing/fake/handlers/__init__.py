@@ -8,6 +8,10 @@ can lower any maximum with ``FakeCluster(max_versions=...)`` or ``cap_versions``
 from __future__ import annotations
 
 from aiokafka_lead.testing.fake.handlers.common import Handler
+from aiokafka_lead.testing.fake.handlers.consumer_groups import (
+    handle_consumer_group_describe,
+    handle_consumer_group_heartbeat,
+)
 from aiokafka_lead.testing.fake.handlers.fetch import handle_fetch
 from aiokafka_lead.testing.fake.handlers.groups import (
     handle_heartbeat,
@@ -45,6 +49,8 @@ _TABLE: dict[int, tuple[Handler, int, int]] = {
     18: (handle_api_versions, 0, 4),
     22: (handle_init_producer_id, 0, 5),
     23: (handle_offset_for_leader_epoch, 2, 4),
+    68: (handle_consumer_group_heartbeat, 0, 1),
+    69: (handle_consumer_group_describe, 0, 1),
 }
 
 HANDLERS: dict[int, Handler] = {key: entry[0] for key, entry in _TABLE.items()}

@@ -206,9 +206,12 @@ async def handle_offset_commit(
     else:
         group = cluster.groups.group(request.group_id)
         generation = request.generation_id_or_member_epoch
+        consumer_group = cluster.groups.consumer_groups.get(request.group_id)
         if generation < 0 and not request.member_id:
-            if group.state != EMPTY:
+            if group.state != EMPTY or (consumer_group is not None and consumer_group.members):
                 error = UNKNOWN_MEMBER_ID  # a simple (admin) commit needs an empty group
+        elif consumer_group is not None:
+            error = consumer_group.commit_error(request.member_id, generation)  # KIP-848: epochs
         else:
             error = _member_check(group, request.member_id, generation)
             if not error and group.state == PREPARING:
