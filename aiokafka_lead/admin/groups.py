@@ -1,5 +1,9 @@
 """Consumer-group administration: list, describe, delete, committed offsets.
 
+``describe_consumer_groups`` asks ConsumerGroupDescribe first (KIP-848 groups) and falls
+back to DescribeGroups when the group is not a consumer group (GROUP_ID_NOT_FOUND) or
+the broker predates the API, as Java's admin does.
+
 Group requests go to the group's coordinator (FindCoordinator). COORDINATOR_NOT_AVAILABLE,
 NOT_COORDINATOR and COORDINATOR_LOAD_IN_PROGRESS are retriable: the coordinator is looked
 up again on the next attempt.
@@ -11,8 +15,11 @@ from collections.abc import Iterable, Sequence
 
 from aiokafka_lead.admin.base import AdminBase, raise_item_errors
 from aiokafka_lead.admin.types import GroupDescription, GroupListing, MemberDescription
-from aiokafka_lead.errors import KafkaError, error_for_code
+from aiokafka_lead.errors import DecodeError, KafkaError, UnsupportedVersionError, error_for_code
 from aiokafka_lead.protocol.messages import (
+    ConsumerGroupDescribeRequest,
+    ConsumerGroupDescribeResponse,
+    ConsumerProtocolAssignment,
     DeleteGroupsRequest,
     DescribeGroupsRequest,
     FindCoordinatorRequest,
@@ -22,6 +29,7 @@ from aiokafka_lead.protocol.messages import (
 from aiokafka_lead.structs import OffsetAndMetadata, TopicPartition
 
 GROUP_KEY = 0
+GROUP_ID_NOT_FOUND = 69
 # OffsetFetch v10 names topics by id only; v8-9 carry names and several groups per request.
 OFFSET_FETCH_MAX = 9
 
@@ -74,34 +82,76 @@ class GroupsMixin(AdminBase):
         return [found[k] for k in sorted(found)]
 
     async def describe_consumer_groups(self, group_ids: Iterable[str]) -> list[GroupDescription]:
+        """Classic and consumer (KIP-848) groups alike; ``group_type`` tells them apart."""
         out: list[GroupDescription] = []
         for group_id in group_ids:
 
             async def attempt(group_id: str = group_id) -> GroupDescription:
                 node = await self.find_coordinator(group_id)
-                response = await self._core.send(node, DescribeGroupsRequest(groups=[group_id]))
-                g = response.groups[0]
-                if g.error_code:
-                    raise error_for_code(g.error_code, g.error_message or f"DescribeGroups {group_id}")
-                return GroupDescription(
-                    group_id=g.group_id,
-                    state=g.group_state,
-                    protocol_type=g.protocol_type,
-                    protocol=g.protocol_data,
-                    members=tuple(
-                        MemberDescription(
-                            m.member_id,
-                            m.group_instance_id,
-                            m.client_id,
-                            m.client_host,
-                            bytes(m.member_assignment),
-                        )
-                        for m in g.members
-                    ),
-                )
+                described = await self._describe_consumer_group(node, group_id)
+                return described if described is not None else await self._describe_classic(node, group_id)
 
             out.append(await self._retrying(f"describe_consumer_groups({group_id})", attempt, None))
         return out
+
+    async def _describe_consumer_group(self, node: int, group_id: str) -> GroupDescription | None:
+        """ConsumerGroupDescribe; None when the group is not a consumer group (or no broker API)."""
+        try:
+            response = await self._core.send(node, ConsumerGroupDescribeRequest(group_ids=[group_id]))
+        except UnsupportedVersionError:
+            return None
+        g = response.groups[0]
+        if g.error_code == GROUP_ID_NOT_FOUND:
+            return None
+        if g.error_code:
+            raise error_for_code(g.error_code, g.error_message or f"ConsumerGroupDescribe {group_id}")
+        return GroupDescription(
+            group_id=g.group_id,
+            state=g.group_state,
+            protocol_type="consumer",
+            protocol=g.assignor_name,
+            group_type="consumer",
+            group_epoch=g.group_epoch,
+            assignment_epoch=g.assignment_epoch,
+            members=tuple(
+                MemberDescription(
+                    m.member_id,
+                    m.instance_id,
+                    m.client_id,
+                    m.client_host,
+                    b"",
+                    partitions=_described_partitions(m.assignment),
+                    member_epoch=m.member_epoch,
+                    target_partitions=_described_partitions(m.target_assignment),
+                    subscribed_topics=tuple(m.subscribed_topic_names),
+                    subscribed_topic_regex=m.subscribed_topic_regex,
+                )
+                for m in g.members
+            ),
+        )
+
+    async def _describe_classic(self, node: int, group_id: str) -> GroupDescription:
+        response = await self._core.send(node, DescribeGroupsRequest(groups=[group_id]))
+        g = response.groups[0]
+        if g.error_code:
+            raise error_for_code(g.error_code, g.error_message or f"DescribeGroups {group_id}")
+        return GroupDescription(
+            group_id=g.group_id,
+            state=g.group_state,
+            protocol_type=g.protocol_type,
+            protocol=g.protocol_data,
+            members=tuple(
+                MemberDescription(
+                    m.member_id,
+                    m.group_instance_id,
+                    m.client_id,
+                    m.client_host,
+                    bytes(m.member_assignment),
+                    partitions=_classic_partitions(g.protocol_type, bytes(m.member_assignment)),
+                )
+                for m in g.members
+            ),
+        )
 
     async def delete_consumer_groups(self, group_ids: Iterable[str]) -> None:
         failures: list[tuple[str, int, str | None]] = []
@@ -184,3 +234,20 @@ class GroupsMixin(AdminBase):
             return out
 
         return await self._retrying(f"list_consumer_group_offsets({group_id})", attempt, None)
+
+
+def _described_partitions(assignment: ConsumerGroupDescribeResponse.Assignment) -> frozenset[TopicPartition]:
+    return frozenset(
+        TopicPartition(t.topic_name, p) for t in assignment.topic_partitions for p in t.partitions
+    )
+
+
+def _classic_partitions(protocol_type: str, data: bytes) -> frozenset[TopicPartition]:
+    """A classic consumer group's member assignment, decoded (other group types: empty)."""
+    if protocol_type != "consumer" or not data:
+        return frozenset()
+    try:
+        _, decoded = ConsumerProtocolAssignment.decode_with_version(data)
+    except DecodeError:
+        return frozenset()
+    return frozenset(TopicPartition(t.topic, p) for t in decoded.assigned_partitions for p in t.partitions)

@@ -143,7 +143,8 @@ async def handle_consumer_group_heartbeat(
     new = (member.assigned & group.target.get(member_id, set())) | grant
     if new != member.assigned or full:
         if new != member.assigned or member.epoch == 0:
-            member.previous_epoch, member.epoch = member.epoch, max(group.epoch, member.epoch + 1)
+            group.epoch = max(group.epoch, member.epoch + 1)  # epochs only go up
+            member.previous_epoch, member.epoch = member.epoch, group.epoch
         member.assigned = new
         assignment: Response.Assignment | None = _assignment(cluster, new)
     else:
