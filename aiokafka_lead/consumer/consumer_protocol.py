@@ -138,7 +138,8 @@ class ConsumerGroupMember:
         self._wake = anyio.Event()
         self._reconcile_wake = anyio.Event()
         self._identity_event = anyio.Event()
-        #: completed reconciliation steps and fencings (for tests and metrics)
+        #: answered heartbeats, completed reconciliation steps, fencings (tests and metrics)
+        self.heartbeats = 0
         self.reconciliations = 0
         self.fencings = 0
 
@@ -284,6 +285,7 @@ class ConsumerGroupMember:
         code = response.error_code
         if code:
             return self._on_error(code, response.error_message)
+        self.heartbeats += 1
         if response.member_id:
             self.member_id = response.member_id
         if response.heartbeat_interval_ms > 0:

@@ -329,6 +329,7 @@ async def member(
     ledger: GroupLedger,
     stop: anyio.Event,
     rejoin: dict[int, anyio.Event],
+    group_protocol: str = "classic",
 ) -> None:
     """Process (record in the ledger), then commit what was processed; commit failures are
     counted. When ``rejoin[index]`` is set the member leaves the group and joins again with
@@ -339,6 +340,7 @@ async def member(
             bootstrap_servers=cluster.bootstrap(),
             group_id=group,
             client_id=f"chaos-member-{index}",
+            group_protocol=group_protocol,
             enable_auto_commit=False,
             auto_offset_reset="earliest",
             max_poll_records=500,
@@ -401,10 +403,13 @@ async def reread_from_committed(bootstrap: str, topic: str, group: str) -> dict[
     return out
 
 
-async def test_consumer_group_manual_commits_through_chaos(kafka_node_control: KafkaCluster) -> None:
+@pytest.mark.parametrize("group_protocol", ["classic", "consumer"])
+async def test_consumer_group_manual_commits_through_chaos(
+    kafka_node_control: KafkaCluster, group_protocol: str
+) -> None:
     """Three members commit after processing while a producer writes and the cluster is
     disturbed: no successful commit ever covers an unprocessed record, and every record in
-    the log is processed at least once."""
+    the log is processed at least once. Run with both group protocols (KIP-848: "consumer")."""
     cluster = kafka_node_control
     total = 40_000
     topic = unique("chaos-group")
@@ -431,7 +436,7 @@ async def test_consumer_group_manual_commits_through_chaos(kafka_node_control: K
             warmed_up, chaos_done, stop = anyio.Event(), anyio.Event(), anyio.Event()
             async with anyio.create_task_group() as members:
                 for i in range(3):
-                    members.start_soon(member, cluster, topic, group, i, ledger, stop, rejoin)
+                    members.start_soon(member, cluster, topic, group, i, ledger, stop, rejoin, group_protocol)
                 async with (
                     AIOKafkaProducer(bootstrap_servers=cluster.bootstrap()) as producer,
                     anyio.create_task_group() as tg,
@@ -509,7 +514,7 @@ async def test_consumer_group_manual_commits_through_chaos(kafka_node_control: K
         "test_s": round(time.monotonic() - started, 1),
         "chaos": runner.report.summary(),
     }
-    report("group", numbers)
+    report("group" if group_protocol == "classic" else f"group-{group_protocol}", numbers)
     assert not unprocessed, (unprocessed[:10], numbers)
     assert not skips, (skips[:10], numbers)
     assert not uncovered, (uncovered[:10], numbers)
