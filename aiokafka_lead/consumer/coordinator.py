@@ -536,7 +536,7 @@ class GroupCoordinator:
         if not member_id:
             return
         try:
-            conn = await self._core.pool.connection(await self._link.coordinator())
+            conn = await self._core.pool.connection(await self._link.coordinator(), coordinator=True)
             version = conn.version_for(LeaveGroupRequest.API_KEY)
             if version >= LEAVE_GROUP_BATCH_VERSION:
                 identity = LeaveGroupRequest.MemberIdentity(

@@ -140,7 +140,7 @@ class CoordinatorLink:
         """Send ``build(version)``: for requests whose fields depend on the negotiated version."""
         node = await self.coordinator()
         try:
-            conn = await self._core.pool.connection(node)
+            conn = await self._core.pool.connection(node, coordinator=True)
             version = conn.version_for(api_key)
             if version_cap is not None:
                 version = min(version, version_cap)

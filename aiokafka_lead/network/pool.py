@@ -7,6 +7,9 @@
 * Reconnect backoff per node (exponential, jittered); bootstrap servers are used until
   metadata names the brokers, and again when no known broker is reachable (KIP-899).
 * Authentication failures are not retried: they surface at once.
+* A group coordinator gets a second connection of its own (``coordinator=True``), as in
+  Java and librdkafka: brokers answer one request per connection at a time, and a
+  JoinGroup is held for a whole rebalance, which would stall fetches queued behind it.
 """
 
 from __future__ import annotations
@@ -28,6 +31,13 @@ from aiokafka_lead.network.config import ConnectionConfig
 from aiokafka_lead.network.connection import Connection
 
 log = logging.getLogger(__name__)
+
+#: coordinator connections are keyed ``COORDINATOR_KEY_BASE - node_id`` (Java's scheme)
+COORDINATOR_KEY_BASE = 2**31 - 1
+
+
+def _node_of(key: int) -> int:
+    return COORDINATOR_KEY_BASE - key if key > COORDINATOR_KEY_BASE // 2 else key
 
 
 @dataclass(slots=True)
@@ -85,7 +95,8 @@ class BrokerPool:
         return self._config
 
     # ------------------------------------------------------------------ lookups
-    def _address(self, node_id: int) -> tuple[str, int] | None:
+    def _address(self, key: int) -> tuple[str, int] | None:
+        node_id = _node_of(key)
         if node_id < 0:
             index = -node_id - 1
             return self._bootstrap[index] if index < len(self._bootstrap) else None
@@ -99,8 +110,11 @@ class BrokerPool:
             return None
         return conn
 
-    async def connection(self, node_id: int) -> Connection:
-        """The live connection to ``node_id``, dialling (after any reconnect backoff) if needed."""
+    async def connection(self, node_id: int, *, coordinator: bool = False) -> Connection:
+        """The live connection to ``node_id``, dialling (after any reconnect backoff) if needed;
+        ``coordinator``: the node's second connection, for group coordination only."""
+        if coordinator:
+            node_id = COORDINATOR_KEY_BASE - node_id
         conn = self.live_connection(node_id)
         if conn is not None:
             return conn
@@ -120,7 +134,7 @@ class BrokerPool:
             return await self._dial(node_id, address, state)
 
     async def _dial(self, node_id: int, address: tuple[str, int], state: _NodeState) -> Connection:
-        conn = Connection(address[0], address[1], self._config, node_id=node_id)
+        conn = Connection(address[0], address[1], self._config, node_id=_node_of(node_id))
         self.connects += 1
         try:
             await self._tg.start(conn.run)
@@ -130,7 +144,8 @@ class BrokerPool:
             state.next_attempt = time.monotonic() + self._backoff.delay_s(state.failures)
             state.failures += 1
             if node_id >= 0:
-                self._store.request_refresh(f"connect failed: node {node_id} at {address[0]}:{address[1]}")
+                where = f"node {_node_of(node_id)} at {address[0]}:{address[1]}"
+                self._store.request_refresh(f"connect failed: {where}")
             raise
         state.failures = 0
         state.next_attempt = 0.0
@@ -145,7 +160,7 @@ class BrokerPool:
         live = [
             (c.in_flight, nid)
             for nid in self._nodes
-            if nid >= 0 and (c := self.live_connection(nid)) is not None
+            if 0 <= nid < COORDINATOR_KEY_BASE // 2 and (c := self.live_connection(nid)) is not None
         ]
         known = [n.node_id for n in self._store.nodes()]
         random.shuffle(known)
@@ -185,7 +200,8 @@ class BrokerPool:
 
     # --------------------------------------------------------------- maintenance
     def _on_metadata_change(self, change: MetadataChange) -> None:
-        for node_id in change.nodes_changed | change.nodes_removed:
+        changed = change.nodes_changed | change.nodes_removed
+        for node_id in changed | {COORDINATOR_KEY_BASE - n for n in changed}:
             state = self._nodes.get(node_id)
             conn = None if state is None else state.conn
             if conn is None or conn.closed:
