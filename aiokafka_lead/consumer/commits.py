@@ -77,6 +77,30 @@ class OffsetCommitter:
     def group_id(self) -> str:
         return self._link.group_id
 
+    async def auto_commit_loop(self, interval_s: float) -> None:
+        """Background: commit the consumed positions that changed, every ``interval_s``."""
+        while True:
+            await anyio.sleep(interval_s)
+            try:
+                await self.commit(None, only_changed=True)
+            except KafkaError as exc:
+                log.info("group %s: auto-commit failed: %r", self.group_id, exc)
+
+    async def commit_consumed(
+        self, partitions: set[TopicPartition] | None, why: str, *, timeout_ms: float | None = None
+    ) -> None:
+        """Commit the consumed positions (of ``partitions``, or all that changed) before they
+        change hands; a failure is logged, not raised: the hand-over goes on regardless."""
+        if partitions is None:
+            offsets, only_changed = None, True
+        else:
+            offsets = {tp: om for tp, om in self._consumed_offsets().items() if tp in partitions}
+            only_changed = False
+        try:
+            await self.commit(offsets, only_changed=only_changed, timeout_ms=timeout_ms)
+        except KafkaError as exc:
+            log.warning("group %s: commit %s failed: %r", self.group_id, why, exc)
+
     async def commit(
         self,
         offsets: Mapping[TopicPartition, OffsetAndMetadata] | None,
@@ -179,4 +203,20 @@ class OffsetCommitter:
         return retry, wait_identity
 
 
-__all__ = ["CommitIdentity", "CommitMember", "OffsetCommitter"]
+class CommittingMember:
+    """``commit()`` of a group member, through its ``OffsetCommitter``."""
+
+    _committer: OffsetCommitter
+
+    async def commit(
+        self,
+        offsets: Mapping[TopicPartition, OffsetAndMetadata] | None,
+        *,
+        only_changed: bool = False,
+        timeout_ms: float | None = None,
+    ) -> None:
+        """Commit ``offsets`` (None: the consumed positions) within ``timeout_ms``."""
+        await self._committer.commit(offsets, only_changed=only_changed, timeout_ms=timeout_ms)
+
+
+__all__ = ["CommitIdentity", "CommitMember", "CommittingMember", "OffsetCommitter"]

@@ -27,7 +27,7 @@ import base64
 import logging
 import time
 import uuid
-from collections.abc import Callable, Mapping
+from collections.abc import Callable
 from typing import Any
 
 import anyio
@@ -35,7 +35,7 @@ import anyio.abc
 
 from aiokafka_lead.backoff import ExponentialBackoff
 from aiokafka_lead.client import ClientCore
-from aiokafka_lead.consumer.commits import CommitIdentity, OffsetCommitter
+from aiokafka_lead.consumer.commits import CommitIdentity, CommittingMember, OffsetCommitter
 from aiokafka_lead.consumer.errors import CommitFailedError
 from aiokafka_lead.consumer.group_common import (
     COORDINATOR_MOVED,
@@ -71,7 +71,7 @@ def new_member_id() -> str:
     return base64.urlsafe_b64encode(uuid.uuid4().bytes).decode().rstrip("=")
 
 
-class ConsumerGroupMember:
+class ConsumerGroupMember(CommittingMember):
     """Membership of one consumer in one consumer-protocol group (KIP-848)."""
 
     def __init__(
@@ -199,7 +199,7 @@ class ConsumerGroupMember:
         async with anyio.create_task_group() as tg:
             tg.start_soon(self._reconcile_loop)
             if self._auto_commit:
-                tg.start_soon(self._auto_commit_loop)
+                tg.start_soon(self._committer.auto_commit_loop, self._auto_commit_s)
             task_status.started()
             await self._heartbeat_loop()
 
@@ -390,11 +390,9 @@ class ConsumerGroupMember:
         if revoke:
             self._subs.pause(revoke)  # nothing more is handed out from them while they go
             if self._auto_commit:
-                offsets = {tp: om for tp, om in self._consumed_offsets().items() if tp in revoke}
-                try:
-                    await self.commit(offsets, timeout_ms=self._rebalance_timeout_ms)
-                except KafkaError as exc:
-                    log.warning("group %s: commit before revoking failed: %r", self.group_id, exc)
+                await self._committer.commit_consumed(
+                    revoke, "before revoking", timeout_ms=self._rebalance_timeout_ms
+                )
             if self.listener is not None:
                 await call_listener(self.listener.on_partitions_revoked, revoke)
             if incarnation != self._incarnation:
@@ -421,24 +419,6 @@ class ConsumerGroupMember:
             await call_listener(self.listener.on_partitions_lost, lost)
 
     # ------------------------------------------------------------------ commits
-    async def _auto_commit_loop(self) -> None:
-        while True:
-            await anyio.sleep(self._auto_commit_s)
-            try:
-                await self.commit(None, only_changed=True)
-            except KafkaError as exc:
-                log.info("group %s: auto-commit failed: %r", self.group_id, exc)
-
-    async def commit(
-        self,
-        offsets: Mapping[TopicPartition, OffsetAndMetadata] | None,
-        *,
-        only_changed: bool = False,
-        timeout_ms: float | None = None,
-    ) -> None:
-        """OffsetCommit v9 with member id and epoch; a stale epoch is retried at the next one."""
-        await self._committer.commit(offsets, only_changed=only_changed, timeout_ms=timeout_ms)
-
     def commit_identity(self) -> CommitIdentity:
         if not self.in_group:
             return CommitIdentity(-1, "", None)
@@ -469,10 +449,7 @@ class ConsumerGroupMember:
         self._closing = True
         owned = self._subs.assigned()
         if self._auto_commit:
-            try:
-                await self.commit(None, only_changed=True)
-            except KafkaError as exc:
-                log.warning("group %s: final commit failed: %r", self.group_id, exc)
+            await self._committer.commit_consumed(None, "on close")
         if self.listener is not None and owned:
             await call_listener(self.listener.on_partitions_revoked, owned)
         if leave:

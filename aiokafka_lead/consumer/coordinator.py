@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import logging
 import time
-from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
+from collections.abc import Callable, Collection, Iterable, Sequence
 from typing import Any
 
 import anyio
@@ -27,7 +27,7 @@ import anyio.abc
 from aiokafka_lead.backoff import ExponentialBackoff
 from aiokafka_lead.client import ClientCore
 from aiokafka_lead.consumer.assignors import MemberSubscription, PartitionAssignor, RebalanceProtocol
-from aiokafka_lead.consumer.commits import CommitIdentity, OffsetCommitter
+from aiokafka_lead.consumer.commits import CommitIdentity, CommittingMember, OffsetCommitter
 from aiokafka_lead.consumer.errors import CommitFailedError
 from aiokafka_lead.consumer.group_common import (
     COORDINATOR_MOVED,
@@ -66,7 +66,7 @@ SUBSCRIPTION_VERSION = 3
 ASSIGNMENT_VERSION = 3
 
 
-class GroupCoordinator:
+class GroupCoordinator(CommittingMember):
     """Membership of one consumer in one classic group."""
 
     def __init__(
@@ -190,7 +190,7 @@ class GroupCoordinator:
         async with anyio.create_task_group() as tg:
             tg.start_soon(self._heartbeat_loop)
             if self._auto_commit:
-                tg.start_soon(self._auto_commit_loop)
+                tg.start_soon(self._committer.auto_commit_loop, self._auto_commit_s)
             task_status.started()
             failures = 0
             while True:
@@ -402,11 +402,7 @@ class GroupCoordinator:
 
     async def _revoke(self, tps: set[TopicPartition], *, commit: bool) -> None:
         if commit and self._auto_commit and self.in_group:
-            offsets = {tp: om for tp, om in self._consumed_offsets().items() if tp in tps}
-            try:
-                await self.commit(offsets)
-            except KafkaError as exc:
-                log.warning("group %s: commit before revoking failed: %r", self.group_id, exc)
+            await self._committer.commit_consumed(tps, "before revoking")
         if self.listener is not None:
             await call_listener(self.listener.on_partitions_revoked, tps)
         self._subs.remove_partitions(tps)
@@ -474,24 +470,6 @@ class GroupCoordinator:
             self.request_rejoin("the application polls again")
 
     # ------------------------------------------------------------------ commits
-    async def _auto_commit_loop(self) -> None:
-        while True:
-            await anyio.sleep(self._auto_commit_s)
-            try:
-                await self.commit(None, only_changed=True)
-            except KafkaError as exc:
-                log.info("group %s: auto-commit failed: %r", self.group_id, exc)
-
-    async def commit(
-        self,
-        offsets: Mapping[TopicPartition, OffsetAndMetadata] | None,
-        *,
-        only_changed: bool = False,
-        timeout_ms: float | None = None,
-    ) -> None:
-        """OffsetCommit with the generation id; a rebalance fails it (``CommitFailedError``)."""
-        await self._committer.commit(offsets, only_changed=only_changed, timeout_ms=timeout_ms)
-
     def commit_identity(self) -> CommitIdentity:
         if not self.in_group:
             return CommitIdentity(-1, "", None)
@@ -520,10 +498,7 @@ class GroupCoordinator:
             return
         owned = self._subs.assigned()
         if self._auto_commit:
-            try:
-                await self.commit(None, only_changed=True)
-            except KafkaError as exc:
-                log.warning("group %s: final commit failed: %r", self.group_id, exc)
+            await self._committer.commit_consumed(None, "on close")
         if self.listener is not None and owned:
             await call_listener(self.listener.on_partitions_revoked, owned)
         if leave and self.group_instance_id is None:
