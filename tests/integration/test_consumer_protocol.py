@@ -252,12 +252,13 @@ async def test_static_member_restarted_within_the_session_keeps_its_partitions(
         before, kept = set(static.assignment()), set(other.assignment())
         calls = len(changes.calls)
         await static.stop()  # leaves with epoch -2: its partitions wait for it
-        # two heartbeats of the other member: after a plain leave (-1) it would own all six now
+        # one heartbeat of the other member later (5 s at most, inside the 10 s session): after
+        # a plain leave (-1) the broker would have given it all six partitions by now
         beats = membership(other).heartbeats
-        await wait_for(lambda: membership(other).heartbeats >= beats + 2, 30)
+        await wait_for(lambda: membership(other).heartbeats >= beats + 1, 30)
         [described] = await admin.describe_consumer_groups([group])
-        assert {m.group_instance_id for m in described.members} == {None, "worker-1"}
-        assert other.assignment() == kept
+        targets = {m.group_instance_id: m.target_partitions for m in described.members}
+        assert targets == {None: frozenset(kept), "worker-1": frozenset(before)}
         again = member(bootstrap, group, group_instance_id="worker-1")
         await again.start()
         again.subscribe([topic])
