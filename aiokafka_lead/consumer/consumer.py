@@ -25,13 +25,13 @@ import anyio.abc
 from aiokafka_lead.admin.offsets import ISOLATION_LEVELS
 from aiokafka_lead.backoff import ExponentialBackoff
 from aiokafka_lead.client import ClientCore, connection_config
-from aiokafka_lead.consumer.assignors import PartitionAssignor, RangePartitionAssignor, resolve_assignors
+from aiokafka_lead.consumer.assignors import PartitionAssignor
 from aiokafka_lead.consumer.buffer import Chunk
-from aiokafka_lead.consumer.consumer_protocol import ConsumerGroupMember
-from aiokafka_lead.consumer.coordinator import ConsumerRebalanceListener, GroupCoordinator, topics_needed
+from aiokafka_lead.consumer.coordinator import ConsumerRebalanceListener, topics_needed
 from aiokafka_lead.consumer.errors import ConsumerStoppedError, IllegalStateError, NoOffsetForPartitionError
 from aiokafka_lead.consumer.fetcher import FetchConfig, Fetcher
 from aiokafka_lead.consumer.group_common import GroupMember
+from aiokafka_lead.consumer.group_protocols import check_group_protocol, create_group_member
 from aiokafka_lead.consumer.offsets import EARLIEST, LATEST, OffsetLookup, PositionManager
 from aiokafka_lead.consumer.subscription import ResetStrategy, SubscriptionState, SubscriptionType
 from aiokafka_lead.errors import KafkaError, KafkaTimeoutError
@@ -143,13 +143,12 @@ class AIOKafkaConsumer(Generic[KT, VT]):
             raise ValueError("max_poll_records must be at least 1")
         if group_instance_id is not None and group_id is None:
             raise ValueError("group_instance_id needs a group_id")
-        _check_group_protocol(
-            group_protocol,
-            group_remote_assignor,
-            partition_assignment_strategy=partition_assignment_strategy,
-            session_timeout_ms=session_timeout_ms,
-            heartbeat_interval_ms=heartbeat_interval_ms,
-        )
+        classic_only: dict[str, Any] = {
+            "partition_assignment_strategy": partition_assignment_strategy,
+            "session_timeout_ms": session_timeout_ms,
+            "heartbeat_interval_ms": heartbeat_interval_ms,
+        }
+        check_group_protocol(group_protocol, group_remote_assignor, **classic_only)
         self._group_id = group_id
         self._key_deserializer = key_deserializer
         self._value_deserializer = value_deserializer
@@ -213,7 +212,12 @@ class AIOKafkaConsumer(Generic[KT, VT]):
             report_error=self._report_error,
         )
         if group_id is not None:
-            common: dict[str, Any] = dict(
+            self._coordinator = create_group_member(
+                group_protocol,
+                self._core,
+                self._subs,
+                self._lookup,
+                remote_assignor=group_remote_assignor,
                 group_id=group_id,
                 group_instance_id=group_instance_id,
                 rebalance_timeout_ms=rebalance_timeout_ms or max_poll_interval_ms,
@@ -226,21 +230,8 @@ class AIOKafkaConsumer(Generic[KT, VT]):
                 report_error=self._report_error,
                 max_poll_interval_ms=max_poll_interval_ms,
                 last_poll=lambda: time.monotonic() if self._in_poll else self._last_poll,
+                **classic_only,
             )
-            if group_protocol == "consumer":
-                self._coordinator = ConsumerGroupMember(
-                    self._core, self._subs, self._lookup, remote_assignor=group_remote_assignor, **common
-                )
-            else:
-                self._coordinator = GroupCoordinator(
-                    self._core,
-                    self._subs,
-                    self._lookup,
-                    assignors=resolve_assignors(partition_assignment_strategy or (RangePartitionAssignor,)),
-                    session_timeout_ms=10_000 if session_timeout_ms is None else session_timeout_ms,
-                    heartbeat_interval_ms=3000 if heartbeat_interval_ms is None else heartbeat_interval_ms,
-                    **common,
-                )
         if topics:
             self._subs.subscribe(topics)
 
@@ -654,26 +645,6 @@ class AIOKafkaConsumer(Generic[KT, VT]):
     def positions(self) -> PositionManager:
         return self._positions
 
-
-def _check_group_protocol(
-    group_protocol: str, remote_assignor: str | None, **classic_only: object
-) -> None:
-    """Java's ConsumerConfig checks: each protocol refuses the other's settings."""
-    if group_protocol not in GROUP_PROTOCOLS:
-        raise ValueError(f"group_protocol must be one of {GROUP_PROTOCOLS}, not {group_protocol!r}")
-    if group_protocol == "classic":
-        if remote_assignor is not None:
-            raise ValueError("group_remote_assignor needs group_protocol='consumer'")
-        return
-    given = sorted(name for name, value in classic_only.items() if value is not None)
-    if given:
-        raise ValueError(
-            f"{', '.join(given)} cannot be set with group_protocol='consumer': the broker assigns "
-            "partitions (see group_remote_assignor) and sets the session timeout and heartbeat interval"
-        )
-
-
-GROUP_PROTOCOLS = ("classic", "consumer")
 
 Consumer = AIOKafkaConsumer
 

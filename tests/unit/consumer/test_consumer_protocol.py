@@ -7,6 +7,7 @@ The fake's assignor is deterministic (sticky per-topic quotas in join order, see
 
 from __future__ import annotations
 
+import itertools
 from typing import Any
 
 import anyio
@@ -308,3 +309,18 @@ async def test_admin_describes_a_consumer_group_with_its_members_and_assignments
                 assert by_client["second"].member_epoch == group_member(c2).member_epoch
                 assert by_client["second"].subscribed_topics == ("t",)
                 assert described.group_epoch >= by_client["second"].member_epoch
+
+
+async def test_heartbeats_follow_the_interval_the_broker_sets() -> None:
+    with anyio.fail_after(DEADLINE):
+        async with FakeCluster(brokers=1) as fc:
+            fc.groups.consumer_heartbeat_interval_ms = 300
+            fc.create_topic("t", partitions=1)
+            async with member(fc) as c:
+                c.subscribe(["t"])
+                await wait_until(lambda: bool(c.assignment()))
+                # after the join and the heartbeat reporting the partition, the broker's pace
+                await fc.wait_for(lambda: sum(1 for h in heartbeats(fc) if h.topic_partitions) >= 4)
+                times = [r.time for r in fc.requests.select(api_key=HEARTBEAT) if r.request.topic_partitions]
+                assert all(b - a >= 0.29 for a, b in itertools.pairwise(times)), times
+                assert group_member(c).heartbeat_interval_s == 0.3
