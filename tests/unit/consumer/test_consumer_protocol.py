@@ -324,3 +324,29 @@ async def test_heartbeats_follow_the_interval_the_broker_sets() -> None:
                 times = [r.time for r in fc.requests.select(api_key=HEARTBEAT) if r.request.topic_partitions]
                 assert all(b - a >= 0.29 for a, b in itertools.pairwise(times)), times
                 assert group_member(c).heartbeat_interval_s == 0.3
+
+
+async def test_subscription_change_and_unsubscribe_then_subscribe_again() -> None:
+    with anyio.fail_after(DEADLINE):
+        async with FakeCluster(brokers=1) as fc:
+            fc.groups.consumer_heartbeat_interval_ms = 50
+            fc.create_topic("a", partitions=2)
+            fc.create_topic("b", partitions=1)
+            listener = Recorder()
+            async with member(fc) as c:
+                c.subscribe(["a"], listener=listener)
+                await wait_until(lambda: c.assignment() == parts("a", 0, 1))
+                c.subscribe(["b"], listener=listener)
+                await wait_until(lambda: c.assignment() == parts("b", 0))
+                assert listener.calls[-2:] == [("revoked", parts("a", 0, 1)), ("assigned", parts("b", 0))]
+                m = group_member(c)
+                member_id = m.member_id
+                c.unsubscribe()
+                await fc.wait_for(lambda: heartbeats(fc)[-1].member_epoch == -1)
+                await wait_until(lambda: not m.in_group)
+                assert not fc.groups.consumer_groups["g"].members
+                c.subscribe(["a"], listener=listener)
+                await wait_until(lambda: c.assignment() == parts("a", 0, 1))
+                sent = heartbeats(fc)
+                after_leave = sent[[h.member_epoch for h in sent].index(-1) + 1]
+                assert (after_leave.member_epoch, after_leave.member_id) == (0, member_id)
