@@ -11,7 +11,7 @@ up again on the next attempt.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 
 from aiokafka_lead.admin.base import AdminBase, raise_item_errors
 from aiokafka_lead.admin.types import GroupDescription, GroupListing, MemberDescription
@@ -30,6 +30,10 @@ from aiokafka_lead.structs import OffsetAndMetadata, TopicPartition
 
 GROUP_KEY = 0
 GROUP_ID_NOT_FOUND = 69
+#: OffsetFetch v9 (KIP-848) checks a member's id and epoch: these answers mean the member's
+#: epoch moved on (or it was fenced) and are retried with its identity of the moment
+MEMBER_EPOCH_ERRORS = frozenset({25, 110, 113})
+MEMBER_FIELDS_VERSION = 9
 # OffsetFetch v10 names topics by id only; v8-9 carry names and several groups per request.
 OFFSET_FETCH_MAX = 9
 
@@ -170,9 +174,16 @@ class GroupsMixin(AdminBase):
         raise_item_errors("DeleteGroups", failures)
 
     async def list_consumer_group_offsets(
-        self, group_id: str, partitions: Iterable[TopicPartition] | None = None
+        self,
+        group_id: str,
+        partitions: Iterable[TopicPartition] | None = None,
+        *,
+        member: Callable[[], tuple[str, int] | None] | None = None,
     ) -> dict[TopicPartition, OffsetAndMetadata]:
-        """Committed offsets of ``group_id`` (all its partitions when ``partitions`` is None)."""
+        """Committed offsets of ``group_id`` (all its partitions when ``partitions`` is None).
+
+        ``member`` (a consumer-protocol member's ``(member id, epoch)``, or None) is sent
+        with OffsetFetch v9+, as Java's consumer does, so the broker checks the epoch."""
         wanted: dict[str, list[int]] | None = None
         if partitions is not None:
             wanted = {}
@@ -184,10 +195,13 @@ class GroupsMixin(AdminBase):
             conn = await self._core.pool.connection(node)
             version = min(conn.version_for(OffsetFetchRequest.API_KEY), OFFSET_FETCH_MAX)
             if version >= 8:
+                identity = member() if member is not None and version >= MEMBER_FIELDS_VERSION else None
                 request = OffsetFetchRequest(
                     groups=[
                         OffsetFetchRequest.OffsetFetchRequestGroup(
                             group_id=group_id,
+                            member_id=None if identity is None else identity[0],
+                            member_epoch=-1 if identity is None else identity[1],
                             topics=None
                             if wanted is None
                             else [
@@ -201,6 +215,10 @@ class GroupsMixin(AdminBase):
                 response = await conn.send(request, version=version)
                 group = response.groups[0]
                 group_error, topics = group.error_code, group.topics
+                if identity is not None and group_error in MEMBER_EPOCH_ERRORS:
+                    err = error_for_code(group_error, f"OffsetFetch {group_id} at epoch {identity[1]}")
+                    err.retriable = True  # the next attempt asks with the member's new epoch
+                    raise err
             else:
                 request = OffsetFetchRequest(
                     group_id=group_id,

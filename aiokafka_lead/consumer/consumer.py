@@ -27,6 +27,7 @@ from aiokafka_lead.backoff import ExponentialBackoff
 from aiokafka_lead.client import ClientCore, connection_config
 from aiokafka_lead.consumer.assignors import PartitionAssignor
 from aiokafka_lead.consumer.buffer import Chunk
+from aiokafka_lead.consumer.consumer_protocol import ConsumerGroupMember
 from aiokafka_lead.consumer.coordinator import ConsumerRebalanceListener, topics_needed
 from aiokafka_lead.consumer.errors import ConsumerStoppedError, IllegalStateError, NoOffsetForPartitionError
 from aiokafka_lead.consumer.fetcher import FetchConfig, Fetcher
@@ -193,6 +194,7 @@ class AIOKafkaConsumer(Generic[KT, VT]):
             group_id=group_id,
             isolation_level=isolation,
             report_error=self._report_error,
+            member=self._offset_fetch_member,
         )
         self._fetcher = Fetcher(
             self._core,
@@ -322,6 +324,13 @@ class AIOKafkaConsumer(Generic[KT, VT]):
                 wanted.add(TopicPartition(topic, p))
         if wanted != self._subs.assigned():
             self._subs.set_assignment(wanted)
+
+    def _offset_fetch_member(self) -> tuple[str, int] | None:
+        """A KIP-848 member's id and epoch, sent with OffsetFetch (None: classic or no group)."""
+        member = self._coordinator
+        if isinstance(member, ConsumerGroupMember) and member.in_group:
+            return member.member_id, member.member_epoch
+        return None
 
     def _consumed_offsets(self) -> dict[TopicPartition, OffsetAndMetadata]:
         out = {}

@@ -22,7 +22,7 @@ from aiokafka_lead.structs import OffsetAndMetadata, TopicPartition
 from aiokafka_lead.testing.fake import Error, FakeCluster
 from tests.unit.consumer.util import DEADLINE, consume, consumer, produce, wait_until
 
-HEARTBEAT, OFFSET_COMMIT, FIND_COORDINATOR = 68, 8, 10
+HEARTBEAT, OFFSET_COMMIT, OFFSET_FETCH, FIND_COORDINATOR = 68, 8, 9, 10
 
 
 class Recorder(ConsumerRebalanceListener):
@@ -350,3 +350,28 @@ async def test_subscription_change_and_unsubscribe_then_subscribe_again() -> Non
                 sent = heartbeats(fc)
                 after_leave = sent[[h.member_epoch for h in sent].index(-1) + 1]
                 assert (after_leave.member_epoch, after_leave.member_id) == (0, member_id)
+
+
+async def test_offset_fetch_carries_the_member_epoch_and_is_retried_when_it_is_stale() -> None:
+    with anyio.fail_after(DEADLINE):
+        async with FakeCluster(brokers=1) as fc:
+            fc.groups.consumer_heartbeat_interval_ms = 50
+            fc.create_topic("t", partitions=2)
+            tp1 = TopicPartition("t", 1)
+            produce(fc, tp1, [b"a", b"b", b"c"])
+            async with member(fc) as c1:
+                c1.subscribe(["t"])
+                await wait_until(lambda: c1.assignment() == parts("t", 0, 1))
+                await c1.commit({tp1: OffsetAndMetadata(2, "", -1)})
+                fc.intercept(OFFSET_FETCH, lambda *_: Error(113))  # STALE_MEMBER_EPOCH, once
+                async with member(fc) as c2:
+                    c2.subscribe(["t"])
+                    await wait_until(lambda: c2.assignment() == {tp1})
+                    [record] = await consume(c2, 1)
+                    assert (record.offset, record.value) == (2, b"c")
+                    m2 = group_member(c2)
+                    fetches = [
+                        g for r in fc.requests.select(api_key=OFFSET_FETCH) for g in r.request.groups
+                        if g.member_id == m2.member_id
+                    ]
+                    assert len(fetches) == 2 and all(g.member_epoch > 0 for g in fetches)

@@ -289,6 +289,10 @@ async def handle_offset_fetch(
             None if g.topics is None else [(t.name, list(t.partition_indexes)) for t in g.topics]
         )
         error, found = _committed(cluster, node_id, g.group_id, wanted)
+        consumer_group = cluster.groups.consumer_groups.get(g.group_id)
+        if not error and consumer_group is not None and g.member_id is not None and g.member_epoch >= 0:
+            error = consumer_group.commit_error(g.member_id, g.member_epoch)  # KIP-848 (v9)
+            found = [] if error else found
         Ps = OffsetFetchResponse.OffsetFetchResponsePartitions
         groups.append(
             OffsetFetchResponse.OffsetFetchResponseGroup(
