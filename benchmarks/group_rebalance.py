@@ -114,10 +114,17 @@ async def one(
     return measure(json.loads(out.decode()), args.warm)
 
 
-def aggregate(samples: dict[tuple[str, str], list[dict[str, float]]]) -> list[dict[str, Any]]:
+def aggregate(
+    samples: dict[tuple[str, str], list[dict[str, float]]], failed: dict[tuple[str, str], int]
+) -> list[dict[str, Any]]:
     rows = []
     for (client, variant), runs in samples.items():
-        row: dict[str, Any] = {"client": LABELS[client], "variant": VARIANTS[variant], "runs": len(runs)}
+        row: dict[str, Any] = {
+            "client": LABELS[client],
+            "variant": VARIANTS[variant],
+            "runs": len(runs),
+            "failed": failed.get((client, variant), 0),
+        }
         for key in ("settle_s", "stall_s", "baseline_gap_s"):
             values = [r[key] for r in runs]
             row[key] = {"median": statistics.median(values), "min": min(values), "max": max(values)}
@@ -130,13 +137,13 @@ def markdown(rows: list[dict[str, Any]], args: argparse.Namespace) -> str:
         return f"{d['median']:.2f} ({d['min']:.2f}-{d['max']:.2f})"
 
     lines = [
-        "| protocol | client | settle s | original members' longest stall s | baseline gap s |",
-        "|---|---|---|---|---|",
+        "| protocol | client | settle s | longest stall of the 3 others s | baseline gap s | runs (failed) |",
+        "|---|---|---|---|---|---|",
     ]
     for r in sorted(rows, key=lambda r: (r["variant"], r["client"])):
         lines.append(
             f"| {r['variant']} | {r['client']} | {cell(r['settle_s'])} | {cell(r['stall_s'])} | "
-            f"{cell(r['baseline_gap_s'])} |"
+            f"{cell(r['baseline_gap_s'])} | {r['runs']} ({r['failed']}) |"
         )
     intro = (
         f"{args.runs} run(s); {args.partitions} partitions (replication factor 3), "
@@ -190,6 +197,7 @@ async def main(args: argparse.Namespace) -> int:
     clients = args.clients.split(",")
     variants = args.variants.split(",")
     samples: dict[tuple[str, str], list[dict[str, float]]] = {}
+    failed: dict[tuple[str, str], int] = {}
     with tempfile.TemporaryDirectory(prefix="group-rebalance-") as tmp:
         cluster = None
         bootstrap = args.bootstrap_server
@@ -207,7 +215,13 @@ async def main(args: argparse.Namespace) -> int:
                     for n, (client, variant) in enumerate(order, 1):
                         what = f"{LABELS[client]}, {VARIANTS[variant]}"
                         say(f"run {run + 1}/{args.runs}, {n}/{len(order)}: {what}")
-                        m = await one(bootstrap, admin, client, variant, args)
+                        try:
+                            with anyio.fail_after(300):
+                                m = await one(bootstrap, admin, client, variant, args)
+                        except Exception as exc:  # one bad measurement is reported, not fatal
+                            failed[(client, variant)] = failed.get((client, variant), 0) + 1
+                            say(f"  failed: {exc!r}")
+                            continue
                         samples.setdefault((client, variant), []).append(m)
                         say(
                             f"  settle {m['settle_s']:.2f} s, longest stall {m['stall_s']:.2f} s "
@@ -217,7 +231,7 @@ async def main(args: argparse.Namespace) -> int:
             if cluster is not None:
                 with anyio.CancelScope(shield=True):
                     await anyio.to_thread.run_sync(cluster.down)
-    rows = aggregate(samples)
+    rows = aggregate(samples, failed)
     RESULTS.mkdir(parents=True, exist_ok=True)
     raw = {f"{c}/{v}": runs for (c, v), runs in samples.items()}
     (RESULTS / "group_rebalance.json").write_text(json.dumps({"rows": rows, "runs": raw}, indent=1))
