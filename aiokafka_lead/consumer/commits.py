@@ -203,20 +203,4 @@ class OffsetCommitter:
         return retry, wait_identity
 
 
-class CommittingMember:
-    """``commit()`` of a group member, through its ``OffsetCommitter``."""
-
-    _committer: OffsetCommitter
-
-    async def commit(
-        self,
-        offsets: Mapping[TopicPartition, OffsetAndMetadata] | None,
-        *,
-        only_changed: bool = False,
-        timeout_ms: float | None = None,
-    ) -> None:
-        """Commit ``offsets`` (None: the consumed positions) within ``timeout_ms``."""
-        await self._committer.commit(offsets, only_changed=only_changed, timeout_ms=timeout_ms)
-
-
-__all__ = ["CommitIdentity", "CommitMember", "CommittingMember", "OffsetCommitter"]
+__all__ = ["CommitIdentity", "CommitMember", "OffsetCommitter"]

@@ -27,27 +27,24 @@ import base64
 import logging
 import time
 import uuid
-from collections.abc import Callable
 from typing import Any
 
 import anyio
 import anyio.abc
 
-from aiokafka_lead.backoff import ExponentialBackoff
 from aiokafka_lead.client import ClientCore
-from aiokafka_lead.consumer.commits import CommitIdentity, CommittingMember, OffsetCommitter
+from aiokafka_lead.consumer.commits import CommitIdentity
 from aiokafka_lead.consumer.errors import CommitFailedError
 from aiokafka_lead.consumer.group_common import (
     COORDINATOR_MOVED,
-    ConsumerRebalanceListener,
-    CoordinatorLink,
     call_listener,
 )
+from aiokafka_lead.consumer.member_base import GroupMemberBase
 from aiokafka_lead.consumer.offsets import OffsetLookup
 from aiokafka_lead.consumer.subscription import SubscriptionState, SubscriptionType
 from aiokafka_lead.errors import KafkaError, UnsupportedVersionError, error_for_code
 from aiokafka_lead.protocol.messages import ConsumerGroupHeartbeatRequest, ConsumerGroupHeartbeatResponse
-from aiokafka_lead.structs import OffsetAndMetadata, TopicPartition
+from aiokafka_lead.structs import TopicPartition
 
 log = logging.getLogger(__name__)
 
@@ -71,7 +68,7 @@ def new_member_id() -> str:
     return base64.urlsafe_b64encode(uuid.uuid4().bytes).decode().rstrip("=")
 
 
-class ConsumerGroupMember(CommittingMember):
+class ConsumerGroupMember(GroupMemberBase):
     """Membership of one consumer in one consumer-protocol group (KIP-848)."""
 
     def __init__(
@@ -80,48 +77,15 @@ class ConsumerGroupMember(CommittingMember):
         subscriptions: SubscriptionState,
         lookup: OffsetLookup,
         *,
-        group_id: str,
-        group_instance_id: str | None,
         remote_assignor: str | None,
-        rebalance_timeout_ms: int,
-        request_timeout_ms: int,
-        backoff: ExponentialBackoff,
-        enable_auto_commit: bool,
-        auto_commit_interval_ms: int,
-        client_rack: str | None,
-        consumed_offsets: Callable[[], dict[TopicPartition, OffsetAndMetadata]],
-        report_error: Callable[[KafkaError], None],
-        max_poll_interval_ms: int = 300_000,
-        last_poll: Callable[[], float] = time.monotonic,
+        **common: Any,
     ) -> None:
-        self._core = core
-        self._subs = subscriptions
-        self._link = CoordinatorLink(core, lookup, group_id)
-        self.group_id = group_id
-        self.group_instance_id = group_instance_id
+        """``common``: the settings of every member (see ``member_base.GroupMemberBase``)."""
+        super().__init__(core, subscriptions, lookup, **common)
         self.remote_assignor = remote_assignor
-        self._rebalance_timeout_ms = rebalance_timeout_ms
-        self._request_timeout_ms = request_timeout_ms
-        self._backoff = backoff
-        self._auto_commit = enable_auto_commit
-        self._auto_commit_s = auto_commit_interval_ms / 1000
-        self._rack = client_rack
-        self._consumed_offsets = consumed_offsets
-        self._report_error = report_error
-        self._max_poll_interval_s = max_poll_interval_ms / 1000
-        self._last_poll = last_poll
-        self._committer = OffsetCommitter(
-            self._link,
-            self,
-            backoff=backoff,
-            request_timeout_ms=request_timeout_ms,
-            consumed_offsets=consumed_offsets,
-        )
-        self.listener: ConsumerRebalanceListener | None = None
         self.member_id = ""
         self.member_epoch = 0
         self.heartbeat_interval_s = DEFAULT_HEARTBEAT_MS / 1000
-        self.group_topics: set[str] = set()
         #: the broker's target assignment (topic id -> partitions); None: none received yet
         self._target: dict[uuid.UUID, frozenset[int]] | None = None
         self._topic_ids: dict[str, uuid.UUID] = {}
@@ -129,7 +93,6 @@ class ConsumerGroupMember(CommittingMember):
         #: partitions must be given up (fenced, poll timeout) before the member may rejoin
         self._fenced = False
         self._fatal: KafkaError | None = None
-        self.poll_expired = False
         self._closing = False
         #: v1 coordinators match a pattern themselves; v0 ones get the names matched here
         self._regex_supported = True
@@ -151,10 +114,6 @@ class ConsumerGroupMember(CommittingMember):
     @property
     def in_group(self) -> bool:
         return self.member_epoch > 0
-
-    @property
-    def coordinator_id(self) -> int | None:
-        return self._link.node_id
 
     def _set_epoch(self, epoch: int) -> None:
         if epoch != self.member_epoch:

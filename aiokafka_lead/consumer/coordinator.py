@@ -18,24 +18,23 @@ from __future__ import annotations
 
 import logging
 import time
-from collections.abc import Callable, Collection, Iterable, Sequence
+from collections.abc import Collection, Iterable, Sequence
 from typing import Any
 
 import anyio
 import anyio.abc
 
-from aiokafka_lead.backoff import ExponentialBackoff
 from aiokafka_lead.client import ClientCore
 from aiokafka_lead.consumer.assignors import MemberSubscription, PartitionAssignor, RebalanceProtocol
-from aiokafka_lead.consumer.commits import CommitIdentity, CommittingMember, OffsetCommitter
+from aiokafka_lead.consumer.commits import CommitIdentity
 from aiokafka_lead.consumer.errors import CommitFailedError
 from aiokafka_lead.consumer.group_common import (
     COORDINATOR_MOVED,
     ConsumerRebalanceListener,
-    CoordinatorLink,
     GroupMember,
     call_listener,
 )
+from aiokafka_lead.consumer.member_base import GroupMemberBase
 from aiokafka_lead.consumer.offsets import OffsetLookup
 from aiokafka_lead.consumer.subscription import SubscriptionState, SubscriptionType
 from aiokafka_lead.errors import KafkaError, KafkaTimeoutError, error_for_code
@@ -47,7 +46,7 @@ from aiokafka_lead.protocol.messages import (
     LeaveGroupRequest,
     SyncGroupRequest,
 )
-from aiokafka_lead.structs import OffsetAndMetadata, TopicPartition
+from aiokafka_lead.structs import TopicPartition
 
 log = logging.getLogger(__name__)
 
@@ -66,7 +65,7 @@ SUBSCRIPTION_VERSION = 3
 ASSIGNMENT_VERSION = 3
 
 
-class GroupCoordinator(CommittingMember):
+class GroupCoordinator(GroupMemberBase):
     """Membership of one consumer in one classic group."""
 
     def __init__(
@@ -75,50 +74,16 @@ class GroupCoordinator(CommittingMember):
         subscriptions: SubscriptionState,
         lookup: OffsetLookup,
         *,
-        group_id: str,
-        group_instance_id: str | None,
         assignors: Sequence[PartitionAssignor],
         session_timeout_ms: int,
-        rebalance_timeout_ms: int,
         heartbeat_interval_ms: int,
-        request_timeout_ms: int,
-        backoff: ExponentialBackoff,
-        enable_auto_commit: bool,
-        auto_commit_interval_ms: int,
-        client_rack: str | None,
-        consumed_offsets: Callable[[], dict[TopicPartition, OffsetAndMetadata]],
-        report_error: Callable[[KafkaError], None],
-        max_poll_interval_ms: int = 300_000,
-        last_poll: Callable[[], float] = time.monotonic,
+        **common: Any,
     ) -> None:
-        self._core = core
-        self._subs = subscriptions
-        self._link = CoordinatorLink(core, lookup, group_id)
-        self.group_id = group_id
-        self.group_instance_id = group_instance_id
+        """``common``: the settings of every member (see ``member_base.GroupMemberBase``)."""
+        super().__init__(core, subscriptions, lookup, **common)
         self._assignors = list(assignors)
         self._session_timeout_ms = session_timeout_ms
-        self._rebalance_timeout_ms = rebalance_timeout_ms
         self._heartbeat_s = heartbeat_interval_ms / 1000
-        self._request_timeout_ms = request_timeout_ms
-        self._backoff = backoff
-        self._auto_commit = enable_auto_commit
-        self._auto_commit_s = auto_commit_interval_ms / 1000
-        self._rack = client_rack
-        self._consumed_offsets = consumed_offsets
-        self._committer = OffsetCommitter(
-            self._link,
-            self,
-            backoff=backoff,
-            request_timeout_ms=request_timeout_ms,
-            consumed_offsets=consumed_offsets,
-        )
-        self._report_error = report_error
-        self._max_poll_interval_s = max_poll_interval_ms / 1000
-        self._last_poll = last_poll
-        #: True after leaving because the application stopped polling; the next poll rejoins
-        self.poll_expired = False
-        self.listener: ConsumerRebalanceListener | None = None
         self.member_id = ""
         self.generation_id = -1
         self.protocol_name: str | None = None
@@ -127,8 +92,6 @@ class GroupCoordinator(CommittingMember):
         self._stable = False
         self._wake = anyio.Event()
         self._joined_topics: dict[str, int] = {}
-        #: topics the leader needs metadata for (every member's subscription)
-        self.group_topics: set[str] = set()
         self.rebalances = 0
         self.stable_event = anyio.Event()
         self._pending_lost: set[TopicPartition] = set()
@@ -175,10 +138,6 @@ class GroupCoordinator(CommittingMember):
         return out
 
     # ------------------------------------------------------------ coordinator
-    @property
-    def coordinator_id(self) -> int | None:
-        return self._link.node_id
-
     def _coordinator_dead(self, reason: str) -> None:
         self._link.forget(reason)
 
