@@ -17,7 +17,7 @@ from aiokafka_lead.admin import AIOKafkaAdminClient
 from aiokafka_lead.consumer import AIOKafkaConsumer, ConsumerRebalanceListener
 from aiokafka_lead.consumer.consumer_protocol import ConsumerGroupMember
 from aiokafka_lead.consumer.coordinator import GroupCoordinator
-from aiokafka_lead.errors import UnreleasedInstanceIdError
+from aiokafka_lead.errors import KafkaError, UnreleasedInstanceIdError
 from aiokafka_lead.structs import OffsetAndMetadata, TopicPartition
 from aiokafka_lead.testing.fake import Error, FakeCluster
 from tests.unit.consumer.util import DEADLINE, consume, consumer, produce, wait_until
@@ -375,3 +375,14 @@ async def test_offset_fetch_carries_the_member_epoch_and_is_retried_when_it_is_s
                         if g.member_id == m2.member_id
                     ]
                     assert len(fetches) == 2 and all(g.member_epoch > 0 for g in fetches)
+
+
+async def test_a_broker_without_the_consumer_protocol_is_a_clear_error() -> None:
+    with anyio.fail_after(DEADLINE):
+        async with FakeCluster(brokers=1, max_versions={HEARTBEAT: -1}) as fc:
+            fc.create_topic("t", partitions=1)
+            async with member(fc) as c:
+                c.subscribe(["t"])
+                with pytest.raises(KafkaError, match="use group_protocol='classic'"):
+                    await c.getmany(timeout_ms=3000)
+                assert fc.count(HEARTBEAT) == 0 and c.assignment() == set()
