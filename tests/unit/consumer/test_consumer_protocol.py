@@ -386,3 +386,20 @@ async def test_a_broker_without_the_consumer_protocol_is_a_clear_error() -> None
                 with pytest.raises(KafkaError, match="use group_protocol='classic'"):
                     await c.getmany(timeout_ms=3000)
                 assert fc.count(HEARTBEAT) == 0 and c.assignment() == set()
+
+
+def test_consumer_protocol_member_runs_on_trio() -> None:
+    async def scenario() -> tuple[list[bytes | None], int]:
+        with anyio.fail_after(DEADLINE):
+            async with FakeCluster(brokers=1) as fc:
+                fc.create_topic("t", partitions=1)
+                tp = TopicPartition("t", 0)
+                produce(fc, tp, [b"a", b"b"])
+                async with member(fc, enable_auto_commit=True) as c:
+                    c.subscribe(["t"])
+                    values = [r.value for r in await consume(c, 2)]
+                    await c.commit()
+                    committed = await c.committed(tp)
+                return values, committed or -1
+
+    assert anyio.run(scenario, backend="trio") == ([b"a", b"b"], 2)
