@@ -271,3 +271,21 @@ async def test_static_member_restarted_within_the_session_keeps_its_partitions(
         assert other.assignment() == kept and changes.calls[calls:] == []
         await again.stop()
     await admin.delete_topics([topic])
+
+
+async def test_a_pattern_goes_to_the_broker_and_picks_up_a_new_topic(
+    kafka_cluster: Any, admin: AIOKafkaAdminClient
+) -> None:
+    bootstrap = kafka_cluster.bootstrap()
+    prefix = unique("kip848re")
+    await admin.create_topics([NewTopic(f"{prefix}-a", 2, 3), NewTopic(f"{prefix}-other", 1, 3)])
+    async with member(bootstrap, unique("g"), metadata_max_age_ms=1000) as c:
+        c.subscribe(pattern=f"{prefix}-[ab]")
+        await wait_for(lambda: {tp.topic for tp in c.assignment()} == {f"{prefix}-a"}, 40)
+        await admin.create_topics([NewTopic(f"{prefix}-b", 2, 3)])
+        # the broker matches the regex (RE2/J) and assigns the new topic's partitions
+        await wait_for(lambda: {tp.topic for tp in c.assignment()} == {f"{prefix}-a", f"{prefix}-b"}, 60)
+        assert len(c.assignment()) == 4
+        [described] = await admin.describe_consumer_groups([membership(c).group_id])
+        assert described.members[0].subscribed_topic_regex == f"{prefix}-[ab]"
+    await admin.delete_topics([f"{prefix}-a", f"{prefix}-b", f"{prefix}-other"])
