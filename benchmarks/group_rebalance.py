@@ -22,6 +22,7 @@ from __future__ import annotations
 import argparse
 import itertools
 import json
+import os
 import statistics
 import sys
 import tempfile
@@ -149,7 +150,7 @@ def markdown(rows: list[dict[str, Any]], args: argparse.Namespace) -> str:
         f"{args.runs} run(s); {args.partitions} partitions (replication factor 3), "
         f"{args.rate:.0f} records/s; "
         f"a 4th member joins after {args.warm:.0f} s of steady delivery by 3 members. Cells: median "
-        f"(min-max over runs). Machine: {args.machine}."
+        f"(min-max over runs). Machine: {args.machine}; {getattr(args, 'load', 'load not recorded')}."
     )
     return intro + "\n\n" + "\n".join(lines) + "\n"
 
@@ -198,6 +199,8 @@ async def main(args: argparse.Namespace) -> int:
     variants = args.variants.split(",")
     samples: dict[tuple[str, str], list[dict[str, float]]] = {}
     failed: dict[tuple[str, str], int] = {}
+    load_before = os.getloadavg()
+    started = time.time()
     with tempfile.TemporaryDirectory(prefix="group-rebalance-") as tmp:
         cluster = None
         bootstrap = args.bootstrap_server
@@ -232,6 +235,10 @@ async def main(args: argparse.Namespace) -> int:
                 with anyio.CancelScope(shield=True):
                     await anyio.to_thread.run_sync(cluster.down)
     rows = aggregate(samples, failed)
+    args.load = (
+        f"load average (1/5/15 min) {'/'.join(f'{v:.1f}' for v in load_before)} at the start, "
+        f"{'/'.join(f'{v:.1f}' for v in os.getloadavg())} at the end; {time.time() - started:.0f} s"
+    )
     RESULTS.mkdir(parents=True, exist_ok=True)
     raw = {f"{c}/{v}": runs for (c, v), runs in samples.items()}
     (RESULTS / "group_rebalance.json").write_text(json.dumps({"rows": rows, "runs": raw}, indent=1))
