@@ -236,8 +236,10 @@ class ConsumerGroupMember(GroupMemberBase):
         return response
 
     async def _heartbeat(self) -> float:
-        """One heartbeat; returns the delay before the next one (0: at once)."""
+        """One heartbeat; returns the delay before the next one (0: at once), counted from when
+        this one was sent, so a slow answer does not stretch the member's rhythm."""
         incarnation = self._incarnation
+        sent_at = time.monotonic()
         response = await self._send(self.member_epoch)
         if incarnation != self._incarnation:
             return 0.0  # fenced or left while the request was out: its answer is void
@@ -259,7 +261,7 @@ class ConsumerGroupMember(GroupMemberBase):
                 tp.topic_id: frozenset(tp.partitions) for tp in response.assignment.topic_partitions
             }
             self._reconcile_wake.set()
-        return self.heartbeat_interval_s
+        return max(self.heartbeat_interval_s - (time.monotonic() - sent_at), 0.001)
 
     def _on_error(self, code: int, message: str | None) -> float:
         err = error_for_code(code, message or f"ConsumerGroupHeartbeat for group {self.group_id}")
