@@ -37,7 +37,7 @@ from aiokafka_lead.metadata import MetadataChange
 from aiokafka_lead.protocol.messages import MetadataRequest
 from aiokafka_lead.records import native
 from aiokafka_lead.runtime import ClientClosedError
-from aiokafka_lead.structs import ConsumerRecord, OffsetAndMetadata, TopicPartition
+from aiokafka_lead.structs import ConsumerGroupMetadata, ConsumerRecord, OffsetAndMetadata, TopicPartition
 
 log = logging.getLogger(__name__)
 
@@ -611,6 +611,21 @@ class AIOKafkaConsumer(Generic[KT, VT]):
             return await self.getone()
         except (ConsumerStoppedError, ClientClosedError):
             raise StopAsyncIteration from None
+
+    def group_metadata(self) -> ConsumerGroupMetadata:
+        """The group membership to pass to ``send_offsets_to_transaction`` (KIP-447).
+
+        Read it right before the call: a rebalance changes the generation, and the group
+        coordinator rejects offsets sent with a stale one (the transaction must then abort).
+        """
+        coord = self._coordinator
+        if coord is None:
+            raise IllegalStateError("group_metadata() needs a consumer with a group_id")
+        if not coord.in_group:
+            return ConsumerGroupMetadata(coord.group_id, -1, "", coord.group_instance_id)
+        return ConsumerGroupMetadata(
+            coord.group_id, coord.generation_id, coord.member_id, coord.group_instance_id
+        )
 
     # ----------------------------------------------------------- observability
     @property

@@ -100,6 +100,8 @@ class Connection:
         self._closed = anyio.Event()
         self._close_reason: BaseException | None = None
         self.api_versions: ApiVersionTable | None = None
+        #: finalized feature levels from ApiVersions v3+ (e.g. ``transaction.version``)
+        self.finalized_features: dict[str, int] = {}
         self.last_used = time.monotonic()
 
     def __repr__(self) -> str:
@@ -175,6 +177,7 @@ class Connection:
         if response.error_code:
             raise error_for_code(response.error_code, "ApiVersions failed")
         self.api_versions = negotiate(response)
+        self.finalized_features = {f.name: f.max_version_level for f in response.finalized_features or ()}
         if self._config.uses_sasl:
             await self._authenticate()
 

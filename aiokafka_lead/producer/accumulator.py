@@ -213,7 +213,13 @@ class RecordAccumulator:
         return batch.created_at + self.linger_s
 
     def drain(
-        self, store: MetadataStore, max_request_size: int, *, hints: bool, busy_nodes: Collection[int] = ()
+        self,
+        store: MetadataStore,
+        max_request_size: int,
+        *,
+        hints: bool,
+        busy_nodes: Collection[int] = (),
+        held: Collection[TopicPartition] = (),
     ) -> DrainResult:
         """Pick the batches to send now, grouped by leader node (synchronous decision step).
 
@@ -221,12 +227,13 @@ class RecordAccumulator:
         for it unless they are full, retries (KIP-951 retries go at once) or being flushed.
         A broker handles one request per connection at a time, so a second small request would
         only queue behind the first; waiting lets the next request carry everything at once.
+        ``held`` partitions are not sent yet (not yet added to the producer's transaction).
         """
         now = time.monotonic()
         result = DrainResult()
         sizes: dict[int, int] = {}
         for tp, queue in self._queues.items():
-            if not queue or tp in self._muted:
+            if not queue or tp in self._muted or tp in held:
                 continue
             batch = queue[0]
             if now - batch.created_at >= self.delivery_timeout_s:
@@ -298,6 +305,23 @@ class RecordAccumulator:
             batch.fail(error)
             self.finished(batch)
         return len(pending)
+
+    def abort_undrained(
+        self, error: BaseException, partitions: Collection[TopicPartition] | None = None
+    ) -> int:
+        """Fail every batch not yet sent (of ``partitions``, default all): an aborted transaction."""
+        failed = 0
+        for tp, queue in self._queues.items():
+            if partitions is not None and tp not in partitions:
+                continue
+            while queue:
+                batch = queue.popleft()
+                batch.fail(error)
+                self._incomplete.discard(batch)
+                self._release(batch)
+                failed += 1
+        self.wake()
+        return failed
 
     def enqueue_built(self, tp: TopicPartition, builder: RecordBatchBuilder, reserved: int) -> ProducerBatch:
         """Queue a batch the user filled (``send_batch``) as it is, behind the partition's open batch."""

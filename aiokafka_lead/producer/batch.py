@@ -88,6 +88,7 @@ class ProducerBatch:
         self.base_sequence = -1
         self.producer_id = -1
         self.producer_epoch = -1
+        self.transactional = False
         self.done = False
         self.error: BaseException | None = None
         self.base_offset = -1
@@ -132,7 +133,9 @@ class ProducerBatch:
 
     def payload(self) -> bytes:
         """The batch's bytes with its producer id, epoch and base sequence stamped in."""
-        return self.builder.build(self.producer_id, self.producer_epoch, self.base_sequence)
+        return self.builder.build(
+            self.producer_id, self.producer_epoch, self.base_sequence, is_transactional=self.transactional
+        )
 
     def _resolve(self) -> None:
         self.done = True

@@ -34,6 +34,7 @@ class IdempotenceState:
         self.needs_bump = False
         self.epoch_bumps = 0
         self._sequences: dict[TopicPartition, int] = {}
+        self.transactional = False  # batches are stamped as transactional (KIP-98)
 
     async def init(self, reason: str = "start") -> None:
         """InitProducerId (any broker; no transactional id): a new id, or a bumped epoch."""
@@ -64,6 +65,13 @@ class IdempotenceState:
         self.needs_bump = False
         log.debug("producer id %d epoch %d (%s)", self.producer_id, self.producer_epoch, reason)
 
+    def adopt(self, producer_id: int, producer_epoch: int, *, transactional: bool) -> None:
+        """Use an id and epoch the transaction coordinator handed out; sequences restart."""
+        self.producer_id, self.producer_epoch = producer_id, producer_epoch
+        self.transactional = transactional
+        self._sequences.clear()
+        self.needs_bump = False
+
     async def bump_epoch(self) -> None:
         self.epoch_bumps += 1
         await self.init("epoch bump after lost producer state (KIP-360)")
@@ -74,6 +82,7 @@ class IdempotenceState:
             return
         batch.producer_id = self.producer_id
         batch.producer_epoch = self.producer_epoch
+        batch.transactional = self.transactional
         base = self._sequences.get(batch.tp, 0)
         batch.base_sequence = base
         self._sequences[batch.tp] = (base + batch.record_count) & MAX_SEQUENCE

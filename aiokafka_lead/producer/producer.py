@@ -19,6 +19,7 @@ import anyio.abc
 
 from aiokafka_lead.backoff import ExponentialBackoff
 from aiokafka_lead.client import ClientCore, connection_config
+from aiokafka_lead.consumer.errors import IllegalStateError
 from aiokafka_lead.errors import KafkaTimeoutError, MessageSizeTooLargeError, error_for_code
 from aiokafka_lead.metadata import HintOutcome
 from aiokafka_lead.producer.accumulator import RECORD_OVERHEAD, RecordAccumulator, estimate_record_size
@@ -27,9 +28,11 @@ from aiokafka_lead.producer.idempotence import IdempotenceState
 from aiokafka_lead.producer.metrics import ProducerMetrics
 from aiokafka_lead.producer.partitioner import DefaultPartitioner, Partitioner
 from aiokafka_lead.producer.sender import Sender
+from aiokafka_lead.producer.transaction import TransactionContext, TransactionManager
+from aiokafka_lead.producer.txn_requests import TxnRequests
 from aiokafka_lead.records import CompressionType, RecordBatchBuilder
 from aiokafka_lead.runtime import ClientClosedError
-from aiokafka_lead.structs import TopicPartition
+from aiokafka_lead.structs import ConsumerGroupMetadata, OffsetAndMetadata, TopicPartition
 
 _ids = itertools.count(1)
 COMPRESSION = {
@@ -109,6 +112,7 @@ class AIOKafkaProducer:
         connections_max_idle_ms: int = 540_000,
         enable_idempotence: bool | None = None,
         transactional_id: str | None = None,
+        transaction_timeout_ms: int = 60_000,
         sasl_mechanism: str = "PLAIN",
         sasl_plain_username: str | None = None,
         sasl_plain_password: str | None = None,
@@ -118,7 +122,9 @@ class AIOKafkaProducer:
         if unsupported:
             raise TypeError(f"unsupported producer options: {', '.join(sorted(unsupported))}")
         if transactional_id is not None:
-            raise NotImplementedError("transactions are not supported yet (transactional_id)")
+            if enable_idempotence is False:
+                raise ValueError("a transactional producer needs enable_idempotence (leave it unset)")
+            enable_idempotence = True
         del api_version  # always negotiated
         self._acks = _acks(acks)
         if compression_type not in COMPRESSION:
@@ -181,6 +187,9 @@ class AIOKafkaProducer:
             on_batch_closed=self._batch_closed,
         )
         self._ids: IdempotenceState | None = None
+        self._transactional_id = transactional_id
+        self._transaction_timeout_ms = transaction_timeout_ms
+        self._txn: TransactionManager | None = None
         self._closed = False
         self._running = False  # True between a successful start and stop
         # per topic: (store version, all partitions, partitions with a known leader)
@@ -191,7 +200,20 @@ class AIOKafkaProducer:
     async def _setup(self, tg: anyio.abc.TaskGroup) -> None:
         if self._idempotent:
             self._ids = IdempotenceState(self._core, timeout_ms=self._max_block_ms, backoff=self._backoff)
-            await self._ids.init()
+            if self._transactional_id is None:
+                await self._ids.init()
+        if self._transactional_id is not None and self._ids is not None:
+            requests = TxnRequests(
+                self._core,
+                transactional_id=self._transactional_id,
+                transaction_timeout_ms=self._transaction_timeout_ms,
+                max_block_ms=self._max_block_ms,
+                request_timeout_ms=self._request_timeout_ms,
+                backoff=self._backoff,
+            )
+            self._txn = TransactionManager(requests, self._ids, self._acc)
+            await self._txn.init()
+            await tg.start(self._txn.run)
         sender = Sender(
             self._core,
             self._acc,
@@ -202,6 +224,7 @@ class AIOKafkaProducer:
             leader_hints=self._leader_hints,
             idempotence=self._ids,
             metrics=self._metrics,
+            transaction=self._txn,
         )
         await tg.start(sender.run)
         self._running = True
@@ -333,6 +356,8 @@ class AIOKafkaProducer:
             raise ValueError(f"topic {topic!r} has no partition {partition} (partitions: {all_parts})")
         timestamp = int(time.time() * 1000) if timestamp_ms is None else timestamp_ms
         tp = tps.get(partition) or TopicPartition(topic, partition)
+        if self._txn is not None:
+            self._txn.add_partition(tp)  # raises outside a transaction
         handle = self._acc.try_append_now(tp, timestamp, key_bytes, value_bytes, header_list, size)
         if handle is not None:
             return handle  # the common case: no second coroutine
@@ -367,6 +392,8 @@ class AIOKafkaProducer:
         parts = await self.partitions_for(topic)
         if partition not in parts:
             raise ValueError(f"topic {topic!r} has no partition {partition}")
+        if self._txn is not None:
+            self._txn.add_partition(TopicPartition(topic, partition))
         await self._acc.reserve(batch.reserved)
         queued = self._acc.enqueue_built(TopicPartition(topic, partition), batch._builder, batch.reserved)
         return queued.handle()
@@ -375,6 +402,41 @@ class AIOKafkaProducer:
         """Send everything queued now and wait until it resolved (bound it with a cancel scope)."""
         self._check_open()
         await self._acc.flush()
+
+    # -------------------------------------------------------------- transactions
+    def _transaction_manager(self) -> TransactionManager:
+        self._check_open()
+        if self._txn is None:
+            raise IllegalStateError("transactions need a producer created with transactional_id=")
+        return self._txn
+
+    def begin_transaction(self) -> None:
+        """Start a transaction: every record sent until commit/abort belongs to it."""
+        self._transaction_manager().begin()
+
+    async def commit_transaction(self) -> None:
+        """Deliver every record of the transaction, then commit it (EndTxn)."""
+        await self._transaction_manager().commit()
+
+    async def abort_transaction(self) -> None:
+        """Drop unsent records and abort the transaction; read_committed consumers never see it."""
+        await self._transaction_manager().abort()
+
+    async def send_offsets_to_transaction(
+        self,
+        offsets: dict[TopicPartition, OffsetAndMetadata | int],
+        group_id: str | ConsumerGroupMetadata,
+    ) -> None:
+        """Commit consumer offsets as part of the transaction (consume-transform-produce).
+
+        ``group_id`` may be the consumer's ``group_metadata()``: the group coordinator then
+        rejects the commit of a consumer fenced by a rebalance (KIP-447).
+        """
+        await self._transaction_manager().send_offsets(offsets, group_id)
+
+    def transaction(self) -> TransactionContext:
+        """``async with producer.transaction():`` begin; commit on success, abort on error."""
+        return TransactionContext(self._transaction_manager())
 
     # ----------------------------------------------------------------- insight
     def metrics(self) -> dict[str, Any]:
@@ -402,6 +464,7 @@ class AIOKafkaProducer:
             "producer_id": self._ids.producer_id if self._ids else -1,
             "producer_epoch": self._ids.producer_epoch if self._ids else -1,
             "epoch_bumps": self._ids.epoch_bumps if self._ids else 0,
+            **(self._txn.metrics() if self._txn is not None else {}),
         }
 
 

@@ -29,6 +29,7 @@ from aiokafka_lead.testing.fake.groups import GroupCoordinator
 from aiokafka_lead.testing.fake.intercept import Action, InterceptFn, Interceptor
 from aiokafka_lead.testing.fake.log import RequestLog, RequestRecord
 from aiokafka_lead.testing.fake.partition import Partition
+from aiokafka_lead.testing.fake.transactions import TxnCoordinator
 
 HINT_MODES = ("current", "none", "stale", "same_epoch", "unknown_node", "endpoints_only")
 
@@ -80,6 +81,8 @@ class FakeCluster:
         self.topics: dict[str, Topic] = {}
         self.requests = RequestLog()
         self.groups = GroupCoordinator(self)
+        #: transactional ids; ``txns.transaction_version`` is the finalized feature level
+        self.txns = TxnCoordinator(self)
         #: exceptions raised by handlers (bugs in the fake); each closed its connection
         self.handler_errors: list[BaseException] = []
         #: requests the fake could not parse or does not support (client bugs); each closed
