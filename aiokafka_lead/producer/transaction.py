@@ -37,7 +37,13 @@ import anyio
 import anyio.abc
 
 from aiokafka_lead.consumer.errors import IllegalStateError
-from aiokafka_lead.errors import KafkaError, KafkaTimeoutError, error_for_code
+from aiokafka_lead.errors import (
+    ERROR_CLASSES,
+    KafkaError,
+    KafkaProtocolError,
+    KafkaTimeoutError,
+    error_for_code,
+)
 from aiokafka_lead.producer.batch import ProducerBatch
 from aiokafka_lead.producer.idempotence import IdempotenceState
 from aiokafka_lead.producer.txn_requests import TV1_PRODUCE_MAX, TxnRequests
@@ -119,10 +125,15 @@ class TransactionManager:
     def _raise_if_failed(self, what: str) -> None:
         if self.state is TxnState.FATAL_ERROR:
             cause = self.last_error
-            raise IllegalStateError(
+            message = (
                 f"{what}: the transactional producer {self.transactional_id!r} failed fatally "
                 f"({cause!r}); stop it and create a new one"
-            ) from cause
+            )
+            # the cause's own class (ProducerFencedError, ...) so callers can catch it by type
+            cls: type[KafkaError] = IllegalStateError
+            if isinstance(cause, KafkaError) and type(cause) in ERROR_CLASSES.values():
+                cls = type(cause)
+            raise cls(message) from cause
         if self.state is TxnState.ABORTABLE_ERROR:
             raise IllegalStateError(
                 f"{what}: the transaction failed ({self.last_error!r}); only abort_transaction() "
@@ -242,6 +253,10 @@ class TransactionManager:
             self._fail_pending(batch, self._judge(exc))
             return
         failed = {tp: code for tp, code in results.items() if code}
+        if any(tp not in results for tp in batch):
+            missing = [tp for tp in batch if tp not in results]
+            error: BaseException = KafkaProtocolError(f"AddPartitionsToTxn did not answer for {missing}")
+            self._fail_pending(missing, self._abortable(error))
         for tp in batch:
             if tp not in failed and tp in results:
                 self._partitions.add(tp)
