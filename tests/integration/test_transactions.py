@@ -34,9 +34,9 @@ pytestmark = pytest.mark.integration
 ROOT = Path(__file__).resolve().parents[2]
 CONSOLE_CONSUMER = "org.apache.kafka.tools.consumer.ConsoleConsumer"
 JAVA_COPIER = "org.apache.kafka.tools.TransactionalMessageCopier"
-#: records the chaos copy moves (the issue's 100,000 when AIOKAFKA_LEAD_TXN_COPY_RECORDS says so)
-COPY_RECORDS = int(os.environ.get("AIOKAFKA_LEAD_TXN_COPY_RECORDS", "30000"))
-COPY_PARTITIONS = 6
+#: records the chaos copy moves (the issue asks for 100,000; ~30 s of copying here)
+COPY_RECORDS = int(os.environ.get("AIOKAFKA_LEAD_TXN_COPY_RECORDS", "100000"))
+COPY_PARTITIONS = 5
 
 
 async def make_topics(bootstrap: str, partitions: int, *names: str) -> None:
