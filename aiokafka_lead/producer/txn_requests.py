@@ -15,14 +15,17 @@ Produce v12 make it version 2, anything less version 1.
 
 from __future__ import annotations
 
+import itertools
 import logging
 from collections.abc import Awaitable, Callable, Mapping
 from typing import Any, TypeVar
 
+import anyio
+
 from aiokafka_lead.backoff import ExponentialBackoff
 from aiokafka_lead.client import ClientCore
 from aiokafka_lead.consumer.offsets import OffsetLookup
-from aiokafka_lead.errors import KafkaConnectionError, error_for_code
+from aiokafka_lead.errors import ConcurrentTransactionsError, KafkaConnectionError, error_for_code
 from aiokafka_lead.protocol.messages import (
     AddOffsetsToTxnRequest,
     AddPartitionsToTxnRequest,
@@ -48,6 +51,8 @@ TV2_PRODUCE = 12  # Produce v12 adds partitions to the transaction implicitly
 TV2_TXN_OFFSET_COMMIT = 5  # TxnOffsetCommit v5 adds the group implicitly
 TV1_PRODUCE_MAX = 11
 FEATURE = "transaction.version"
+CONCURRENT_TRANSACTIONS_BACKOFF_S = 0.02
+QUICK_RETRIES = 5
 
 
 class TxnRequests:
@@ -75,9 +80,21 @@ class TxnRequests:
 
     # ------------------------------------------------------------------ plumbing
     async def _retrying(self, what: str, attempt: Callable[[], Awaitable[T]]) -> T:
+        async def quick() -> T:
+            # CONCURRENT_TRANSACTIONS: the previous transaction's markers are still being
+            # written, which takes milliseconds: retry soon (Java: 20 ms), not after retry_backoff_ms
+            for n in itertools.count():
+                try:
+                    return await attempt()
+                except ConcurrentTransactionsError:
+                    if n >= QUICK_RETRIES:
+                        raise
+                    await anyio.sleep(CONCURRENT_TRANSACTIONS_BACKOFF_S)
+            raise AssertionError("unreachable")
+
         return await call_with_retries(
             what,
-            attempt,
+            quick,
             timeout_ms=self._max_block_ms,
             backoff=self._backoff,
             refresh=self._core.refresh_metadata,
