@@ -11,7 +11,7 @@ import signal
 import subprocess
 import sys
 import time
-from collections.abc import Sequence
+from collections.abc import AsyncIterator, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -46,18 +46,60 @@ async def make_topics(bootstrap: str, partitions: int, *names: str) -> None:
         )
 
 
+FEATURE_COMMAND = "org.apache.kafka.tools.FeatureCommand"
+
+
+async def probe_version(bootstrap: str) -> int:
+    async with AIOKafkaProducer(bootstrap_servers=bootstrap, transactional_id=unique("probe")) as p:
+        return int(p.metrics()["transaction_version"])
+
+
+@pytest.fixture(params=[2, 1], ids=["tv2", "tv1"])
+async def txn_version(request: pytest.FixtureRequest, kafka_cluster: Any) -> AsyncIterator[int]:
+    """The cluster's transaction.version feature for one test (1: downgraded, then restored)."""
+    version: int = request.param
+    bootstrap = kafka_cluster.bootstrap()
+
+    async def set_level(level: int) -> None:
+        verb = "downgrade" if level < 2 else "upgrade"
+        await anyio.to_thread.run_sync(
+            lambda: kafka_cluster.run_tool(
+                FEATURE_COMMAND,
+                "--bootstrap-server",
+                bootstrap,
+                verb,
+                "--feature",
+                f"transaction.version={level}",
+            )
+        )
+        with anyio.fail_after(60):
+            await eventually(lambda: _is_version(bootstrap, level), interval=0.5)
+
+    if version == 1:
+        await set_level(1)
+    try:
+        yield version
+    finally:
+        if version == 1:
+            await set_level(2)
+
+
+async def _is_version(bootstrap: str, level: int) -> bool:
+    return await probe_version(bootstrap) == level
+
+
 def values(got: dict[TopicPartition, list[Any]]) -> dict[int, list[bytes]]:
     return {tp.partition: [r.value for r in records] for tp, records in got.items()}
 
 
-async def test_read_committed_on_the_real_cluster(kafka_cluster: Any) -> None:
+async def test_read_committed_on_the_real_cluster(kafka_cluster: Any, txn_version: int) -> None:
     bootstrap = kafka_cluster.bootstrap()
     topic = unique("txn")
     await make_topics(bootstrap, 2, topic)
     tp0, tp1 = TopicPartition(topic, 0), TopicPartition(topic, 1)
     with anyio.fail_after(120):
         async with AIOKafkaProducer(bootstrap_servers=bootstrap, transactional_id=unique("tx")) as producer:
-            assert producer.metrics()["transaction_version"] in (1, 2)
+            assert producer.metrics()["transaction_version"] == txn_version
             async with producer.transaction():
                 for i in range(4):
                     await producer.send(topic, b"c%d" % i, partition=i % 2)
@@ -100,7 +142,7 @@ async def test_read_committed_on_the_real_cluster(kafka_cluster: Any) -> None:
         }
 
 
-async def test_zombie_fencing_on_the_real_cluster(kafka_cluster: Any) -> None:
+async def test_zombie_fencing_on_the_real_cluster(kafka_cluster: Any, txn_version: int) -> None:
     bootstrap = kafka_cluster.bootstrap()
     topic = unique("fence")
     await make_topics(bootstrap, 1, topic)
@@ -108,6 +150,7 @@ async def test_zombie_fencing_on_the_real_cluster(kafka_cluster: Any) -> None:
     txn_id = unique("zombie")
     with anyio.fail_after(120):
         async with AIOKafkaProducer(bootstrap_servers=bootstrap, transactional_id=txn_id) as zombie:
+            assert zombie.metrics()["transaction_version"] == txn_version
             zombie.begin_transaction()
             await zombie.send_and_wait(topic, b"zombie")
             async with AIOKafkaProducer(bootstrap_servers=bootstrap, transactional_id=txn_id) as fresh:
