@@ -54,7 +54,7 @@ def percentile(values: list[float], q: float) -> float:
 
 
 async def run_client(
-    kind: str, bootstrap: str, topic: str, per_txn: int, records: int, timeout: float
+    kind: str, bootstrap: str, topic: str, per_txn: int, *, records: int, limit_s: float
 ) -> dict[str, Any]:
     """One client process; its progress on one line; its RESULT with commit percentiles."""
     cmd = [sys.executable, str(CLIENT), "--client", kind, "--bootstrap-server", bootstrap]
@@ -73,7 +73,7 @@ async def run_client(
 
         tg.start_soon(drain_stderr)
         lines = BufferedByteReceiveStream(proc.stdout)
-        with anyio.fail_after(timeout):
+        with anyio.fail_after(limit_s):
             while True:
                 try:
                     line = (await lines.receive_until(b"\n", 1 << 20)).decode()
@@ -132,7 +132,8 @@ def markdown(rows: dict[str, Any], args: argparse.Namespace, env: dict[str, Any]
                 return f"{r['median']:.2f}x ({r['min']:.2f}-{r['max']:.2f})" if r else "-"
 
             lines.append(
-                f"| {int(mode):,} | {LABELS[kind]} | {rate['median']:,.0f} ({rate['min']:,.0f}-{rate['max']:,.0f}) "
+                f"| {int(mode):,} | {LABELS[kind]} | "
+                f"{rate['median']:,.0f} ({rate['min']:,.0f}-{rate['max']:,.0f}) "
                 f"| {ratio('aiokafka')} | {ratio('confluent')} | {c['commit_p50_ms']['median']:.1f} "
                 f"| {c['commit_p99_ms']['median']:.1f} | {c['cpu_us_per_record']['median']:.1f} |"
             )
@@ -245,12 +246,15 @@ async def main(args: argparse.Namespace) -> int:
                             topic = f"txn-{kind}-{uuid.uuid4().hex[:8]}"
                             await admin.create_topics([NewTopic(topic, args.partitions, 1)])
                             try:
-                                r = await run_client(kind, bootstrap, topic, int(mode), records, args.timeout)
+                                r = await run_client(
+                                    kind, bootstrap, topic, int(mode), records=records, limit_s=args.timeout
+                                )
                             finally:
                                 await admin.delete_topics([topic])
                             results[mode][kind] = r
                             say(
-                                f"    {LABELS[kind]:<16} {int(mode):>6}/txn {r['records_per_s']:>9,.0f} records/s, "
+                                f"    {LABELS[kind]:<16} {int(mode):>6}/txn "
+                                f"{r['records_per_s']:>9,.0f} records/s, "
                                 f"commit p50 {r['commit_p50_ms']:.1f} ms p99 {r['commit_p99_ms']:.1f} ms"
                             )
                     runs.append(results)
@@ -277,7 +281,10 @@ async def main(args: argparse.Namespace) -> int:
     text = markdown(rows, args, env)
     say("\n" + text)
     (RESULTS / "transactions.md").write_text(text)
-    title = f"transactional produce, {args.size} B records, acks=all, linger 5 ms: median of {args.runs} runs (whiskers: min-max)"
+    title = (
+        f"transactional produce, {args.size} B records, acks=all, linger 5 ms: "
+        f"median of {args.runs} runs (whiskers: min-max)"
+    )
     say(f"plot: {plot(rows, PLOT, title)}")
     return 0
 
