@@ -30,22 +30,29 @@ from pathlib import Path
 from typing import Any
 
 import anyio
-from anyio.streams.buffered import BufferedByteReceiveStream
 
 from aiokafka_lead.admin import AIOKafkaAdminClient, NewTopic
+from aiokafka_lead.bench.children import bar_panel, peer_versions, run_child, say
 from aiokafka_lead.testing.cluster import KafkaCluster
 
 ROOT = Path(__file__).resolve().parent.parent
 RESULTS = ROOT / "benchmarks" / "results"
 PLOT = ROOT / "docs" / "img" / "transactions.png"
 CLIENT = ROOT / "benchmarks" / "transactions_client.py"
-LABELS = {"ours": "aiokafka_lead", "aiokafka": "aiokafka", "confluent": "confluent-kafka"}
-COLORS = {"ours": "#1f77b4", "aiokafka": "#ff7f0e", "confluent": "#2ca02c"}
+LABELS = {
+    "ours": "aiokafka_lead",
+    "ours-tv1": "aiokafka_lead (TV1)",
+    "aiokafka": "aiokafka",
+    "confluent": "confluent-kafka",
+}
+COLORS = {"ours": "#1f77b4", "ours-tv1": "#9ecae1", "aiokafka": "#ff7f0e", "confluent": "#2ca02c"}
+#: mode -> (records per transaction, batch size for every client or None for each one's default, label)
+MODES: dict[str, tuple[int, int | None, str]] = {
+    "100": (100, None, "100"),
+    "10000": (10_000, None, "10,000"),
+    "10000-1MB": (10_000, 1_000_000, "10,000, 1 MB batches"),
+}
 METRICS = ("records_per_s", "commit_p50_ms", "commit_p99_ms", "cpu_us_per_record")
-
-
-def say(message: str) -> None:
-    print(message, flush=True)
 
 
 def percentile(values: list[float], q: float) -> float:
@@ -54,45 +61,28 @@ def percentile(values: list[float], q: float) -> float:
 
 
 async def run_client(
-    kind: str, bootstrap: str, topic: str, per_txn: int, *, records: int, limit_s: float
+    kind: str, bootstrap: str, topic: str, mode: str, *, records: int, limit_s: float
 ) -> dict[str, Any]:
     """One client process; its progress on one line; its RESULT with commit percentiles."""
+    per_txn, batch_size, _ = MODES[mode]
     cmd = [sys.executable, str(CLIENT), "--client", kind, "--bootstrap-server", bootstrap]
     cmd += ["--topic", topic, "--per-txn", str(per_txn), "--records", str(records)]
-    errors = bytearray()
-    result: dict[str, Any] | None = None
+    if batch_size is not None:
+        cmd += ["--batch-size", str(batch_size)]
     started = time.monotonic()
-    async with await anyio.open_process(cmd) as proc, anyio.create_task_group() as tg:
-        assert proc.stdout is not None and proc.stderr is not None
-        stderr = proc.stderr
 
-        async def drain_stderr() -> None:
-            async for chunk in stderr:
-                errors.extend(chunk)
-                del errors[:-4000]
+    def progress(done: int) -> None:
+        print(
+            f"\r    {LABELS[kind]:<22} {per_txn:>6}/txn {done:>9,}/{records:,} "
+            f"({time.monotonic() - started:.0f}s)",
+            end="",
+            flush=True,
+        )
 
-        tg.start_soon(drain_stderr)
-        lines = BufferedByteReceiveStream(proc.stdout)
-        with anyio.fail_after(limit_s):
-            while True:
-                try:
-                    line = (await lines.receive_until(b"\n", 1 << 20)).decode()
-                except (anyio.EndOfStream, anyio.IncompleteRead):
-                    break
-                if line.startswith("PROGRESS "):
-                    done = int(line.split()[1])
-                    print(
-                        f"\r    {LABELS[kind]:<16} {per_txn:>6}/txn {done:>9,}/{records:,} "
-                        f"({time.monotonic() - started:.0f}s)",
-                        end="",
-                        flush=True,
-                    )
-                elif line.startswith("RESULT "):
-                    result = json.loads(line[len("RESULT ") :])
-            code = await proc.wait()
-    print("\r" + " " * 78 + "\r", end="", flush=True)
-    if code != 0 or result is None:
-        raise RuntimeError(f"{kind} exited {code}: {errors.decode(errors='replace')}")
+    try:
+        result = await run_child(cmd, limit_s=limit_s, on_progress=progress)
+    finally:
+        print("\r" + " " * 78 + "\r", end="", flush=True)
     commits = result.pop("commit_ms")
     result["commit_p50_ms"] = percentile(commits, 0.50)
     result["commit_p99_ms"] = percentile(commits, 0.99)
@@ -132,7 +122,7 @@ def markdown(rows: dict[str, Any], args: argparse.Namespace, env: dict[str, Any]
                 return f"{r['median']:.2f}x ({r['min']:.2f}-{r['max']:.2f})" if r else "-"
 
             lines.append(
-                f"| {int(mode):,} | {LABELS[kind]} | "
+                f"| {MODES[mode][2]} | {LABELS[kind]} | "
                 f"{rate['median']:,.0f} ({rate['min']:,.0f}-{rate['max']:,.0f}) "
                 f"| {ratio('aiokafka')} | {ratio('confluent')} | {c['commit_p50_ms']['median']:.1f} "
                 f"| {c['commit_p99_ms']['median']:.1f} | {c['cpu_us_per_record']['median']:.1f} |"
@@ -143,7 +133,9 @@ def markdown(rows: dict[str, Any], args: argparse.Namespace, env: dict[str, Any]
         f"client, one process produces records of {args.size} B to a fresh {args.partitions}-partition "
         f"topic of a 1-node cluster in transactions of 100 records ({args.small_records:,} records, "
         f"{args.small_records // 100} commits) or of 10,000 records ({args.large_records:,} records, "
-        f"{args.large_records // 10_000} commits); acks=all, idempotence, linger 5 ms for every client. "
+        f"{args.large_records // 10_000} commits); acks=all, idempotence, linger 5 ms for every client; "
+        "batch size: each client's default (16 KB for aiokafka_lead and aiokafka, as Java's; "
+        "librdkafka's is 1 MB), and in the third mode 1 MB (1,000,000 B) for every client. "
         "records/s: from the first send to the last commit's return. Commit latency: the "
         "`commit_transaction()` call (flushing what is still queued, then EndTxn), p50 / p99 over a run's "
         "commits, median over runs. Ratios are per run, then the median (min-max).\n\n"
@@ -152,7 +144,13 @@ def markdown(rows: dict[str, Any], args: argparse.Namespace, env: dict[str, Any]
         f"(transaction.version {env.get('transaction_version')}). Machine: {env.get('machine')}; "
         f"load: {env.get('load')}.\n\n![transactions](img/transactions.png)\n"
     )
-    return intro + "\n" + "\n".join(lines) + "\n"
+    notes = (
+        "\naiokafka_lead uses transaction protocol version 2 (KIP-890 part 2) when the cluster "
+        "allows it, as here; aiokafka and confluent-kafka use version 1 (AddPartitionsToTxn). "
+        '"aiokafka_lead (TV1)" is the same client held to version 1 (a benchmark-only switch in '
+        "`benchmarks/transactions_client.py`), to separate the protocol's cost from the client's.\n"
+    )
+    return intro + "\n" + "\n".join(lines) + "\n" + notes
 
 
 def plot(rows: dict[str, Any], path: Path, title: str) -> Path:
@@ -164,27 +162,17 @@ def plot(rows: dict[str, Any], path: Path, title: str) -> Path:
 
     modes = list(rows)
     kinds = list(rows[modes[0]])
-    fig, axes = plt.subplots(1, 3, figsize=(14, 4.4))
-    width = 0.8 / len(kinds)
+    fig, axes = plt.subplots(1, 3, figsize=(15, 4.6))
     panels = (
         ("records_per_s", "records/s (thousands)", 1000.0),
         ("commit_p50_ms", "commit latency p50 (ms)", 1.0),
         ("commit_p99_ms", "commit latency p99 (ms)", 1.0),
     )
     for ax, (metric, ylabel, scale) in zip(axes, panels, strict=True):
-        for i, kind in enumerate(kinds):
-            cells = [rows[mode][kind][metric] for mode in modes]
-            xs = [j + (i - (len(kinds) - 1) / 2) * width for j in range(len(modes))]
-            med = [c["median"] / scale for c in cells]
-            err = [
-                [(c["median"] - c["min"]) / scale for c in cells],
-                [(c["max"] - c["median"]) / scale for c in cells],
-            ]
-            bars = ax.bar(xs, med, width, yerr=err, capsize=4, color=COLORS[kind], label=LABELS[kind])
-            ax.bar_label(bars, fmt="%.1f", padding=3, fontsize=8)
-        ax.set_xticks(range(len(modes)), [f"{int(m):,} / txn" for m in modes])
+        cells = {kind: [rows[mode][kind][metric] for mode in modes] for kind in kinds}
+        groups = [f"{MODES[m][2]} / txn" for m in modes]
+        bar_panel(ax, groups, cells, scale=scale, fmt="%.1f", colors=COLORS, labels=LABELS)
         ax.set_ylabel(ylabel)
-        ax.grid(True, axis="y", alpha=0.3)
     handles, labels = axes[0].get_legend_handles_labels()
     fig.legend(handles, labels, loc="lower center", ncol=len(kinds))
     fig.suptitle(title)
@@ -193,17 +181,6 @@ def plot(rows: dict[str, Any], path: Path, title: str) -> Path:
     fig.savefig(path, dpi=110)
     plt.close(fig)
     return path
-
-
-def versions() -> dict[str, str]:
-    import aiokafka  # type: ignore[import-untyped]
-    import confluent_kafka
-
-    return {
-        "aiokafka": aiokafka.__version__,
-        "confluent": confluent_kafka.__version__,
-        "librdkafka": confluent_kafka.libversion()[0],
-    }
 
 
 async def transaction_version(bootstrap: str) -> int:
@@ -219,7 +196,7 @@ async def main(args: argparse.Namespace) -> int:
     kinds = args.clients.split(",")
     if unknown := set(kinds) - set(LABELS):
         raise SystemExit(f"unknown clients: {', '.join(sorted(unknown))}")
-    modes = {"100": args.small_records, "10000": args.large_records}
+    modes = {m: args.small_records if MODES[m][0] == 100 else args.large_records for m in MODES}
     RESULTS.mkdir(parents=True, exist_ok=True)
     runs: list[dict[str, dict[str, Any]]] = []
     with tempfile.TemporaryDirectory(prefix="transactions-") as tmp:
@@ -247,13 +224,13 @@ async def main(args: argparse.Namespace) -> int:
                             await admin.create_topics([NewTopic(topic, args.partitions, 1)])
                             try:
                                 r = await run_client(
-                                    kind, bootstrap, topic, int(mode), records=records, limit_s=args.timeout
+                                    kind, bootstrap, topic, mode, records=records, limit_s=args.timeout
                                 )
                             finally:
                                 await admin.delete_topics([topic])
                             results[mode][kind] = r
                             say(
-                                f"    {LABELS[kind]:<16} {int(mode):>6}/txn "
+                                f"    {LABELS[kind]:<22} {MODES[mode][2]:>21}/txn "
                                 f"{r['records_per_s']:>9,.0f} records/s, "
                                 f"commit p50 {r['commit_p50_ms']:.1f} ms p99 {r['commit_p99_ms']:.1f} ms"
                             )
@@ -269,7 +246,7 @@ async def main(args: argparse.Namespace) -> int:
         "kafka": args.kafka_version if args.bootstrap_server is None else "external",
         "transaction_version": tv,
         "python": sys.version.split()[0],
-        **versions(),
+        **peer_versions(),
     }
     config = {
         k: getattr(args, k)
@@ -294,7 +271,7 @@ if __name__ == "__main__":
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
     )
     parser.add_argument("--bootstrap-server")
-    parser.add_argument("--clients", default="ours,aiokafka,confluent")
+    parser.add_argument("--clients", default="ours,ours-tv1,aiokafka,confluent")
     parser.add_argument("--runs", type=int, default=3)
     parser.add_argument(
         "--small-records", type=int, default=20_000, help="records in the 100-per-transaction mode"

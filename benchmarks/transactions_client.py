@@ -48,11 +48,29 @@ class Run:
         self.commits_ms.append((time.perf_counter() - since) * 1000)
 
 
+def batch_size_option(args: argparse.Namespace, name: str) -> dict[str, int]:
+    return {} if args.batch_size is None else {name: args.batch_size}
+
+
+def hold_to_version_1() -> None:
+    """Benchmark-only: make our producer use transaction protocol version 1 (AddPartitionsToTxn,
+    EndTxn v4, Produce v11) even where the cluster allows version 2, to compare the versions."""
+    from aiokafka_lead.producer.txn_requests import TxnRequests
+
+    async def version_1(self: TxnRequests) -> int:
+        return 1
+
+    TxnRequests.transaction_version = version_1  # type: ignore[method-assign]
+
+
 async def run_ours(args: argparse.Namespace, payload: bytes, run: Run) -> None:
     from aiokafka_lead import AIOKafkaProducer
 
     async with AIOKafkaProducer(
-        bootstrap_servers=args.bootstrap_server, transactional_id=args.transactional_id, linger_ms=5
+        bootstrap_servers=args.bootstrap_server,
+        transactional_id=args.transactional_id,
+        linger_ms=5,
+        **batch_size_option(args, "max_batch_size"),
     ) as producer:
         await producer.partitions_for(args.topic)
         run.start()
@@ -70,7 +88,10 @@ async def run_aiokafka(args: argparse.Namespace, payload: bytes, run: Run) -> No
     from aiokafka import AIOKafkaProducer  # type: ignore[import-untyped]
 
     producer = AIOKafkaProducer(
-        bootstrap_servers=args.bootstrap_server, transactional_id=args.transactional_id, linger_ms=5
+        bootstrap_servers=args.bootstrap_server,
+        transactional_id=args.transactional_id,
+        linger_ms=5,
+        **batch_size_option(args, "max_batch_size"),
     )
     await producer.start()
     try:
@@ -96,6 +117,7 @@ def run_confluent(args: argparse.Namespace, payload: bytes, run: Run) -> None:
             "bootstrap.servers": args.bootstrap_server,
             "transactional.id": args.transactional_id,
             "linger.ms": 5,
+            **batch_size_option(args, "batch.size"),
         }
     )
     producer.init_transactions(60)
@@ -130,16 +152,21 @@ def main() -> int:
     parser = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
     )
-    parser.add_argument("--client", required=True, choices=["ours", "aiokafka", "confluent"])
+    parser.add_argument("--client", required=True, choices=["ours", "ours-tv1", "aiokafka", "confluent"])
     parser.add_argument("--bootstrap-server", required=True)
     parser.add_argument("--topic", required=True)
     parser.add_argument("--records", type=int, default=200_000)
     parser.add_argument("--per-txn", type=int, required=True)
     parser.add_argument("--size", type=int, default=100)
+    parser.add_argument(
+        "--batch-size", type=int, help="the same batch size for every client (default: its own)"
+    )
     parser.add_argument("--transactional-id", default=f"bench-{uuid.uuid4().hex[:8]}")
     args = parser.parse_args()
     payload = os.urandom(args.size)
     run = Run()
+    if args.client == "ours-tv1":
+        hold_to_version_1()
     if args.client == "confluent":
         run_confluent(args, payload, run)
     elif args.client == "aiokafka":

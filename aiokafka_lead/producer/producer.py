@@ -16,6 +16,7 @@ from typing import Any, Self
 
 import anyio
 import anyio.abc
+import anyio.lowlevel
 
 from aiokafka_lead.backoff import ExponentialBackoff
 from aiokafka_lead.client import ClientCore, connection_config
@@ -44,6 +45,7 @@ COMPRESSION = {
     "zstd": CompressionType.ZSTD,
 }
 Headers = Sequence[tuple[str, bytes | None]]
+YIELD_EVERY_MASK = 0x1FF  # send() gives the event loop a turn every 512 records at least
 
 
 def _acks(value: int | str) -> int:
@@ -190,6 +192,7 @@ class AIOKafkaProducer:
         self._transactional_id = transactional_id
         self._transaction_timeout_ms = transaction_timeout_ms
         self._txn: TransactionManager | None = None
+        self._appended = 0
         self._closed = False
         self._running = False  # True between a successful start and stop
         # per topic: (store version, all partitions, partitions with a known leader)
@@ -360,6 +363,11 @@ class AIOKafkaProducer:
             self._txn.add_partition(tp)  # raises outside a transaction
         handle = self._acc.try_append_now(tp, timestamp, key_bytes, value_bytes, header_list, size)
         if handle is not None:
+            self._appended += 1
+            if not self._appended & YIELD_EVERY_MASK:
+                # a send() loop that never fills a batch never suspends: let the sender ship
+                # the batches whose linger ran out meanwhile
+                await anyio.lowlevel.checkpoint()
             return handle  # the common case: no second coroutine
         return await self._acc.append(tp, timestamp, key_bytes, value_bytes, header_list, size=size)
 
