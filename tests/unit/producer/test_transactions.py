@@ -278,25 +278,24 @@ async def test_group_metadata_fences_offsets_of_a_stale_member() -> None:
     """KIP-447: offsets sent with the consumer's group metadata carry its generation and
     member id; after a rebalance the old generation is rejected (abortable)."""
     with anyio.fail_after(DEADLINE):
-        async with cluster(2) as fc, txn_producer(fc) as producer:
-            async with AIOKafkaConsumer(
-                "t", bootstrap_servers=fc.bootstrap, group_id="g", enable_auto_commit=False
-            ) as consumer:
-                with pytest.raises(IllegalStateError, match="group_id"):
-                    AIOKafkaConsumer(bootstrap_servers=fc.bootstrap).group_metadata()
-                while not consumer.assignment():
-                    await consumer.getmany(timeout_ms=100)
-                meta = consumer.group_metadata()
-                assert (meta.group_id, meta.generation_id >= 1, bool(meta.member_id)) == ("g", True, True)
-                async with producer.transaction():
-                    await producer.send("t", b"x", partition=0)
-                    await producer.send_offsets_to_transaction({TP0: 1}, meta)
-                sent = fc.requests.select(TXN_OFFSET_COMMIT)[-1].request
-                assert (sent.generation_id, sent.member_id) == (meta.generation_id, meta.member_id)
-                assert fc.groups.group("g").offsets[("t", 0)].offset == 1
-                stale = meta._replace(generation_id=meta.generation_id - 1)
-                producer.begin_transaction()
-                with pytest.raises(IllegalGenerationError):
-                    await producer.send_offsets_to_transaction({TP0: 2}, stale)
-                await producer.abort_transaction()
-                assert fc.groups.group("g").offsets[("t", 0)].offset == 1
+        async with cluster(2) as fc, txn_producer(fc) as producer, AIOKafkaConsumer(
+            "t", bootstrap_servers=fc.bootstrap, group_id="g", enable_auto_commit=False
+        ) as consumer:
+            with pytest.raises(IllegalStateError, match="group_id"):
+                AIOKafkaConsumer(bootstrap_servers=fc.bootstrap).group_metadata()
+            while not consumer.assignment():
+                await consumer.getmany(timeout_ms=100)
+            meta = consumer.group_metadata()
+            assert (meta.group_id, meta.generation_id >= 1, bool(meta.member_id)) == ("g", True, True)
+            async with producer.transaction():
+                await producer.send("t", b"x", partition=0)
+                await producer.send_offsets_to_transaction({TP0: 1}, meta)
+            sent = fc.requests.select(TXN_OFFSET_COMMIT)[-1].request
+            assert (sent.generation_id, sent.member_id) == (meta.generation_id, meta.member_id)
+            assert fc.groups.group("g").offsets[("t", 0)].offset == 1
+            stale = meta._replace(generation_id=meta.generation_id - 1)
+            producer.begin_transaction()
+            with pytest.raises(IllegalGenerationError):
+                await producer.send_offsets_to_transaction({TP0: 2}, stale)
+            await producer.abort_transaction()
+            assert fc.groups.group("g").offsets[("t", 0)].offset == 1
