@@ -71,6 +71,7 @@ FATAL_PRODUCE_CODES = frozenset({31, 53, 90})
 #: after these the producer's sequences are unknown: the abort also bumps the epoch (KIP-360)
 #: (OUT_OF_ORDER_SEQUENCE_NUMBER, INVALID_PRODUCER_ID_MAPPING, UNKNOWN_PRODUCER_ID)
 BUMP_CODES = frozenset({45, 49, 59})
+INVALID_PRODUCER_ID_MAPPING = 49
 
 
 class TransactionAbortedError(KafkaError):
@@ -113,6 +114,7 @@ class TransactionManager:
         self._add_round = anyio.Event()  # set (and replaced) after every AddPartitionsToTxn round
         self._started = False  # something (records or offsets) joined the transaction
         self._bump_after_abort = False
+        self._busy = False  # a commit or abort is running
         self.committed = 0
         self.aborted = 0
         self.commit_latency_ms: list[float] = []
@@ -157,6 +159,8 @@ class TransactionManager:
         return error
 
     def _abortable(self, error: BaseException) -> BaseException:
+        if self.state is TxnState.IN_TRANSACTION:
+            self._bump_after_abort = True  # as Java: the abort also bumps the epoch (KIP-360)
         if self.state in (TxnState.IN_TRANSACTION, TxnState.COMMITTING):
             log.warning("transactional id %s: transaction must abort: %r", self.transactional_id, error)
             self.state = TxnState.ABORTABLE_ERROR
@@ -306,14 +310,23 @@ class TransactionManager:
         except KafkaError as exc:
             raise self._judge(exc) from None
 
+    def _retrying_completion(self, state: TxnState) -> bool:
+        """A commit or abort that failed with a retriable error (a timeout) may be called again."""
+        return self.state is state and not self._busy
+
     async def commit(self) -> None:
-        self._require("commit_transaction()", TxnState.IN_TRANSACTION)
+        if not self._retrying_completion(TxnState.COMMITTING):
+            self._require("commit_transaction()", TxnState.IN_TRANSACTION)
         started = time.monotonic()
         self.state = TxnState.COMMITTING
-        await self._settle()
-        if self.state is not TxnState.COMMITTING:  # a batch failed meanwhile
-            self._raise_if_failed("commit_transaction()")
-        await self._end(commit=True)
+        self._busy = True
+        try:
+            await self._settle()
+            if self.state is not TxnState.COMMITTING:  # a batch failed meanwhile
+                self._raise_if_failed("commit_transaction()")
+            await self._end(commit=True)
+        finally:
+            self._busy = False
         self.committed += 1
         self.commit_latency_ms.append((time.monotonic() - started) * 1000)
         del self.commit_latency_ms[:-1000]
@@ -321,30 +334,42 @@ class TransactionManager:
     async def abort(self) -> None:
         if self.state is TxnState.FATAL_ERROR:
             self._raise_if_failed("abort_transaction()")
-        self._require("abort_transaction()", TxnState.IN_TRANSACTION, TxnState.ABORTABLE_ERROR)
+        if not self._retrying_completion(TxnState.ABORTING):
+            self._require("abort_transaction()", TxnState.IN_TRANSACTION, TxnState.ABORTABLE_ERROR)
         self.state = TxnState.ABORTING
-        if not self._adding:
-            self._pending.clear()  # never sent: nothing to add
-        aborted = TransactionAbortedError(f"transaction of {self.transactional_id!r} aborted")
-        self._acc.abort_undrained(aborted)
-        await self._settle()
-        await self._end(commit=False)
+        self._busy = True
+        try:
+            if not self._adding:
+                self._pending.clear()  # never sent: nothing to add
+            aborted = TransactionAbortedError(f"transaction of {self.transactional_id!r} aborted")
+            self._acc.abort_undrained(aborted)
+            await self._settle()
+            await self._end(commit=False)
+        finally:
+            self._busy = False
         self.aborted += 1
 
     async def _end(self, *, commit: bool) -> None:
         pid, epoch = self._ids.producer_id, self._ids.producer_epoch
+        # INVALID_PRODUCER_ID_MAPPING: the coordinator would reject EndTxn; the bump aborts
+        skip_end = (
+            not commit
+            and self.last_error is not None
+            and _code(self.last_error) == INVALID_PRODUCER_ID_MAPPING
+        )
         try:
-            if self._started:
+            if self._started and not skip_end:
                 pid, epoch = await self._req.end_txn(
                     commit=commit, producer_id=pid, producer_epoch=epoch, txn_version=self.version
                 )
-            if not commit and self._bump_after_abort and self.version < 2:
-                pid, epoch = await self._req.init_producer_id(pid, epoch)  # KIP-360
+            if not commit and self._bump_after_abort:
+                pid, epoch = await self._req.init_producer_id(pid, epoch)  # KIP-360 epoch bump
         except KafkaError as exc:
-            if self.state is TxnState.ABORTING:
-                # an abort that cannot complete leaves nothing to fall back to
+            if _code(exc) in FATAL_CODES:
                 raise self._fatal(exc) from None
-            raise self._judge(exc) from None
+            if commit and not (exc.retriable or isinstance(exc, KafkaTimeoutError)):
+                raise self._abortable(exc) from None  # e.g. TRANSACTION_ABORTABLE (KIP-890)
+            raise  # retries ran out of time: the same call may be made again
         if (pid, epoch) != (self._ids.producer_id, self._ids.producer_epoch) or self._bump_after_abort:
             self._ids.adopt(pid, epoch, transactional=True)
         self._partitions.clear()

@@ -14,9 +14,11 @@ from aiokafka_lead import AIOKafkaConsumer, AIOKafkaProducer
 from aiokafka_lead.consumer.errors import IllegalStateError
 from aiokafka_lead.errors import (
     IllegalGenerationError,
+    KafkaTimeoutError,
     ProducerFencedError,
     TopicAuthorizationFailedError,
     TransactionAbortableError,
+    UnknownProducerIdError,
 )
 from aiokafka_lead.producer.transaction import TransactionAbortedError
 from aiokafka_lead.structs import ConsumerGroupMetadata, OffsetAndMetadata, TopicPartition
@@ -299,3 +301,50 @@ async def test_group_metadata_fences_offsets_of_a_stale_member() -> None:
                 await producer.send_offsets_to_transaction({TP0: 2}, stale)
             await producer.abort_transaction()
             assert fc.groups.group("g").offsets[("t", 0)].offset == 1
+
+
+@pytest.mark.parametrize("version", [1, 2])
+async def test_abort_after_an_abortable_error_bumps_the_epoch(version: int) -> None:
+    with anyio.fail_after(DEADLINE):
+        async with cluster(version) as fc, txn_producer(fc) as producer:
+            producer.begin_transaction()
+            await producer.send_and_wait("t", b"sent", partition=0)
+            fc.intercept(PRODUCE, lambda *_: Error(59), times=1)  # UNKNOWN_PRODUCER_ID: sequences unknown
+            with pytest.raises(UnknownProducerIdError):
+                await (await producer.send("t", b"lost", partition=1))
+            epoch, inits = producer.metrics()["producer_epoch"], fc.count(INIT_PRODUCER_ID)
+            await producer.abort_transaction()
+            assert fc.count(INIT_PRODUCER_ID) == inits + 1  # KIP-360: the abort bumps the epoch
+            assert producer.metrics()["producer_epoch"] == epoch + (2 if version == 2 else 1)
+            async with producer.transaction():
+                await producer.send("t", b"again", partition=1)
+            assert await committed_values(fc) == {0: [], 1: [b"again"]}
+
+
+async def test_commit_that_timed_out_may_be_retried() -> None:
+    with anyio.fail_after(DEADLINE):
+        async with cluster(2) as fc, txn_producer(fc, max_block_ms=600) as producer:
+            producer.begin_transaction()
+            await producer.send("t", b"x", partition=0)
+            fc.intercept(END_TXN, lambda *_: Error(15), times=None)  # COORDINATOR_NOT_AVAILABLE, always
+            with pytest.raises(KafkaTimeoutError, match="EndTxn"):
+                await producer.commit_transaction()
+            assert producer.metrics()["transaction_state"] == "committing_transaction"
+            with pytest.raises(IllegalStateError, match="committing"):
+                await producer.send("t", b"y", partition=0)
+            fc.clear_intercepts()
+            await producer.commit_transaction()  # the same commit, again
+            assert await committed_values(fc) == {0: [b"x"], 1: []}
+
+
+async def test_transaction_abortable_from_end_txn_needs_an_abort() -> None:
+    with anyio.fail_after(DEADLINE):
+        async with cluster(2) as fc, txn_producer(fc) as producer:
+            producer.begin_transaction()
+            await producer.send("t", b"x", partition=0)
+            fc.intercept(END_TXN, lambda *_: Error(120), times=1)  # TRANSACTION_ABORTABLE
+            with pytest.raises(TransactionAbortableError):
+                await producer.commit_transaction()
+            assert producer.metrics()["transaction_state"] == "abortable_error"
+            await producer.abort_transaction()
+            assert await committed_values(fc) == {0: [], 1: []}
