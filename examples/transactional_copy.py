@@ -66,6 +66,12 @@ class Copier:
         batch = await self.consumer.getmany(timeout_ms=500, max_records=self.max_records)
         if not batch:
             return
+        # the membership these records were fetched under: if a rebalance gave their partitions
+        # to another copier meanwhile, the coordinator rejects the offsets and we abort (KIP-447)
+        group = self.consumer.group_metadata()
+        if group.generation_id < 0:
+            await self.rewind()  # not a member right now: these records are not ours to commit
+            return
         offsets: dict[TopicPartition, OffsetAndMetadata] = {}
         count = 0
         try:
@@ -77,7 +83,7 @@ class Copier:
                         )
                     offsets[tp] = OffsetAndMetadata(records[-1].offset + 1, "")
                     count += len(records)
-                await self.producer.send_offsets_to_transaction(offsets, self.consumer.group_metadata())
+                await self.producer.send_offsets_to_transaction(offsets, group)
         except ProducerFencedError:
             raise
         except KafkaError as exc:
