@@ -112,11 +112,14 @@ async def test_read_committed_on_the_real_cluster(kafka_cluster: Any, txn_versio
                 await producer.send(topic, b"last", partition=0)
             producer.begin_transaction()
             await producer.send_and_wait(topic, b"open", partition=0)  # holds the LSO back
-            async with AIOKafkaConsumer(
-                bootstrap_servers=bootstrap, isolation_level="read_committed", auto_offset_reset="earliest"
-            ) as committed, AIOKafkaConsumer(
-                bootstrap_servers=bootstrap, auto_offset_reset="earliest"
-            ) as uncommitted:
+            async with (
+                AIOKafkaConsumer(
+                    bootstrap_servers=bootstrap,
+                    isolation_level="read_committed",
+                    auto_offset_reset="earliest",
+                ) as committed,
+                AIOKafkaConsumer(bootstrap_servers=bootstrap, auto_offset_reset="earliest") as uncommitted,
+            ):
                 committed.assign([tp0, tp1])
                 uncommitted.assign([tp0, tp1])
                 # partition 0: c0 c2 | COMMIT | aborted aborted | ABORT | last | COMMIT | open
@@ -192,9 +195,17 @@ async def test_interop_with_the_java_client(kafka_node_control: KafkaCluster) ->
         out = await anyio.to_thread.run_sync(
             lambda: cluster.run_tool(
                 CONSOLE_CONSUMER,
-                "--bootstrap-server", bootstrap, "--topic", ours, "--from-beginning",
-                "--isolation-level", "read_committed", "--max-messages", str(len(expected)),
-                "--timeout-ms", "30000",
+                "--bootstrap-server",
+                bootstrap,
+                "--topic",
+                ours,
+                "--from-beginning",
+                "--isolation-level",
+                "read_committed",
+                "--max-messages",
+                str(len(expected)),
+                "--timeout-ms",
+                "30000",
                 timeout=120,
             )
         )
@@ -208,10 +219,24 @@ async def test_interop_with_the_java_client(kafka_node_control: KafkaCluster) ->
         copier_out = await anyio.to_thread.run_sync(
             lambda: cluster.run_tool(
                 JAVA_COPIER,
-                "--broker-list", bootstrap, "--input-topic", src, "--input-partition", "0",
-                "--output-topic", java_out, "--transactional-id", unique("java-tx"),
-                "--consumer-group", unique("java-g"), "--transaction-size", "100",
-                "--max-messages", str(len(source)), "--enable-random-aborts", "--use-group-metadata",
+                "--broker-list",
+                bootstrap,
+                "--input-topic",
+                src,
+                "--input-partition",
+                "0",
+                "--output-topic",
+                java_out,
+                "--transactional-id",
+                unique("java-tx"),
+                "--consumer-group",
+                unique("java-g"),
+                "--transaction-size",
+                "100",
+                "--max-messages",
+                str(len(source)),
+                "--enable-random-aborts",
+                "--use-group-metadata",
                 timeout=180,
             )
         )
@@ -220,8 +245,10 @@ async def test_interop_with_the_java_client(kafka_node_control: KafkaCluster) ->
         async with AIOKafkaConsumer(bootstrap_servers=bootstrap, auto_offset_reset="earliest") as raw:
             raw.assign([tp])
             hw = (await raw.end_offsets([tp]))[tp]
-        print(f"java copier: output log end {hw} for {len(source)} records; last status: "
-              f"{copier_out.strip().splitlines()[-1] if copier_out.strip() else ''}")
+        print(
+            f"java copier: output log end {hw} for {len(source)} records; last status: "
+            f"{copier_out.strip().splitlines()[-1] if copier_out.strip() else ''}"
+        )
         assert hw > len(source)  # at least the commit markers are in the log
 
 
@@ -230,13 +257,15 @@ def confluent_read_committed(bootstrap: str, topic: str, ends: dict[int, int]) -
     from confluent_kafka import Consumer
     from confluent_kafka import TopicPartition as CTP
 
-    consumer = Consumer({
-        "bootstrap.servers": bootstrap,
-        "group.id": unique("librdkafka"),
-        "isolation.level": "read_committed",
-        "enable.auto.commit": False,
-        "auto.offset.reset": "earliest",
-    })
+    consumer = Consumer(
+        {
+            "bootstrap.servers": bootstrap,
+            "group.id": unique("librdkafka"),
+            "isolation.level": "read_committed",
+            "enable.auto.commit": False,
+            "auto.offset.reset": "earliest",
+        }
+    )
     out: dict[int, list[bytes]] = {p: [] for p in ends}
     try:
         consumer.assign([CTP(topic, p, 0) for p in ends])
@@ -270,9 +299,18 @@ async def test_transactional_copy_example_through_chaos(kafka_node_control: Kafk
     )
     runner = ChaosRunner(cluster, [src, dst], schedule=schedule, pause_s=1.0)
     cmd = [
-        sys.executable, str(ROOT / "examples" / "transactional_copy.py"),
-        "--bootstrap", bootstrap, "--source", src, "--dest", dst,
-        "--group", group, "--transactional-id", txn_id,
+        sys.executable,
+        str(ROOT / "examples" / "transactional_copy.py"),
+        "--bootstrap",
+        bootstrap,
+        "--source",
+        src,
+        "--dest",
+        dst,
+        "--group",
+        group,
+        "--transactional-id",
+        txn_id,
     ]
     per_partition = COPY_RECORDS // COPY_PARTITIONS
     source = {p: [b"p%d-%07d" % (p, i) for i in range(per_partition)] for p in range(COPY_PARTITIONS)}
@@ -320,14 +358,76 @@ async def test_transactional_copy_example_through_chaos(kafka_node_control: Kafk
         ends = {tp.partition: off for tp, off in (await c.end_offsets(tps)).items()}
     theirs = await anyio.to_thread.run_sync(lambda: confluent_read_committed(bootstrap, dst, ends))
     log_tail = b"".join(stderr).decode().strip().splitlines()
-    print("\nTXN-COPY " + json.dumps({
-        "records": per_partition * COPY_PARTITIONS,
-        "elapsed_s": round(elapsed, 1),
-        "chaos": runner.report.summary(),
-        "coordinator_killed": coordinator,
-        "example_last_line": log_tail[-1] if log_tail else "",
-    }))
+    print(
+        "\nTXN-COPY "
+        + json.dumps(
+            {
+                "records": per_partition * COPY_PARTITIONS,
+                "elapsed_s": round(elapsed, 1),
+                "chaos": runner.report.summary(),
+                "coordinator_killed": coordinator,
+                "example_last_line": log_tail[-1] if log_tail else "",
+            }
+        )
+    )
     for p in range(COPY_PARTITIONS):
         assert ours[p] == expected[p], f"ours, partition {p}: {len(ours[p])} vs {len(expected[p])}"
         assert theirs[p] == expected[p], f"librdkafka, partition {p}: {len(theirs[p])} vs {len(expected[p])}"
     assert runner.report.count(ChaosOp.ROTATE_LEADERS) == 3 and runner.report.count(ChaosOp.KILL_START) == 1
+
+
+async def test_example_stopped_by_sigterm_and_restarted_copies_exactly_once(kafka_cluster: Any) -> None:
+    """SIGTERM in the middle: the copier finishes its transaction and exits 0; started again,
+    it resumes from the offsets committed with that transaction: nothing lost, nothing twice."""
+    bootstrap = kafka_cluster.bootstrap()
+    src, dst, group, txn_id = unique("sig-src"), unique("sig-dst"), unique("sig-g"), unique("sig-tx")
+    await make_topics(bootstrap, 2, src, dst)
+    source = {p: [b"s%d-%06d" % (p, i) for i in range(10_000)] for p in range(2)}
+    async with AIOKafkaProducer(bootstrap_servers=bootstrap, linger_ms=5) as producer:
+        for p, vals in source.items():
+            for value in vals:
+                await producer.send(src, value, partition=p)
+    cmd = [
+        sys.executable,
+        str(ROOT / "examples" / "transactional_copy.py"),
+        "--bootstrap",
+        bootstrap,
+        "--source",
+        src,
+        "--dest",
+        dst,
+        "--group",
+        group,
+        "--transactional-id",
+        txn_id,
+        "--max-records",
+        "500",
+    ]
+
+    async def committed() -> int:
+        async with AIOKafkaAdminClient(bootstrap_servers=bootstrap) as admin:
+            return sum(om.offset for om in (await admin.list_consumer_group_offsets(group)).values())
+
+    async def run_until(enough: int) -> str:
+        async with await anyio.open_process(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE) as proc:
+            await eventually(lambda: _at_least(committed, enough), interval=0.2)
+            proc.send_signal(signal.SIGTERM)
+            assert proc.stderr is not None
+            err = b"".join([chunk async for chunk in proc.stderr]).decode()
+            assert await proc.wait() == 0, err[-2000:]
+            return err.strip().splitlines()[-1]
+
+    with anyio.fail_after(180):
+        first = await run_until(1)  # stopped in the middle of the copy
+        stopped_at = await committed()
+        second = await run_until(20_000)
+    print(f"\nfirst run: {first!r} (committed {stopped_at}); second run: {second!r}")
+    assert 0 < stopped_at < 20_000
+    tps = [TopicPartition(dst, p) for p in range(2)]
+    assert values(await read_committed(bootstrap, tps)) == {
+        p: [v.upper() for v in vs] for p, vs in source.items()
+    }
+
+
+async def _at_least(count: Any, enough: int) -> bool:
+    return bool(await count() >= enough)
