@@ -229,6 +229,10 @@ class TransactionManager:
 
     def begin(self) -> None:
         self._require("begin_transaction()", TxnState.READY)
+        latest = self._req.current_transaction_version()
+        if latest is not None and latest != self.version:  # nothing is pending between transactions
+            log.info("transactional id %s: transaction version now %d", self.transactional_id, latest)
+            self.version = latest
         self.state = TxnState.IN_TRANSACTION
         self._started = False
 

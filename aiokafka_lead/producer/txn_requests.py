@@ -26,6 +26,7 @@ from aiokafka_lead.backoff import ExponentialBackoff
 from aiokafka_lead.client import ClientCore
 from aiokafka_lead.consumer.offsets import OffsetLookup
 from aiokafka_lead.errors import ConcurrentTransactionsError, KafkaConnectionError, error_for_code
+from aiokafka_lead.network.connection import Connection
 from aiokafka_lead.protocol.messages import (
     AddOffsetsToTxnRequest,
     AddPartitionsToTxnRequest,
@@ -53,6 +54,19 @@ TV1_PRODUCE_MAX = 11
 FEATURE = "transaction.version"
 CONCURRENT_TRANSACTIONS_BACKOFF_S = 0.02
 QUICK_RETRIES = 5
+
+
+def _version_of(conn: Connection) -> int:
+    tables = conn.api_versions
+    if (
+        conn.finalized_features.get(FEATURE, 0) >= 2
+        and tables is not None
+        and tables.supports(EndTxnRequest.API_KEY)
+        and tables.version_for(EndTxnRequest.API_KEY) >= TV2_END_TXN
+        and tables.version_for(ProduceRequest.API_KEY) >= TV2_PRODUCE
+    ):
+        return 2
+    return 1
 
 
 class TxnRequests:
@@ -140,18 +154,22 @@ class TxnRequests:
             except KafkaConnectionError:
                 self.coordinator_id = None
                 raise
-            tables = conn.api_versions
-            if (
-                conn.finalized_features.get(FEATURE, 0) >= 2
-                and tables is not None
-                and tables.supports(EndTxnRequest.API_KEY)
-                and tables.version_for(EndTxnRequest.API_KEY) >= TV2_END_TXN
-                and tables.version_for(ProduceRequest.API_KEY) >= TV2_PRODUCE
-            ):
-                return 2
-            return 1
+            return _version_of(conn)
 
         return await self._retrying("transaction version", attempt)
+
+    def current_transaction_version(self) -> int | None:
+        """The version the live coordinator connection allows now (None: no connection).
+
+        Checked when a transaction begins, as the Java client does: a feature upgrade or
+        downgrade takes effect at the next transaction after the coordinator reconnected.
+        """
+        if self.coordinator_id is None:
+            return None
+        conn = self._core.pool.live_connection(self.coordinator_id)
+        if conn is None or conn.api_versions is None:
+            return None
+        return _version_of(conn)
 
     # ------------------------------------------------------------------ requests
     async def init_producer_id(self, producer_id: int = -1, producer_epoch: int = -1) -> tuple[int, int]:

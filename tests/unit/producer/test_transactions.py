@@ -348,3 +348,23 @@ async def test_transaction_abortable_from_end_txn_needs_an_abort() -> None:
             assert producer.metrics()["transaction_state"] == "abortable_error"
             await producer.abort_transaction()
             assert await committed_values(fc) == {0: [], 1: []}
+
+
+async def test_a_feature_downgrade_takes_effect_at_the_next_transaction() -> None:
+    with anyio.fail_after(DEADLINE):
+        async with cluster(2) as fc:
+            fc.set_coordinator("tx", 1, key_type=1)
+            async with txn_producer(fc) as producer:
+                async with producer.transaction():
+                    await producer.send("t", b"v2", partition=0)
+                fc.txns.transaction_version = 1  # e.g. kafka-features downgrade
+                await fc.restart_node(1)  # the coordinator connection is made again
+                async with producer.transaction():  # still version 2 when it began
+                    await producer.send_offsets_to_transaction({TP0: 1}, "g")
+                assert producer.metrics()["transaction_version"] == 2
+                adds = fc.count(ADD_PARTITIONS)
+                async with producer.transaction():  # began on the new connection: version 1
+                    await producer.send("t", b"v1", partition=1)
+                assert producer.metrics()["transaction_version"] == 1
+                assert fc.count(ADD_PARTITIONS) == adds + 1
+            assert await committed_values(fc) == {0: [b"v2"], 1: [b"v1"]}
