@@ -172,8 +172,8 @@ async def test_zombie_fencing_on_the_real_cluster(kafka_cluster: Any, txn_versio
         assert values(await read_committed(bootstrap, [tp])) == {0: [b"fresh"]}
 
 
-async def test_interop_with_the_java_client(kafka_node_control: KafkaCluster) -> None:
-    cluster = kafka_node_control
+async def test_interop_with_the_java_client(kafka_cluster: Any) -> None:
+    cluster = kafka_cluster
     bootstrap = cluster.bootstrap()
     ours, src, java_out = unique("ours"), unique("src"), unique("java-out")
     await make_topics(bootstrap, 1, ours, src, java_out)
