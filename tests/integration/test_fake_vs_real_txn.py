@@ -36,6 +36,7 @@ pytestmark = pytest.mark.integration
 
 TXN = "fake-vs-real-txn"
 CONCURRENT_TRANSACTIONS = 51
+NOT_COORDINATOR = 16
 
 
 def txn_batch(producer_id: int, epoch: int, sequence: int, *values: bytes) -> bytes:
@@ -81,6 +82,20 @@ def batches(response: Any) -> list[tuple[Any, ...]]:
         for b in MemoryRecords(data)
         if isinstance(b, RecordBatch)
     ]
+
+
+#: what a real broker may answer while the previous step's transaction work completes
+#: 16: NOT_COORDINATOR while a fresh cluster's __transaction_state partition gets its leader;
+#: 19: NOT_ENOUGH_REPLICAS (how a broker reports a KIP-890 verification that must be retried)
+BUSY = (*RETRY_LATER, NOT_COORDINATOR, CONCURRENT_TRANSACTIONS, 19)
+
+
+def produced(response: Any) -> bool:
+    return response.responses[0].partition_responses[0].error_code not in BUSY
+
+
+def settled(response: Any) -> bool:
+    return response.error_code not in BUSY
 
 
 async def until(conn: Connection, request: Any, ok: Any, *, version: int) -> Any:
@@ -131,34 +146,43 @@ async def scenario(conn: Connection, topic: str) -> dict[str, Any]:
     out["find_coordinator"] = await until(
         conn,
         FindCoordinatorRequest(key_type=1, coordinator_keys=[TXN]),
-        lambda r: r.coordinators[0].error_code not in RETRY_LATER,
+        lambda r: r.coordinators[0].error_code not in BUSY,
         version=6,
     )
     init = InitProducerIdRequest(transactional_id=TXN, transaction_timeout_ms=60_000)
-    out["init"] = first = await until(
-        conn, init, lambda r: r.error_code not in (*RETRY_LATER, CONCURRENT_TRANSACTIONS), version=5
-    )
+    out["init"] = first = await until(conn, init, settled, version=5)
+    assert first.error_code == 0, first
     pid, epoch = first.producer_id, first.producer_epoch
 
     # an open transaction holds the last stable offset back
-    out["produce_open"] = await conn.send(produce(topic, txn_batch(pid, epoch, 0, b"a0", b"a1")), version=12)
+    out["produce_open"] = await until(
+        conn, produce(topic, txn_batch(pid, epoch, 0, b"a0", b"a1")), produced, version=12
+    )
     out["list_committed_open"] = await conn.send(list_latest(topic, 1), version=10)
     out["list_uncommitted_open"] = await conn.send(list_latest(topic, 0), version=10)
     out["fetch_open"] = response = await conn.send(read_committed(0), version=17)
     out["fetch_open_batches"] = batches(response)
 
     # abort it: the ABORT marker at offset 2, the index lists the transaction
-    out["end_abort"] = end = await conn.send(
-        EndTxnRequest(transactional_id=TXN, producer_id=pid, producer_epoch=epoch, committed=False), version=5
+    out["end_abort"] = end = await until(
+        conn,
+        EndTxnRequest(transactional_id=TXN, producer_id=pid, producer_epoch=epoch, committed=False),
+        settled,
+        version=5,
     )
     epoch = end.producer_epoch
     out["lso_after_abort"] = await lso_reaches(3)
     out["fetch_aborted"], out["fetch_aborted_batches"] = await read_all(0, 3)
 
     # a committed one at the bumped epoch
-    out["produce_commit"] = await conn.send(produce(topic, txn_batch(pid, epoch, 0, b"c0")), version=12)
-    out["end_commit"] = end = await conn.send(
-        EndTxnRequest(transactional_id=TXN, producer_id=pid, producer_epoch=epoch, committed=True), version=5
+    out["produce_commit"] = await until(
+        conn, produce(topic, txn_batch(pid, epoch, 0, b"c0")), produced, version=12
+    )
+    out["end_commit"] = end = await until(
+        conn,
+        EndTxnRequest(transactional_id=TXN, producer_id=pid, producer_epoch=epoch, committed=True),
+        settled,
+        version=5,
     )
     stale = epoch
     out["lso_after_commit"] = await lso_reaches(5)
@@ -166,9 +190,7 @@ async def scenario(conn: Connection, topic: str) -> dict[str, Any]:
     out["fetch_from_3"], out["fetch_from_3_batches"] = await read_all(3, 5)
 
     # a new instance fences the old epochs
-    out["init_again"] = await until(
-        conn, init, lambda r: r.error_code not in (*RETRY_LATER, CONCURRENT_TRANSACTIONS), version=5
-    )
+    out["init_again"] = await until(conn, init, settled, version=5)
     out["produce_fenced"] = await conn.send(produce(topic, txn_batch(pid, stale, 1, b"z")), version=12)
     out["end_fenced"] = await conn.send(
         EndTxnRequest(transactional_id=TXN, producer_id=pid, producer_epoch=stale, committed=True), version=5
