@@ -170,7 +170,10 @@ def plot(rows: dict[str, Any], path: Path, title: str) -> Path:
     )
     for ax, (metric, ylabel, scale) in zip(axes, panels, strict=True):
         cells = {kind: [rows[mode][kind][metric] for mode in modes] for kind in kinds}
-        groups = [f"{MODES[m][2]} / txn".replace(", 1 MB batches / txn", " / txn\n1 MB batches") for m in modes]
+        groups = [
+            f"{MODES[m][2]} / txn".replace(", 1 MB batches / txn", " / txn\n1 MB batches")
+            for m in modes
+        ]
         bar_panel(ax, groups, cells, scale=scale, fmt="%.1f", colors=COLORS, labels=LABELS)
         ax.set_ylabel(ylabel)
     handles, labels = axes[0].get_legend_handles_labels()
