@@ -12,7 +12,7 @@ from aiokafka_lead.admin import AIOKafkaAdminClient
 from aiokafka_lead.errors import KafkaConnectionError, SaslAuthenticationFailedError
 from tests.integration.conftest import tls_context
 
-pytestmark = pytest.mark.integration
+pytestmark = [pytest.mark.integration, pytest.mark.security_listeners]
 
 
 @pytest.mark.parametrize(
