@@ -48,8 +48,6 @@ EXTERNAL_PORT = 9092
 INTERNAL_PORT = 19092
 CONTROLLER_PORT = 29093
 DATA_DIR = "/var/lib/kafka/data"
-#: The official image's default; every node of a cluster must share one.
-DEFAULT_CLUSTER_ID = "5L6g3nShT-eMCtK--X86sw"
 #: Keys set per node from the cluster's topology; every other harness setting is shared.
 _TOPOLOGY_KEYS = (
     "process.roles",
@@ -124,7 +122,7 @@ class KafkaContainer(DockerContainer):
         *,
         node_id: int = 1,
         voters: tuple[int, ...] = (1,),
-        cluster_id: str = DEFAULT_CLUSTER_ID,
+        cluster_id: str | None = None,
         network: Network | None = None,
         host_port: int | None = None,
         settings: Mapping[str, str] | None = None,
@@ -134,6 +132,7 @@ class KafkaContainer(DockerContainer):
     ) -> None:
         super().__init__(image or kafka_image.configured_image())
         self.node_id = node_id
+        self.cluster_id = cluster_id or _new_cluster_id()
         self.alias = f"kafka-{node_id}"
         self.host = docker_host()
         self.host_port = host_port or config.free_ports(1, "127.0.0.1")[0]
@@ -169,10 +168,10 @@ class KafkaContainer(DockerContainer):
                 "log.dirs": DATA_DIR,
             }
         )
-        self.with_env("CLUSTER_ID", cluster_id)
+        self.with_env("CLUSTER_ID", self.cluster_id)
         for key, value in {**jvm_env(), **{env_name(k): v for k, v in props.items()}}.items():
             self.with_env(key, value)
-        self._labels = {LABEL: cluster_id, **(labels or {})}
+        self._labels = {LABEL: self.cluster_id, **(labels or {})}
 
     # ------------------------------------------------------------------ lifecycle
 
@@ -187,8 +186,15 @@ class KafkaContainer(DockerContainer):
             super().start()
         except Exception as exc:
             self._remove_own_network()
+            hint = ""
+            if not kafka_image.image_exists(self.image):
+                hint = (
+                    f"\n{self.image} is not available here; without a registry, build the "
+                    f"project's image (`make kafka-image`) and set "
+                    f"{kafka_image.IMAGE_ENV}={kafka_image.local_tag()}"
+                )
             raise KafkaContainerError(
-                f"node {self.node_id}: could not start {self.image}: {exc}"
+                f"node {self.node_id}: could not start {self.image}: {exc}{hint}"
             ) from exc
         if wait:
             try:
@@ -211,6 +217,12 @@ class KafkaContainer(DockerContainer):
             self._own_network_created = False
 
     # ------------------------------------------------------------------ addresses
+
+    @property
+    def network(self) -> Network:
+        """The Docker network the node is on (its alias there is ``kafka-<id>``)."""
+        assert self._network is not None
+        return self._network
 
     def bootstrap_servers(self) -> str:
         """``host:port`` for clients on the Docker host."""

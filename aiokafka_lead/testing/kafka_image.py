@@ -254,6 +254,28 @@ def build(
     return tag
 
 
+def ensure(version: str = jars.DEFAULT_KAFKA_VERSION) -> str:
+    """An image the Docker tests can run: ``$KAFKA_IMAGE`` if set (it must exist or pull),
+    else the official image if present or pullable, else the locally built one."""
+    problem = docker_problem()
+    if problem:
+        raise ImageBuildError(problem)
+    explicit = os.environ.get(IMAGE_ENV, "").strip()
+    if explicit:
+        if image_exists(explicit) or try_pull(explicit):
+            return explicit
+        raise ImageBuildError(
+            f"{IMAGE_ENV}={explicit} is neither present nor pullable "
+            f"(`make kafka-image` builds {local_tag(version)})"
+        )
+    official = f"apache/kafka:{version}"
+    if image_exists(official) or try_pull(official):
+        jars.progress(f"using the official image {official}")
+        return official
+    jars.progress(f"{official} cannot be pulled here: building {local_tag(version)}")
+    return build(version)
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(
         prog="python -m aiokafka_lead.testing.kafka_image",
@@ -265,6 +287,10 @@ def main(argv: list[str] | None = None) -> int:
     b.add_argument("--tag", help="image tag (default aiokafka-lead/kafka:<version>)")
     b.add_argument("--base", help="base image (default: registry Debian, else debootstrap)")
     b.add_argument("--force", action="store_true", help="rebuild even when up to date")
+    e = sub.add_parser(
+        "ensure", help="print an image to test with: $KAFKA_IMAGE, apache/kafka, or build ours"
+    )
+    e.add_argument("--kafka-version", default=jars.DEFAULT_KAFKA_VERSION)
     sub.add_parser("check", help="exit 0 when a Docker engine answers, else print why")
     args = parser.parse_args(argv)
     if args.command == "check":
@@ -272,7 +298,10 @@ def main(argv: list[str] | None = None) -> int:
         print(problem or "docker engine available")
         return 1 if problem else 0
     try:
-        tag = build(args.kafka_version, tag=args.tag, base=args.base, force=args.force)
+        if args.command == "ensure":
+            tag = ensure(args.kafka_version)
+        else:
+            tag = build(args.kafka_version, tag=args.tag, base=args.base, force=args.force)
     except ImageBuildError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 1
