@@ -32,6 +32,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
+import docker.errors
 from testcontainers.core.config import testcontainers_config
 from testcontainers.core.container import DockerContainer
 from testcontainers.core.docker_client import DockerClient
@@ -97,9 +98,25 @@ def ensure_reaper_usable() -> None:
     run without it: every container and network here is removed by ``stop()``/``down()``."""
     if testcontainers_config.ryuk_disabled:
         return
-    image = testcontainers_config.ryuk_image
-    if not kafka_image.image_exists(image) and not kafka_image.try_pull(image):
+    if not image_available(testcontainers_config.ryuk_image, pull=True):
         testcontainers_config.ryuk_disabled = True
+
+
+def image_available(image: str, *, pull: bool) -> bool:
+    """The image is in the engine (after pulling it, with ``pull``), via the Docker API."""
+    images = DockerClient().client.images
+    try:
+        images.get(image)
+        return True
+    except docker.errors.ImageNotFound:
+        pass
+    if not pull:
+        return False
+    try:
+        images.pull(image)
+    except docker.errors.APIError:
+        return False
+    return True
 
 
 def docker_host() -> str:
@@ -187,7 +204,7 @@ class KafkaContainer(DockerContainer):
         except Exception as exc:
             self._remove_own_network()
             hint = ""
-            if not kafka_image.image_exists(self.image):
+            if not image_available(self.image, pull=False):
                 hint = (
                     f"\n{self.image} is not available here; without a registry, build the "
                     f"project's image (`make kafka-image`) and set "

@@ -6,7 +6,10 @@ Skipped, with one reason, where no Docker engine answers (or testcontainers is m
 
 from __future__ import annotations
 
+import subprocess
+import sys
 import uuid
+from pathlib import Path
 
 import anyio
 import pytest
@@ -112,3 +115,22 @@ async def test_three_nodes_survive_kill_and_a_restart_on_a_new_port() -> None:
     ours = {"label": f"{LABEL}={cluster.cluster_id}"}
     assert not client.containers.list(all=True, filters=ours)
     assert not client.volumes.list(filters=ours)
+
+
+def test_the_documented_example_test_passes(tmp_path: Path) -> None:
+    """docs/cluster.md's copyable test file, run by pytest as a user would run it."""
+    require_docker()
+    doc = (Path(__file__).resolve().parents[2] / "docs" / "cluster.md").read_text()
+    section = doc[doc.index("### Your own tests") :]
+    code = section[section.index("```python\n") + len("```python\n") : section.index("\n```")]
+    (tmp_path / "test_orders.py").write_text(code + "\n")
+    proc = subprocess.run(
+        [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "test_orders.py"],
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        timeout=300,
+        check=False,
+    )
+    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-2000:]
+    assert "1 passed" in proc.stdout
