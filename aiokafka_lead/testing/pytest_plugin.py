@@ -14,6 +14,7 @@ With ``AIOKAFKA_LEAD_CLUSTER=docker`` they are Docker containers of ``$KAFKA_IMA
 
 from __future__ import annotations
 
+import functools
 import os
 from collections.abc import Iterator
 from typing import TYPE_CHECKING
@@ -73,6 +74,7 @@ def docker_mode() -> bool:
     return kind == "docker"
 
 
+@functools.cache
 def docker_unavailable() -> str | None:
     """Why Docker tests cannot run here (None when they can): one reason, said once."""
     try:
@@ -81,8 +83,7 @@ def docker_unavailable() -> str | None:
         return "testcontainers is not installed (pip install 'aiokafka_lead[docker]')"
     from aiokafka_lead.testing.kafka_image import docker_problem
 
-    problem = docker_problem()
-    return f"no Docker engine: {problem}" if problem else None
+    return docker_problem()
 
 
 def require_docker() -> None:

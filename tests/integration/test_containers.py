@@ -122,7 +122,9 @@ def test_the_documented_example_test_passes(tmp_path: Path) -> None:
     require_docker()
     doc = (Path(__file__).resolve().parents[2] / "docs" / "cluster.md").read_text()
     section = doc[doc.index("### Your own tests") :]
-    code = section[section.index("```python\n") + len("```python\n") : section.index("\n```")]
+    start = section.index("```python\n") + len("```python\n")
+    code = section[start : section.index("\n```", start)]
+    assert "def test_" in code
     (tmp_path / "test_orders.py").write_text(code + "\n")
     proc = subprocess.run(
         [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "test_orders.py"],
