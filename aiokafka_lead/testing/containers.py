@@ -279,16 +279,7 @@ def ready_problem(nodes: list[KafkaContainer]) -> str | None:
                 f"node {node.node_id} ({node.image}) exited during startup.\n"
                 f"--- docker logs (tail) ---\n{node.logs_tail()}"
             )
-    want = {node.node_id: node.host_port for node in nodes}
-    for node in nodes:
-        md = probe.try_metadata(node.host, node.host_port, timeout=3.0)
-        if md is None:
-            return f"node {node.node_id} does not answer Metadata on {node.bootstrap_servers()} yet"
-        got = md.ports()
-        missing = {nid: port for nid, port in want.items() if got.get(nid) != port}
-        if missing:
-            return f"node {node.node_id} sees brokers {got}, still waiting for {missing}"
-    return None
+    return probe.cluster_not_ready({node.node_id: (node.host, node.host_port) for node in nodes})
 
 
 def wait_ready(nodes: list[KafkaContainer], timeout: float, what: str) -> None:
