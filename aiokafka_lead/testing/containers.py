@@ -3,7 +3,8 @@
 testcontainers' own ``KafkaContainer`` runs KRaft only with Confluent images; this module
 runs the official ``apache/kafka`` image (or any image with its contract: ``KAFKA_*``
 environment variables become ``server.properties``, ``CLUSTER_ID`` formats the storage,
-such as the one ``make kafka-image`` builds), one node or N nodes on one Docker network::
+such as the one ``make kafka-image`` builds, used when the official one is not in the
+engine and ``KAFKA_IMAGE`` is unset), one node or N nodes on one Docker network::
 
     from aiokafka_lead.testing.containers import KafkaContainer, KafkaContainerCluster
 
@@ -26,6 +27,7 @@ behave alike. ``KAFKA_IMAGE`` chooses the image (default ``apache/kafka:4.1.1``)
 
 from __future__ import annotations
 
+import os
 import time
 import uuid
 from collections.abc import Mapping
@@ -119,6 +121,19 @@ def image_available(image: str, *, pull: bool) -> bool:
     return True
 
 
+def default_image() -> str:
+    """``$KAFKA_IMAGE``; else the official image, unless it is not in the engine and the
+    project's locally built one (``make kafka-image``) is: then that one."""
+    explicit = os.environ.get(kafka_image.IMAGE_ENV, "").strip()
+    if explicit:
+        return explicit
+    official = kafka_image.DEFAULT_IMAGE
+    local = kafka_image.local_tag()
+    if not image_available(official, pull=False) and image_available(local, pull=False):
+        return local
+    return official
+
+
 def docker_host() -> str:
     """Where published ports are reached from this process (127.0.0.1 for a local engine)."""
     host = DockerClient().host()
@@ -147,7 +162,7 @@ class KafkaContainer(DockerContainer):
         labels: Mapping[str, str] | None = None,
         start_timeout: float = 120.0,
     ) -> None:
-        super().__init__(image or kafka_image.configured_image())
+        super().__init__(image or default_image())
         self.node_id = node_id
         self.cluster_id = cluster_id or _new_cluster_id()
         self.alias = f"kafka-{node_id}"
@@ -319,7 +334,7 @@ class KafkaContainerCluster:
     ) -> None:
         if brokers < 1:
             raise ValueError("a cluster needs at least one node")
-        self.image = image or kafka_image.configured_image()
+        self.image = image or default_image()
         self.kafka_version = kafka_version
         self.listeners = ("PLAINTEXT",)
         self.users: dict[str, str] = {}

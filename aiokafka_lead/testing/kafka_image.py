@@ -48,11 +48,6 @@ def local_tag(version: str = jars.DEFAULT_KAFKA_VERSION) -> str:
     return f"aiokafka-lead/kafka:{version}"
 
 
-def configured_image() -> str:
-    """``$KAFKA_IMAGE`` or the official image."""
-    return os.environ.get(IMAGE_ENV, "").strip() or DEFAULT_IMAGE
-
-
 def docker_context_dir() -> Path:
     """``docker/kafka`` of the source tree (the Dockerfile is not part of the wheel)."""
     return Path(__file__).resolve().parents[2] / "docker" / "kafka"

@@ -7,6 +7,7 @@ Skipped, with one reason, where no Docker engine answers; needs host ports 9092-
 
 from __future__ import annotations
 
+import os
 import shutil
 import subprocess
 import uuid
@@ -19,6 +20,7 @@ from aiokafka_lead.admin import AIOKafkaAdminClient, NewTopic
 from aiokafka_lead.testing import kafka_image
 from aiokafka_lead.testing.cluster import config, probe
 from aiokafka_lead.testing.cluster.waiting import wait_until
+from aiokafka_lead.testing.containers import default_image
 from aiokafka_lead.testing.leaders import current_leaders, rotate_leadership
 from aiokafka_lead.testing.pytest_plugin import require_docker
 from tests.support.roundtrip import expected, produce_and_read
@@ -44,6 +46,7 @@ def compose_command() -> list[str] | None:
 def run(cmd: list[str], *args: str, timeout: float = 300) -> str:
     proc = subprocess.run(
         [*cmd, "-f", str(COMPOSE_FILE), "-p", PROJECT, *args],
+        env={**os.environ, kafka_image.IMAGE_ENV: default_image()},
         capture_output=True,
         text=True,
         timeout=timeout,
@@ -95,7 +98,7 @@ def test_compose_cluster_up_produce_consume_move_leader_down() -> None:
     assert cmd is not None, "neither `docker compose` nor `docker-compose` works here"
     busy = [p for p in (9092, 9093, 9094) if not config.port_is_free(p, "0.0.0.0")]
     assert not busy, f"host ports {busy} are taken: docker-compose.yml publishes 9092-9094"
-    image = kafka_image.configured_image()  # KAFKA_IMAGE reaches compose through the environment
+    image = default_image()  # passed to compose as KAFKA_IMAGE
     run(cmd, "up", "-d")
     try:
         try:

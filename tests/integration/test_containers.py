@@ -15,13 +15,13 @@ import anyio
 import pytest
 
 from aiokafka_lead.admin import AIOKafkaAdminClient, ConfigResource, ConfigResourceType, NewTopic
-from aiokafka_lead.testing import kafka_image
 from aiokafka_lead.testing.containers import (
     LABEL,
     KafkaContainer,
     KafkaContainerCluster,
     KafkaContainerError,
     broker_settings,
+    default_image,
 )
 from aiokafka_lead.testing.pytest_plugin import require_docker
 from tests.support.roundtrip import expected, produce_and_read
@@ -37,7 +37,7 @@ def _topic() -> str:
 async def test_single_node_from_the_host_and_from_another_container(
     kafka_container: KafkaContainer,
 ) -> None:
-    assert kafka_container.image == kafka_image.configured_image()
+    assert kafka_container.image == default_image()
     bootstrap = kafka_container.bootstrap_servers()
     topic = _topic()
     async with AIOKafkaAdminClient(bootstrap_servers=bootstrap) as admin:
