@@ -71,3 +71,21 @@ class BrokerResponseError(KafkaError):
         text = f"[Error {self.errno}] {self.error_name}"
         super().__init__(f"{text}: {message}" if message else text)
         self.message = message
+
+
+class ClientClosedError(KafkaError):
+    """The client was stopped (or never started)."""
+
+
+class ClientFailedError(KafkaError):
+    """A background task of the client failed, so the client cannot go on.
+
+    ``__cause__`` is the background task's exception (also ``cause``). Every call that
+    was waiting when it happened raises this, and so does every later call; ``stop()``
+    still returns. Not a :class:`ClientClosedError`: ``async for`` over a consumer ends
+    quietly on close but raises this.
+    """
+
+    def __init__(self, message: str, cause: BaseException) -> None:
+        super().__init__(message)
+        self.cause = cause

@@ -15,6 +15,8 @@ from aiokafka_lead._error_codes import UnknownServerError
 from aiokafka_lead._error_codes import __all__ as _CODE_NAMES
 from aiokafka_lead._errors_base import (
     BrokerResponseError,
+    ClientClosedError,
+    ClientFailedError,
     CorruptRecordError,
     DecodeError,
     KafkaConnectionError,
@@ -93,6 +95,8 @@ __all__ = [
     "KafkaConnectionError",
     "KafkaTimeoutError",
     "BrokerResponseError",
+    "ClientClosedError",
+    "ClientFailedError",
     "ERROR_CLASSES",
     "error_for_code",
     *_CODE_NAMES,

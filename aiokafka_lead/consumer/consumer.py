@@ -24,7 +24,7 @@ import anyio.abc
 
 from aiokafka_lead.admin.offsets import ISOLATION_LEVELS
 from aiokafka_lead.backoff import ExponentialBackoff
-from aiokafka_lead.client import ClientCore, connection_config
+from aiokafka_lead.client import ClientCore, connection_config, guarded
 from aiokafka_lead.consumer.assignors import PartitionAssignor, RangePartitionAssignor, resolve_assignors
 from aiokafka_lead.consumer.buffer import Chunk
 from aiokafka_lead.consumer.coordinator import ConsumerRebalanceListener, GroupCoordinator, topics_needed
@@ -432,6 +432,7 @@ class AIOKafkaConsumer(Generic[KT, VT]):
         for tp in partitions or tuple(self._subs.assigned()):
             self._subs.request_reset(tp, LATEST)
 
+    @guarded
     async def seek_to_committed(self, *partitions: TopicPartition) -> dict[TopicPartition, int | None]:
         tps = list(partitions or self._subs.assigned())
         committed = await self._positions.committed(tps)
@@ -443,6 +444,7 @@ class AIOKafkaConsumer(Generic[KT, VT]):
                 self._subs.seek(tp, c.offset, c.leader_epoch, validated_epoch=-1)
         return out
 
+    @guarded
     async def position(self, partition: TopicPartition, timeout_ms: float | None = None) -> int:
         """The offset of the next record for ``partition`` (waits for a reset/lookup to finish)."""
         self._require_started()
@@ -477,6 +479,7 @@ class AIOKafkaConsumer(Generic[KT, VT]):
         self._subs.resume(partitions)
 
     # ----------------------------------------------------------------- commits
+    @guarded
     async def committed(self, partition: TopicPartition) -> int | None:
         """The group's committed offset for ``partition`` (None if there is none)."""
         if self._group_id is None:
@@ -485,6 +488,7 @@ class AIOKafkaConsumer(Generic[KT, VT]):
         c = (await self._positions.committed([partition])).get(partition)
         return None if c is None else c.offset
 
+    @guarded
     async def commit(
         self, offsets: Mapping[TopicPartition, int | OffsetAndMetadata | tuple[Any, ...]] | None = None
     ) -> None:
@@ -514,10 +518,12 @@ class AIOKafkaConsumer(Generic[KT, VT]):
         self._subs.extra_topics.update(tp.topic for tp in specs)
         return await self._lookup.list_offsets(specs, self._isolation_level)
 
+    @guarded
     async def beginning_offsets(self, partitions: Iterable[TopicPartition]) -> dict[TopicPartition, int]:
         result = await self._list(dict.fromkeys(partitions, EARLIEST))
         return {tp: info.offset for tp, info in result.items()}
 
+    @guarded
     async def end_offsets(self, partitions: Iterable[TopicPartition]) -> dict[TopicPartition, int]:
         """Latest offsets; never lower than one this consumer returned before (KIP-207)."""
         result = await self._list(dict.fromkeys(partitions, LATEST))
@@ -529,6 +535,7 @@ class AIOKafkaConsumer(Generic[KT, VT]):
             out[tp] = value
         return out
 
+    @guarded
     async def offsets_for_times(
         self, timestamps: Mapping[TopicPartition, int]
     ) -> dict[TopicPartition, OffsetAndTimestamp | None]:
@@ -547,6 +554,7 @@ class AIOKafkaConsumer(Generic[KT, VT]):
     def partitions_for_topic(self, topic: str) -> set[int] | None:
         return self._core.store.partitions_for_topic(topic)
 
+    @guarded
     async def topics(self) -> set[str]:
         """Every topic in the cluster (internal ones excluded unless asked otherwise)."""
         self._require_started()
@@ -559,6 +567,7 @@ class AIOKafkaConsumer(Generic[KT, VT]):
         }
 
     # ---------------------------------------------------------------- records
+    @guarded
     async def getmany(
         self, *partitions: TopicPartition, timeout_ms: float = 0, max_records: int | None = None
     ) -> dict[TopicPartition, list[ConsumerRecord[KT, VT]]]:
