@@ -44,8 +44,15 @@ class CorruptRecordError(KafkaError):
         self.offset = offset
 
 
-class UnsupportedCodecError(KafkaError):
-    """A compression codec is needed whose library is not installed."""
+class UnsupportedCodecError(KafkaError, RuntimeError):
+    """A compression codec is needed whose library is not installed.
+
+    Also a RuntimeError: what aiokafka raises at construction for a missing codec library.
+    """
+
+
+class KafkaConfigurationError(KafkaError, ValueError):
+    """A client option that cannot work (aiokafka's name; also a ValueError, as aiokafka raises)."""
 
 
 class KafkaConnectionError(KafkaError):

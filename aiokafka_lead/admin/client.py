@@ -46,6 +46,7 @@ from aiokafka_lead.protocol.messages import (
     IncrementalAlterConfigsRequest,
     MetadataRequest,
 )
+from aiokafka_lead.validation import options_of, validate_options
 
 UNKNOWN_TOPIC = UnknownTopicOrPartitionError.errno
 log = logging.getLogger(__name__)
@@ -82,8 +83,7 @@ class AIOKafkaAdminClient(GroupsMixin, LeadersMixin, OffsetsMixin, AdminBase):
         sasl_plain_password: str | None = None,
         **unsupported: Any,
     ) -> None:
-        if unsupported:
-            raise TypeError(f"unsupported admin client options: {', '.join(sorted(unsupported))}")
+        validate_options("admin client", options_of(locals()), unsupported)
         del api_version  # versions are always negotiated
         self._request_timeout_ms = request_timeout_ms
         self._backoff = ExponentialBackoff(retry_backoff_ms, max(retry_backoff_max_ms, retry_backoff_ms))

@@ -38,6 +38,7 @@ from aiokafka_lead.protocol.messages import MetadataRequest
 from aiokafka_lead.records import native
 from aiokafka_lead.runtime import ClientClosedError
 from aiokafka_lead.structs import ConsumerRecord, OffsetAndMetadata, TopicPartition
+from aiokafka_lead.validation import options_of, validate_options
 
 log = logging.getLogger(__name__)
 
@@ -120,17 +121,8 @@ class AIOKafkaConsumer(Generic[KT, VT]):
         client_rack: str | None = None,
         **unsupported: Any,
     ) -> None:
-        if unsupported:
-            raise TypeError(f"unsupported consumer options: {', '.join(sorted(unsupported))}")
+        validate_options("consumer", options_of(locals()), unsupported)
         del api_version, consumer_timeout_ms  # versions are negotiated; waits are event-driven
-        if auto_offset_reset not in ("earliest", "latest", "none"):
-            raise ValueError("auto_offset_reset must be 'earliest', 'latest' or 'none'")
-        if isolation_level not in ISOLATION_LEVELS:
-            raise ValueError(f"isolation_level must be one of {sorted(ISOLATION_LEVELS)}")
-        if max_poll_records is not None and max_poll_records < 1:
-            raise ValueError("max_poll_records must be at least 1")
-        if group_instance_id is not None and group_id is None:
-            raise ValueError("group_instance_id needs a group_id")
         self._group_id = group_id
         self._key_deserializer = key_deserializer
         self._value_deserializer = value_deserializer

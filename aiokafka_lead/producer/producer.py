@@ -27,19 +27,12 @@ from aiokafka_lead.producer.idempotence import IdempotenceState
 from aiokafka_lead.producer.metrics import ProducerMetrics
 from aiokafka_lead.producer.partitioner import DefaultPartitioner, Partitioner
 from aiokafka_lead.producer.sender import Sender
-from aiokafka_lead.records import CompressionType, RecordBatchBuilder
+from aiokafka_lead.records import RecordBatchBuilder
 from aiokafka_lead.runtime import ClientClosedError, ClientFailedError
 from aiokafka_lead.structs import TopicPartition
+from aiokafka_lead.validation import COMPRESSION, options_of, validate_options
 
 _ids = itertools.count(1)
-COMPRESSION = {
-    None: CompressionType.NONE,
-    "none": CompressionType.NONE,
-    "gzip": CompressionType.GZIP,
-    "snappy": CompressionType.SNAPPY,
-    "lz4": CompressionType.LZ4,
-    "zstd": CompressionType.ZSTD,
-}
 Headers = Sequence[tuple[str, bytes | None]]
 
 
@@ -115,26 +108,13 @@ class AIOKafkaProducer:
         enable_leader_hints: bool = True,
         **unsupported: Any,
     ) -> None:
-        if unsupported:
-            raise TypeError(f"unsupported producer options: {', '.join(sorted(unsupported))}")
+        validate_options("producer", options_of(locals()), unsupported)
         if transactional_id is not None:
             raise NotImplementedError("transactions are not supported yet (transactional_id)")
         del api_version  # always negotiated
         self._acks = _acks(acks)
-        if compression_type not in COMPRESSION:
-            raise ValueError(
-                f"compression_type must be one of gzip, snappy, lz4, zstd or None, not {compression_type!r}"
-            )
-        if enable_idempotence and self._acks != -1:
-            raise ValueError("enable_idempotence=True needs acks='all'")
-        if enable_idempotence and max_in_flight_requests_per_connection > 5:
-            raise ValueError("enable_idempotence=True allows at most 5 in-flight requests per connection")
         if enable_idempotence is None:
             enable_idempotence = self._acks == -1 and max_in_flight_requests_per_connection <= 5
-        if delivery_timeout_ms < linger_ms + request_timeout_ms:
-            raise ValueError(
-                "delivery_timeout_ms must be at least linger_ms + request_timeout_ms (as in Java)"
-            )
         self._idempotent = enable_idempotence
         self._key_serializer = key_serializer
         self._value_serializer = value_serializer
