@@ -381,6 +381,7 @@ class AIOKafkaProducer:
             "batches_retried": m.batches_retried,
             "immediate_retries": m.immediate_retries,
             "batches_expired": m.batches_expired,
+            "batches_split": m.batches_split,
             "produce_requests": m.produce_requests,
             "errors": dict(m.errors),
             "leader_hints_applied": store.hint_outcomes[HintOutcome.APPLIED],
