@@ -30,6 +30,7 @@ from aiokafka_lead.runtime import ClientFailedError, TaskGroupHost
 
 log = logging.getLogger(__name__)
 
+UNKNOWN_TOPIC_OR_PARTITION = 3
 P = ParamSpec("P")
 R = TypeVar("R")
 
@@ -217,8 +218,16 @@ class ClientCore:
                     await anyio.sleep(self._retry_backoff_ms / 1000)
         except TimeoutError:
             missing = sorted(t for t in topics if self.store.partitions_for_topic(t) is None)
+            unknown = [t for t in missing if self.store.topic_error(t) == UNKNOWN_TOPIC_OR_PARTITION]
+            why = (
+                f": the brokers answer UNKNOWN_TOPIC_OR_PARTITION for {', '.join(map(repr, unknown))} "
+                "(it does not exist, and auto-creation is off or not allowed for this client)"
+                if unknown
+                else ""
+            )
+            names = ", ".join(map(repr, missing))
             raise KafkaTimeoutError(
-                f"topic(s) {', '.join(map(repr, missing))} not present in metadata after {timeout_ms:.0f} ms"
+                f"topic(s) {names} not present in metadata after {timeout_ms:.0f} ms{why}"
             ) from None
 
 

@@ -452,7 +452,10 @@ class AIOKafkaConsumer(Generic[KT, VT]):
                     # positions, busy marks and reported errors all notify the subscription
                     await self._subs.wait_for_change(self._subs.version)
         except TimeoutError:
-            raise KafkaTimeoutError(f"no position for {partition} within {timeout * 1000:.0f} ms") from None
+            unknown = self._core.store.partitions_for_topic(partition.topic) is None
+            why = f" (topic {partition.topic!r} is not in the cluster's metadata)" if unknown else ""
+            message = f"no position for {partition} within {timeout * 1000:.0f} ms{why}"
+            raise KafkaTimeoutError(message) from None
 
     def highwater(self, partition: TopicPartition) -> int | None:
         """The highest high watermark the fetcher has seen (never goes back, KIP-207)."""
