@@ -196,8 +196,10 @@ class RecordAccumulator:
         self.wake()  # the sender sends it now (linger 0) or schedules its linger deadline
         if filled:
             # A tight send() loop never suspends otherwise: let the sender ship the full batch
-            # now, so the broker works on it while we fill the next one.
-            await anyio.lowlevel.checkpoint()
+            # now, so the broker works on it while we fill the next one. Not a cancellation
+            # point: the record is queued, so send() must return its handle (a cancelled send()
+            # whose record still goes out would be resent by the caller: a duplicate).
+            await anyio.lowlevel.cancel_shielded_checkpoint()
         return handle
 
     # -------------------------------------------------------------------- drain
