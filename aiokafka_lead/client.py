@@ -176,10 +176,18 @@ class ClientCore:
             await self.extra_setup(tg)
 
     async def start(self) -> None:
-        await self.host.start(self._setup)
+        try:
+            await self.host.start(self._setup)
+        except BaseException:
+            await self.close()  # a failed start leaves no connection behind
+            raise
 
     async def enter(self) -> None:
-        await self.host.enter(self._setup)
+        try:
+            await self.host.enter(self._setup)
+        except BaseException:
+            await self.close()
+            raise
 
     async def close(self) -> None:
         """Cancel the background tasks first (so none of them sees its connection vanish), then
