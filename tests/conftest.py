@@ -1,9 +1,9 @@
 """Suite-wide rules.
 
-An exception nobody retrieved fails the test that left it behind: asyncio reports
-"Task exception was never retrieved" / "Future exception was never retrieved" (and tasks
-destroyed while pending) through its loop exception handler, which logs on the "asyncio"
-logger when the object is garbage collected. Unraisable exceptions (``__del__``, callbacks)
+An exception nobody retrieved fails the test (or, in a reference cycle, the module) that left
+it behind: asyncio reports "Task exception was never retrieved" / "Future exception was never
+retrieved" (and tasks destroyed while pending) through its loop exception handler, which logs
+on the "asyncio" logger when the object is garbage collected. Unraisable exceptions (``__del__``, callbacks)
 are already errors through ``filterwarnings`` in pyproject.toml.
 """
 
@@ -34,16 +34,30 @@ class _Unretrieved(logging.Handler):
             self.messages.append(message)
 
 
+_HANDLER = _Unretrieved()
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    logging.getLogger("asyncio").addHandler(_HANDLER)
+
+
+def _fail_if_reported(where: str) -> None:
+    messages, _HANDLER.messages = _HANDLER.messages, []
+    if messages:
+        pytest.fail(f"unretrieved asyncio exception(s) in {where}: " + " | ".join(messages), pytrace=False)
+
+
 @pytest.fixture(autouse=True)
 def no_unretrieved_exceptions() -> Iterator[None]:
-    """Torn down last (a root autouse fixture), after the test's event loop has closed."""
-    handler = _Unretrieved()
-    logger = logging.getLogger("asyncio")
-    logger.addHandler(handler)
-    try:
-        yield
-        gc.collect()  # futures report an unretrieved exception when they are collected
-    finally:
-        logger.removeHandler(handler)
-    if handler.messages:
-        pytest.fail("unretrieved asyncio exception(s): " + " | ".join(handler.messages), pytrace=False)
+    """What was reported while the test ran (objects freed at once by reference counting)."""
+    yield
+    _fail_if_reported("this test")
+
+
+@pytest.fixture(autouse=True, scope="module")
+def no_unretrieved_exceptions_in_cycles() -> Iterator[None]:
+    """Objects in reference cycles report only when collected: once per module (a full
+    collection per test would triple the suite's time)."""
+    yield
+    gc.collect()
+    _fail_if_reported("this module (found by the garbage collector after its last test)")
