@@ -249,3 +249,36 @@ async def test_a_failed_background_task_fails_every_call_with_its_cause(
                     with pytest.raises(ClientFailedError, match=f"injected into the {task}"):
                         await later()
                 assert made._core._pool is None  # the failure closed the connections
+
+
+async def test_async_for_over_a_failed_consumer_raises_instead_of_ending_quietly(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A stopped consumer ends ``async for``; a failed one must not look like that."""
+    with anyio.fail_after(DEADLINE):
+        async with FakeCluster(brokers=1) as fc:
+            fc.create_topic("t", partitions=1, replication_factor=1)
+            async with client("consumer", fc) as consumer:
+                fault = Fault()
+                fire = inject("consumer", "fetcher", consumer, fault, monkeypatch)
+                fault.armed = True
+                fire()
+                with pytest.raises(ClientFailedError, match="injected into the fetcher"):
+                    async for _ in consumer:
+                        pass
+
+
+async def test_a_failed_background_task_is_logged_once_with_its_cause(
+    monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    with anyio.fail_after(DEADLINE):
+        async with FakeCluster(brokers=1) as fc:
+            fc.create_topic("t", partitions=1, replication_factor=1)
+            async with client("producer", fc) as producer:
+                fault = Fault()
+                inject("producer", "accumulator drain", producer, fault, monkeypatch)
+                fault.armed = True
+                with pytest.raises(ClientFailedError):
+                    await producer.send_and_wait("t", b"x", partition=0)
+    errors = [r for r in caplog.records if r.name == "aiokafka_lead.runtime" and r.levelname == "ERROR"]
+    assert len(errors) == 1 and "injected into the accumulator drain" in errors[0].getMessage()
