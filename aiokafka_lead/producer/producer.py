@@ -326,7 +326,9 @@ class AIOKafkaProducer:
         handle = self._acc.try_append_now(tp, timestamp, key_bytes, value_bytes, header_list, size)
         if handle is not None:
             return handle  # the common case: no second coroutine
-        with self._core.host.guard():  # may wait for buffer space
+        if self._acc.buffer_used + size <= self._acc.buffer_memory:  # no wait for buffer space
+            return await self._acc.append(tp, timestamp, key_bytes, value_bytes, header_list, size=size)
+        with self._core.host.guard():  # waits for buffer space: a background failure ends it
             return await self._acc.append(tp, timestamp, key_bytes, value_bytes, header_list, size=size)
 
     async def send_and_wait(  # noqa: PLR0917 - aiokafka's positional signature

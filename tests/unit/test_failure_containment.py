@@ -282,3 +282,28 @@ async def test_a_failed_background_task_is_logged_once_with_its_cause(
                     await producer.send_and_wait("t", b"x", partition=0)
     errors = [r for r in caplog.records if r.name == "aiokafka_lead.runtime" and r.levelname == "ERROR"]
     assert len(errors) == 1 and "injected into the accumulator drain" in errors[0].getMessage()
+
+
+async def test_a_send_waiting_for_buffer_space_fails_with_the_cause(monkeypatch: pytest.MonkeyPatch) -> None:
+    with anyio.fail_after(DEADLINE):
+        async with FakeCluster(brokers=1) as fc:
+            fc.create_topic("t", partitions=1, replication_factor=1)
+            async with AIOKafkaProducer(
+                bootstrap_servers=fc.bootstrap, buffer_memory=4096, max_batch_size=1024, max_block_ms=30_000
+            ) as producer:
+                await producer.send_and_wait("t", b"warm-up", partition=0)
+                fc.intercept(PRODUCE, drop, times=None)
+                while producer._acc.buffer_used + 1100 <= 4096:  # fill the buffer; nothing drains
+                    await producer.send("t", b"x" * 1000, partition=0)
+                fault = Fault()
+                fire = inject("producer", "accumulator drain", producer, fault, monkeypatch)
+                ops = Pending()
+                async with anyio.create_task_group() as tg:
+                    ops.record(tg, "send blocked on buffer_memory", lambda: producer.send("t", b"y" * 1000))
+                    await anyio.wait_all_tasks_blocked()
+                    assert ops.tasks["send blocked on buffer_memory"] is None
+                    fault.armed = True
+                    fire()
+                outcome = ops.tasks["send blocked on buffer_memory"]
+                assert isinstance(outcome, ClientFailedError) and "accumulator drain" in str(outcome)
+                assert producer._acc.buffer_used == 0  # every queued record failed and freed its memory
