@@ -18,7 +18,7 @@ import anyio
 import anyio.abc
 
 from aiokafka_lead.backoff import ExponentialBackoff
-from aiokafka_lead.client import ClientCore, connection_config
+from aiokafka_lead.client import ClientCore, connection_config, guarded
 from aiokafka_lead.errors import KafkaTimeoutError, MessageSizeTooLargeError, error_for_code
 from aiokafka_lead.metadata import HintOutcome
 from aiokafka_lead.producer.accumulator import RECORD_OVERHEAD, RecordAccumulator, estimate_record_size
@@ -27,19 +27,12 @@ from aiokafka_lead.producer.idempotence import IdempotenceState
 from aiokafka_lead.producer.metrics import ProducerMetrics
 from aiokafka_lead.producer.partitioner import DefaultPartitioner, Partitioner
 from aiokafka_lead.producer.sender import Sender
-from aiokafka_lead.records import CompressionType, RecordBatchBuilder
-from aiokafka_lead.runtime import ClientClosedError
+from aiokafka_lead.records import RecordBatchBuilder
+from aiokafka_lead.runtime import ClientClosedError, ClientFailedError
 from aiokafka_lead.structs import TopicPartition
+from aiokafka_lead.validation import COMPRESSION, options_of, validate_options
 
 _ids = itertools.count(1)
-COMPRESSION = {
-    None: CompressionType.NONE,
-    "none": CompressionType.NONE,
-    "gzip": CompressionType.GZIP,
-    "snappy": CompressionType.SNAPPY,
-    "lz4": CompressionType.LZ4,
-    "zstd": CompressionType.ZSTD,
-}
 Headers = Sequence[tuple[str, bytes | None]]
 
 
@@ -115,26 +108,13 @@ class AIOKafkaProducer:
         enable_leader_hints: bool = True,
         **unsupported: Any,
     ) -> None:
-        if unsupported:
-            raise TypeError(f"unsupported producer options: {', '.join(sorted(unsupported))}")
+        validate_options("producer", options_of(locals()), unsupported)
         if transactional_id is not None:
             raise NotImplementedError("transactions are not supported yet (transactional_id)")
         del api_version  # always negotiated
         self._acks = _acks(acks)
-        if compression_type not in COMPRESSION:
-            raise ValueError(
-                f"compression_type must be one of gzip, snappy, lz4, zstd or None, not {compression_type!r}"
-            )
-        if enable_idempotence and self._acks != -1:
-            raise ValueError("enable_idempotence=True needs acks='all'")
-        if enable_idempotence and max_in_flight_requests_per_connection > 5:
-            raise ValueError("enable_idempotence=True allows at most 5 in-flight requests per connection")
         if enable_idempotence is None:
             enable_idempotence = self._acks == -1 and max_in_flight_requests_per_connection <= 5
-        if delivery_timeout_ms < linger_ms + request_timeout_ms:
-            raise ValueError(
-                "delivery_timeout_ms must be at least linger_ms + request_timeout_ms (as in Java)"
-            )
         self._idempotent = enable_idempotence
         self._key_serializer = key_serializer
         self._value_serializer = value_serializer
@@ -182,6 +162,7 @@ class AIOKafkaProducer:
         )
         self._ids: IdempotenceState | None = None
         self._closed = False
+        self._core.on_failure(self._on_failure)
         self._running = False  # True between a successful start and stop
         # per topic: (store version, all partitions, partitions with a known leader)
         #   and the TopicPartition of each partition (one per send() would cost a NamedTuple)
@@ -205,6 +186,12 @@ class AIOKafkaProducer:
         )
         await tg.start(sender.run)
         self._running = True
+
+    def _on_failure(self, error: ClientFailedError) -> None:
+        """A background task failed: every pending delivery fails with that cause, no more sends."""
+        self._running = False
+        self._acc.closed = True
+        self._acc.fail_all(error)
 
     async def start(self) -> None:
         """Connect, fetch metadata, get a producer id (idempotence) and start the sender."""
@@ -238,6 +225,8 @@ class AIOKafkaProducer:
     # ------------------------------------------------------------------- sending
     def _check_open(self) -> None:
         if not self._running:
+            if self._core.host.failure() is not None:
+                raise self._core.host.failed_error()
             raise ClientClosedError("the producer is not running (call start() or use async with)")
 
     def _batch_closed(self, tp: TopicPartition) -> None:
@@ -250,6 +239,7 @@ class AIOKafkaProducer:
         parts = store.partitions_for_topic(topic) or set()
         return sorted(p for p in parts if store.leader_for(TopicPartition(topic, p)) is not None)
 
+    @guarded
     async def partitions_for(self, topic: str) -> set[int]:
         """The topic's partition ids, waiting (up to max_block_ms) for its metadata."""
         self._check_open()
@@ -336,7 +326,10 @@ class AIOKafkaProducer:
         handle = self._acc.try_append_now(tp, timestamp, key_bytes, value_bytes, header_list, size)
         if handle is not None:
             return handle  # the common case: no second coroutine
-        return await self._acc.append(tp, timestamp, key_bytes, value_bytes, header_list, size=size)
+        if self._acc.buffer_used + size <= self._acc.buffer_memory:  # no wait for buffer space
+            return await self._acc.append(tp, timestamp, key_bytes, value_bytes, header_list, size=size)
+        with self._core.host.guard():  # waits for buffer space: a background failure ends it
+            return await self._acc.append(tp, timestamp, key_bytes, value_bytes, header_list, size=size)
 
     async def send_and_wait(  # noqa: PLR0917 - aiokafka's positional signature
         self,
@@ -357,6 +350,7 @@ class AIOKafkaProducer:
             self._value_serializer,
         )
 
+    @guarded
     async def send_batch(self, batch: BatchBuilder, topic: str, *, partition: int) -> DeliveryHandle:
         """Send a filled batch to one partition as it is; resolves with its first record's metadata."""
         self._check_open()
@@ -371,6 +365,7 @@ class AIOKafkaProducer:
         queued = self._acc.enqueue_built(TopicPartition(topic, partition), batch._builder, batch.reserved)
         return queued.handle()
 
+    @guarded
     async def flush(self) -> None:
         """Send everything queued now and wait until it resolved (bound it with a cancel scope)."""
         self._check_open()
@@ -388,6 +383,7 @@ class AIOKafkaProducer:
             "batches_retried": m.batches_retried,
             "immediate_retries": m.immediate_retries,
             "batches_expired": m.batches_expired,
+            "batches_split": m.batches_split,
             "produce_requests": m.produce_requests,
             "errors": dict(m.errors),
             "leader_hints_applied": store.hint_outcomes[HintOutcome.APPLIED],
