@@ -24,7 +24,7 @@ import anyio.abc
 
 from aiokafka_lead.admin.offsets import ISOLATION_LEVELS
 from aiokafka_lead.backoff import ExponentialBackoff
-from aiokafka_lead.client import ClientCore, connection_config
+from aiokafka_lead.client import ClientCore, connection_config, guarded
 from aiokafka_lead.consumer.assignors import PartitionAssignor, RangePartitionAssignor, resolve_assignors
 from aiokafka_lead.consumer.buffer import Chunk
 from aiokafka_lead.consumer.coordinator import ConsumerRebalanceListener, GroupCoordinator, topics_needed
@@ -38,6 +38,7 @@ from aiokafka_lead.protocol.messages import MetadataRequest
 from aiokafka_lead.records import native
 from aiokafka_lead.runtime import ClientClosedError
 from aiokafka_lead.structs import ConsumerGroupMetadata, ConsumerRecord, OffsetAndMetadata, TopicPartition
+from aiokafka_lead.validation import options_of, validate_options
 
 log = logging.getLogger(__name__)
 
@@ -120,17 +121,8 @@ class AIOKafkaConsumer(Generic[KT, VT]):
         client_rack: str | None = None,
         **unsupported: Any,
     ) -> None:
-        if unsupported:
-            raise TypeError(f"unsupported consumer options: {', '.join(sorted(unsupported))}")
+        validate_options("consumer", options_of(locals()), unsupported)
         del api_version, consumer_timeout_ms  # versions are negotiated; waits are event-driven
-        if auto_offset_reset not in ("earliest", "latest", "none"):
-            raise ValueError("auto_offset_reset must be 'earliest', 'latest' or 'none'")
-        if isolation_level not in ISOLATION_LEVELS:
-            raise ValueError(f"isolation_level must be one of {sorted(ISOLATION_LEVELS)}")
-        if max_poll_records is not None and max_poll_records < 1:
-            raise ValueError("max_poll_records must be at least 1")
-        if group_instance_id is not None and group_id is None:
-            raise ValueError("group_instance_id needs a group_id")
         self._group_id = group_id
         self._key_deserializer = key_deserializer
         self._value_deserializer = value_deserializer
@@ -432,6 +424,7 @@ class AIOKafkaConsumer(Generic[KT, VT]):
         for tp in partitions or tuple(self._subs.assigned()):
             self._subs.request_reset(tp, LATEST)
 
+    @guarded
     async def seek_to_committed(self, *partitions: TopicPartition) -> dict[TopicPartition, int | None]:
         tps = list(partitions or self._subs.assigned())
         committed = await self._positions.committed(tps)
@@ -443,6 +436,7 @@ class AIOKafkaConsumer(Generic[KT, VT]):
                 self._subs.seek(tp, c.offset, c.leader_epoch, validated_epoch=-1)
         return out
 
+    @guarded
     async def position(self, partition: TopicPartition, timeout_ms: float | None = None) -> int:
         """The offset of the next record for ``partition`` (waits for a reset/lookup to finish)."""
         self._require_started()
@@ -458,7 +452,10 @@ class AIOKafkaConsumer(Generic[KT, VT]):
                     # positions, busy marks and reported errors all notify the subscription
                     await self._subs.wait_for_change(self._subs.version)
         except TimeoutError:
-            raise KafkaTimeoutError(f"no position for {partition} within {timeout * 1000:.0f} ms") from None
+            unknown = self._core.store.partitions_for_topic(partition.topic) is None
+            why = f" (topic {partition.topic!r} is not in the cluster's metadata)" if unknown else ""
+            message = f"no position for {partition} within {timeout * 1000:.0f} ms{why}"
+            raise KafkaTimeoutError(message) from None
 
     def highwater(self, partition: TopicPartition) -> int | None:
         """The highest high watermark the fetcher has seen (never goes back, KIP-207)."""
@@ -477,6 +474,7 @@ class AIOKafkaConsumer(Generic[KT, VT]):
         self._subs.resume(partitions)
 
     # ----------------------------------------------------------------- commits
+    @guarded
     async def committed(self, partition: TopicPartition) -> int | None:
         """The group's committed offset for ``partition`` (None if there is none)."""
         if self._group_id is None:
@@ -485,6 +483,7 @@ class AIOKafkaConsumer(Generic[KT, VT]):
         c = (await self._positions.committed([partition])).get(partition)
         return None if c is None else c.offset
 
+    @guarded
     async def commit(
         self, offsets: Mapping[TopicPartition, int | OffsetAndMetadata | tuple[Any, ...]] | None = None
     ) -> None:
@@ -514,10 +513,12 @@ class AIOKafkaConsumer(Generic[KT, VT]):
         self._subs.extra_topics.update(tp.topic for tp in specs)
         return await self._lookup.list_offsets(specs, self._isolation_level)
 
+    @guarded
     async def beginning_offsets(self, partitions: Iterable[TopicPartition]) -> dict[TopicPartition, int]:
         result = await self._list(dict.fromkeys(partitions, EARLIEST))
         return {tp: info.offset for tp, info in result.items()}
 
+    @guarded
     async def end_offsets(self, partitions: Iterable[TopicPartition]) -> dict[TopicPartition, int]:
         """Latest offsets; never lower than one this consumer returned before (KIP-207)."""
         result = await self._list(dict.fromkeys(partitions, LATEST))
@@ -529,6 +530,7 @@ class AIOKafkaConsumer(Generic[KT, VT]):
             out[tp] = value
         return out
 
+    @guarded
     async def offsets_for_times(
         self, timestamps: Mapping[TopicPartition, int]
     ) -> dict[TopicPartition, OffsetAndTimestamp | None]:
@@ -547,6 +549,7 @@ class AIOKafkaConsumer(Generic[KT, VT]):
     def partitions_for_topic(self, topic: str) -> set[int] | None:
         return self._core.store.partitions_for_topic(topic)
 
+    @guarded
     async def topics(self) -> set[str]:
         """Every topic in the cluster (internal ones excluded unless asked otherwise)."""
         self._require_started()
@@ -559,6 +562,7 @@ class AIOKafkaConsumer(Generic[KT, VT]):
         }
 
     # ---------------------------------------------------------------- records
+    @guarded
     async def getmany(
         self, *partitions: TopicPartition, timeout_ms: float = 0, max_records: int | None = None
     ) -> dict[TopicPartition, list[ConsumerRecord[KT, VT]]]:

@@ -196,8 +196,10 @@ class RecordAccumulator:
         self.wake()  # the sender sends it now (linger 0) or schedules its linger deadline
         if filled:
             # A tight send() loop never suspends otherwise: let the sender ship the full batch
-            # now, so the broker works on it while we fill the next one.
-            await anyio.lowlevel.checkpoint()
+            # now, so the broker works on it while we fill the next one. Not a cancellation
+            # point: the record is queued, so send() must return its handle (a cancelled send()
+            # whose record still goes out would be resent by the caller: a duplicate).
+            await anyio.lowlevel.cancel_shielded_checkpoint()
         return handle
 
     # -------------------------------------------------------------------- drain
@@ -285,6 +287,18 @@ class RecordAccumulator:
         self._queues.setdefault(batch.tp, deque()).appendleft(batch)
         self.wake()
 
+    def split_and_requeue(self, batch: ProducerBatch) -> list[ProducerBatch]:
+        """MESSAGE_TOO_LARGE: the batch's records go back, in smaller batches, at the head of
+        its partition's queue, in order, as if never sent (Java's ``splitAndReenqueue``). Its
+        buffer memory moves to the parts."""
+        parts = batch.split(self.batch_size)
+        self._muted.discard(batch.tp)
+        self._incomplete.discard(batch)
+        self._incomplete.update(parts)
+        self._queues.setdefault(batch.tp, deque()).extendleft(reversed(parts))
+        self.wake()
+        return parts
+
     async def flush(self) -> None:
         """Send everything now and wait until every batch that exists now has resolved."""
         waiting = list(self._incomplete)
@@ -292,7 +306,7 @@ class RecordAccumulator:
         self.wake()
         try:
             for batch in waiting:
-                await batch.done_event.wait()
+                await batch.wait()
         finally:
             self._flushing -= 1
 
@@ -335,6 +349,10 @@ class RecordAccumulator:
         self._incomplete.add(batch)
         self.wake()
         return batch
+
+    def queued(self, tp: TopicPartition) -> list[ProducerBatch]:
+        """The partition's batches waiting to be sent, in order."""
+        return list(self._queues.get(tp, ()))
 
     def in_flight_partitions(self) -> set[TopicPartition]:
         return set(self._muted)

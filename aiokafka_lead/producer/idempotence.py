@@ -10,6 +10,7 @@ partition, sequences can only go wrong after the broker lost our producer state
 from __future__ import annotations
 
 import logging
+from collections.abc import Iterable
 
 from aiokafka_lead.backoff import ExponentialBackoff
 from aiokafka_lead.client import ClientCore
@@ -86,3 +87,20 @@ class IdempotenceState:
         base = self._sequences.get(batch.tp, 0)
         batch.base_sequence = base
         self._sequences[batch.tp] = (base + batch.record_count) & MAX_SEQUENCE
+
+    def give_back(self, batch: ProducerBatch, queued: Iterable[ProducerBatch]) -> None:
+        """``batch`` was refused and never written (MESSAGE_TOO_LARGE): its sequences are free
+        again, so the partition's stamped queued batches (its split siblings) move down by its
+        record count, as Java's ``adjustSequencesDueToFailedBatch`` does; else the next one
+        would leave a gap (OUT_OF_ORDER_SEQUENCE_NUMBER)."""
+        if batch.base_sequence < 0 or (batch.producer_id, batch.producer_epoch) != (
+            self.producer_id,
+            self.producer_epoch,
+        ):
+            return  # stamped under an older epoch: sequences restart after the bump anyway
+        n = batch.record_count
+        for other in queued:
+            same = (other.producer_id, other.producer_epoch) == (self.producer_id, self.producer_epoch)
+            if same and other.base_sequence >= 0:
+                other.base_sequence = (other.base_sequence - n) & MAX_SEQUENCE
+        self._sequences[batch.tp] = (self._sequences.get(batch.tp, n) - n) & MAX_SEQUENCE

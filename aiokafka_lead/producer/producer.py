@@ -19,7 +19,7 @@ import anyio.abc
 import anyio.lowlevel
 
 from aiokafka_lead.backoff import ExponentialBackoff
-from aiokafka_lead.client import ClientCore, connection_config
+from aiokafka_lead.client import ClientCore, connection_config, guarded
 from aiokafka_lead.consumer.errors import IllegalStateError
 from aiokafka_lead.errors import KafkaTimeoutError, MessageSizeTooLargeError, error_for_code
 from aiokafka_lead.metadata import HintOutcome
@@ -31,19 +31,12 @@ from aiokafka_lead.producer.partitioner import DefaultPartitioner, Partitioner
 from aiokafka_lead.producer.sender import Sender
 from aiokafka_lead.producer.transaction import TransactionContext, TransactionManager
 from aiokafka_lead.producer.txn_requests import TxnRequests
-from aiokafka_lead.records import CompressionType, RecordBatchBuilder
-from aiokafka_lead.runtime import ClientClosedError
+from aiokafka_lead.records import RecordBatchBuilder
+from aiokafka_lead.runtime import ClientClosedError, ClientFailedError
 from aiokafka_lead.structs import ConsumerGroupMetadata, OffsetAndMetadata, TopicPartition
+from aiokafka_lead.validation import COMPRESSION, options_of, validate_options
 
 _ids = itertools.count(1)
-COMPRESSION = {
-    None: CompressionType.NONE,
-    "none": CompressionType.NONE,
-    "gzip": CompressionType.GZIP,
-    "snappy": CompressionType.SNAPPY,
-    "lz4": CompressionType.LZ4,
-    "zstd": CompressionType.ZSTD,
-}
 Headers = Sequence[tuple[str, bytes | None]]
 YIELD_EVERY_MASK = 0x1FF  # send() gives the event loop a turn every 512 records at least
 
@@ -121,28 +114,13 @@ class AIOKafkaProducer:
         enable_leader_hints: bool = True,
         **unsupported: Any,
     ) -> None:
-        if unsupported:
-            raise TypeError(f"unsupported producer options: {', '.join(sorted(unsupported))}")
+        validate_options("producer", options_of(locals()), unsupported)
         if transactional_id is not None:
-            if enable_idempotence is False:
-                raise ValueError("a transactional producer needs enable_idempotence (leave it unset)")
-            enable_idempotence = True
+            enable_idempotence = True  # validated above: not switched off
         del api_version  # always negotiated
         self._acks = _acks(acks)
-        if compression_type not in COMPRESSION:
-            raise ValueError(
-                f"compression_type must be one of gzip, snappy, lz4, zstd or None, not {compression_type!r}"
-            )
-        if enable_idempotence and self._acks != -1:
-            raise ValueError("enable_idempotence=True needs acks='all'")
-        if enable_idempotence and max_in_flight_requests_per_connection > 5:
-            raise ValueError("enable_idempotence=True allows at most 5 in-flight requests per connection")
         if enable_idempotence is None:
             enable_idempotence = self._acks == -1 and max_in_flight_requests_per_connection <= 5
-        if delivery_timeout_ms < linger_ms + request_timeout_ms:
-            raise ValueError(
-                "delivery_timeout_ms must be at least linger_ms + request_timeout_ms (as in Java)"
-            )
         self._idempotent = enable_idempotence
         self._key_serializer = key_serializer
         self._value_serializer = value_serializer
@@ -194,6 +172,7 @@ class AIOKafkaProducer:
         self._txn: TransactionManager | None = None
         self._appended = 0
         self._closed = False
+        self._core.on_failure(self._on_failure)
         self._running = False  # True between a successful start and stop
         # per topic: (store version, all partitions, partitions with a known leader)
         #   and the TopicPartition of each partition (one per send() would cost a NamedTuple)
@@ -232,6 +211,12 @@ class AIOKafkaProducer:
         await tg.start(sender.run)
         self._running = True
 
+    def _on_failure(self, error: ClientFailedError) -> None:
+        """A background task failed: every pending delivery fails with that cause, no more sends."""
+        self._running = False
+        self._acc.closed = True
+        self._acc.fail_all(error)
+
     async def start(self) -> None:
         """Connect, fetch metadata, get a producer id (idempotence) and start the sender."""
         self._core.extra_setup = self._setup
@@ -264,6 +249,8 @@ class AIOKafkaProducer:
     # ------------------------------------------------------------------- sending
     def _check_open(self) -> None:
         if not self._running:
+            if self._core.host.failure() is not None:
+                raise self._core.host.failed_error()
             raise ClientClosedError("the producer is not running (call start() or use async with)")
 
     def _batch_closed(self, tp: TopicPartition) -> None:
@@ -276,6 +263,7 @@ class AIOKafkaProducer:
         parts = store.partitions_for_topic(topic) or set()
         return sorted(p for p in parts if store.leader_for(TopicPartition(topic, p)) is not None)
 
+    @guarded
     async def partitions_for(self, topic: str) -> set[int]:
         """The topic's partition ids, waiting (up to max_block_ms) for its metadata."""
         self._check_open()
@@ -366,10 +354,13 @@ class AIOKafkaProducer:
             self._appended += 1
             if not self._appended & YIELD_EVERY_MASK:
                 # a send() loop that never fills a batch never suspends: let the sender ship
-                # the batches whose linger ran out meanwhile
-                await anyio.lowlevel.checkpoint()
+                # the batches whose linger ran out meanwhile (shielded: the record is queued)
+                await anyio.lowlevel.cancel_shielded_checkpoint()
             return handle  # the common case: no second coroutine
-        return await self._acc.append(tp, timestamp, key_bytes, value_bytes, header_list, size=size)
+        if self._acc.buffer_used + size <= self._acc.buffer_memory:  # no wait for buffer space
+            return await self._acc.append(tp, timestamp, key_bytes, value_bytes, header_list, size=size)
+        with self._core.host.guard():  # waits for buffer space: a background failure ends it
+            return await self._acc.append(tp, timestamp, key_bytes, value_bytes, header_list, size=size)
 
     async def send_and_wait(  # noqa: PLR0917 - aiokafka's positional signature
         self,
@@ -390,6 +381,7 @@ class AIOKafkaProducer:
             self._value_serializer,
         )
 
+    @guarded
     async def send_batch(self, batch: BatchBuilder, topic: str, *, partition: int) -> DeliveryHandle:
         """Send a filled batch to one partition as it is; resolves with its first record's metadata."""
         self._check_open()
@@ -406,6 +398,7 @@ class AIOKafkaProducer:
         queued = self._acc.enqueue_built(TopicPartition(topic, partition), batch._builder, batch.reserved)
         return queued.handle()
 
+    @guarded
     async def flush(self) -> None:
         """Send everything queued now and wait until it resolved (bound it with a cancel scope)."""
         self._check_open()
@@ -458,6 +451,7 @@ class AIOKafkaProducer:
             "batches_retried": m.batches_retried,
             "immediate_retries": m.immediate_retries,
             "batches_expired": m.batches_expired,
+            "batches_split": m.batches_split,
             "produce_requests": m.produce_requests,
             "errors": dict(m.errors),
             "leader_hints_applied": store.hint_outcomes[HintOutcome.APPLIED],

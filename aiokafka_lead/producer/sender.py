@@ -35,6 +35,7 @@ if TYPE_CHECKING:
 log = logging.getLogger(__name__)
 
 NOT_LEADER_OR_FOLLOWER = 6
+MESSAGE_TOO_LARGE = 10
 OUT_OF_ORDER_SEQUENCE_NUMBER = 45
 DUPLICATE_SEQUENCE_NUMBER = 46
 UNKNOWN_PRODUCER_ID = 59
@@ -203,6 +204,35 @@ class Sender:
             self._node_requests[node_id] -= 1
             self._acc.wake()
 
+    def _split(self, batch: ProducerBatch, node_id: int) -> None:
+        """MESSAGE_TOO_LARGE for a batch of several records: split it and send the parts (not a
+        retry: attempts and backoff are untouched, as in Java)."""
+        parts = self._acc.split_and_requeue(batch)
+        self._metrics.batches_split += 1
+        log.warning(
+            "node %d refused a %d-byte batch of %d records for %s-%d as too large: split into %d",
+            node_id,
+            batch.builder.size_in_bytes(),
+            batch.record_count,
+            batch.tp.topic,
+            batch.tp.partition,
+            len(parts),
+        )
+
+    def _too_large(self, batch: ProducerBatch, broker_message: str) -> None:
+        """One record the broker will never take: it fails alone, its sequence is given back."""
+        self._fail(
+            batch,
+            error_for_code(
+                MESSAGE_TOO_LARGE,
+                f"the record is {batch.builder.size_in_bytes()} bytes as a batch, more than "
+                f"{batch.tp.topic}-{batch.tp.partition} accepts (the topic's max.message.bytes or the "
+                f"broker's message.max.bytes); nothing else was affected: {broker_message}",
+            ),
+        )
+        if self._ids is not None:
+            self._ids.give_back(batch, self._acc.queued(batch.tp))
+
     def _done(self, batch: ProducerBatch) -> None:
         self._acc.finished(batch)
         self._metrics.records_sent += batch.record_count
@@ -228,9 +258,15 @@ class Sender:
                 batch.complete(part.base_offset, part.log_append_time_ms, part.log_start_offset)
                 self._done(batch)
                 continue
+            if code == MESSAGE_TOO_LARGE and batch.record_count > 1:
+                self._split(batch, node_id)
+                continue
             message = (
                 part.error_message or f"Produce to {batch.tp.topic}-{batch.tp.partition} on node {node_id}"
             )
+            if code == MESSAGE_TOO_LARGE:
+                self._too_large(batch, message)
+                continue
             error = error_for_code(code, message)
             if code == NOT_LEADER_OR_FOLLOWER:
                 leader = part.current_leader

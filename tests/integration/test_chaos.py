@@ -24,7 +24,7 @@ from aiokafka_lead.admin import AIOKafkaAdminClient, NewTopic
 from aiokafka_lead.errors import KafkaError
 from aiokafka_lead.producer.batch import DeliveryHandle
 from aiokafka_lead.producer.partitioner import partition_for_key
-from aiokafka_lead.runtime import ClientClosedError
+from aiokafka_lead.runtime import ClientClosedError, ClientFailedError
 from aiokafka_lead.structs import OffsetAndMetadata, TopicPartition
 from aiokafka_lead.testing.chaos import ChaosRunner, StepRecord
 from aiokafka_lead.testing.cluster import KafkaCluster
@@ -462,8 +462,8 @@ async def member(
 async def consume_and_commit(consumer: AIOKafkaConsumer[Any, Any], index: int, ledger: GroupLedger) -> None:
     try:
         batch = await consumer.getmany(timeout_ms=300)
-    except ClientClosedError:
-        raise  # its background tasks died: leaving the consumer raises why
+    except (ClientClosedError, ClientFailedError):
+        raise  # stopped, or its background tasks died (ClientFailedError names why)
     except KafkaError as exc:
         ledger.poll_errors[type(exc).__name__] += 1
         return

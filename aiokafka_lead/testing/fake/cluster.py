@@ -46,6 +46,7 @@ class Topic:
     name: str
     topic_id: uuid.UUID
     partitions: list[Partition]
+    max_message_bytes: int | None = None  # the topic's max.message.bytes (None: unlimited)
 
 
 @dataclass(slots=True)
@@ -181,8 +182,13 @@ class FakeCluster:
         partitions: int = 1,
         replication_factor: int = 3,
         leaders: Sequence[int] | None = None,
+        *,
+        max_message_bytes: int | None = None,
     ) -> uuid.UUID:
-        """Create a topic (replicas round-robin over the nodes); returns its topic id."""
+        """Create a topic (replicas round-robin over the nodes); returns its topic id.
+
+        ``max_message_bytes``: like the topic config, a produced batch larger than this is
+        answered MESSAGE_TOO_LARGE (and not appended)."""
         if name in self.topics:
             raise ValueError(f"topic {name!r} already exists")
         node_ids = sorted(self.brokers)
@@ -197,7 +203,7 @@ class FakeCluster:
                     raise ValueError(f"leader {leader} is not a node of this cluster")
                 replicas = [leader, *[r for r in replicas if r != leader]][: max(rf, 1)]
             parts.append(Partition(name, index, replicas, replicas[0]))
-        topic = Topic(name, uuid.uuid4(), parts)
+        topic = Topic(name, uuid.uuid4(), parts, max_message_bytes)
         self.topics[name] = topic
         self.notify()
         return topic.topic_id

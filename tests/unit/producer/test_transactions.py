@@ -368,3 +368,24 @@ async def test_a_feature_downgrade_takes_effect_at_the_next_transaction() -> Non
                 assert producer.metrics()["transaction_version"] == 1
                 assert fc.count(ADD_PARTITIONS) == adds + 1
             assert await committed_values(fc) == {0: [b"v2"], 1: [b"v1"]}
+
+
+@pytest.mark.parametrize("version", [1, 2])
+async def test_a_batch_split_for_size_stays_in_the_transaction(version: int) -> None:
+    """MESSAGE_TOO_LARGE splits a transactional batch: every part is still transactional."""
+    values = [b"%04d" % i + bytes(500) for i in range(20)]
+    with anyio.fail_after(DEADLINE):
+        async with FakeCluster(brokers=1) as fc:
+            fc.txns.transaction_version = version
+            fc.create_topic("t", partitions=2, replication_factor=1, max_message_bytes=3000)
+            async with txn_producer(fc, linger_ms=1000, max_batch_size=65536) as producer:
+                async with producer.transaction():
+                    for value in values:
+                        await producer.send("t", value, partition=0)
+                assert producer.metrics()["batches_split"] >= 2
+                producer.begin_transaction()
+                await producer.send("t", b"x" + bytes(5000), partition=0)  # alone over the limit
+                with pytest.raises(IllegalStateError, match="MessageTooLarge|MessageSizeTooLarge"):
+                    await producer.commit_transaction()
+                await producer.abort_transaction()
+            assert await committed_values(fc) == {0: values, 1: []}

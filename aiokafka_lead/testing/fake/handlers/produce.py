@@ -11,6 +11,7 @@ from aiokafka_lead.records import MemoryRecords, RecordBatch
 from aiokafka_lead.testing.fake.handlers.common import (
     CORRUPT_MESSAGE,
     INVALID_REQUIRED_ACKS,
+    MESSAGE_TOO_LARGE,
     NONE,
     NOT_LEADER_OR_FOLLOWER,
     UNKNOWN_TOPIC_OR_PARTITION,
@@ -77,6 +78,15 @@ async def handle_produce(
                         leader_id=hint.leader_id, leader_epoch=hint.leader_epoch
                     )
                     hinted.update(hint.endpoint_nodes)
+                continue
+            limit = cluster.topics[t.name].max_message_bytes
+            if limit is not None and len(p.records or b"") > limit:
+                result.error_code = MESSAGE_TOO_LARGE
+                result.error_message = (
+                    f"the batch is {len(p.records or b'')} bytes, over max.message.bytes={limit}"
+                    if version >= 8
+                    else None
+                )
                 continue
             txn_error = _transaction_check(cluster, request, t.name, p, version)
             if txn_error:
