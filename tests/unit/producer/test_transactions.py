@@ -385,7 +385,7 @@ async def test_a_batch_split_for_size_stays_in_the_transaction(version: int) -> 
                 assert producer.metrics()["batches_split"] >= 2
                 producer.begin_transaction()
                 await producer.send("t", b"x" + bytes(5000), partition=0)  # alone over the limit
-                with pytest.raises(IllegalStateError, match="MessageTooLarge|MessageSizeTooLarge"):
+                with pytest.raises(IllegalStateError, match=r"MessageTooLarge|MessageSizeTooLarge"):
                     await producer.commit_transaction()
                 await producer.abort_transaction()
             assert await committed_values(fc) == {0: values, 1: []}
