@@ -18,7 +18,6 @@ import pytest
 
 from aiokafka_lead.admin import AIOKafkaAdminClient
 from aiokafka_lead.admin.types import NewTopic
-from aiokafka_lead.network.config import ConnectionConfig
 from aiokafka_lead.network.connection import Connection
 from aiokafka_lead.protocol.messages import (
     EndTxnRequest,
@@ -30,7 +29,7 @@ from aiokafka_lead.protocol.messages import (
 )
 from aiokafka_lead.records import MemoryRecords, RecordBatch, RecordBatchBuilder
 from aiokafka_lead.testing.fake import FakeCluster
-from tests.integration.test_fake_vs_real import RETRY_LATER, TIMESTAMP, fetch, normalize
+from tests.integration.test_fake_vs_real import RETRY_LATER, TIMESTAMP, fetch, normalize, run_against
 
 pytestmark = pytest.mark.integration
 
@@ -198,26 +197,16 @@ async def scenario(conn: Connection, topic: str) -> dict[str, Any]:
     return out
 
 
-async def run_against(host: str, port: int, topic: str) -> dict[str, Any]:
-    conn = Connection(host, port, ConnectionConfig(request_timeout_ms=30_000))
-    async with anyio.create_task_group() as tg:
-        await tg.start(conn.run)
-        try:
-            return await scenario(conn, topic)
-        finally:
-            await conn.close()
-
-
 async def test_fake_transactions_answer_like_a_real_broker(kafka_cluster_1: Any) -> None:
     topic = f"fake-vs-real-txn-{uuid.uuid4().hex[:8]}"
     bootstrap = kafka_cluster_1.bootstrap()
     async with AIOKafkaAdminClient(bootstrap_servers=bootstrap) as admin:
         await admin.create_topics([NewTopic(topic, num_partitions=1, replication_factor=1)])
     host, port = bootstrap.split(",")[0].rsplit(":", 1)
-    real = await run_against(host, int(port), topic)
+    real = await run_against(host, int(port), topic, scenario)
     async with FakeCluster(brokers=1) as fc:
         fc.create_topic(topic, partitions=1, replication_factor=1)
-        fake = await run_against(*fc.address(1), topic)
+        fake = await run_against(*fc.address(1), topic, scenario)
     assert [b[:2] for b in real["fetch_all_batches"]] == [
         (0, 1),
         (2, 0),

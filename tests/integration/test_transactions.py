@@ -88,6 +88,13 @@ async def _is_version(bootstrap: str, level: int) -> bool:
     return await probe_version(bootstrap) == level
 
 
+def copier_command(bootstrap: str, src: str, dst: str, group: str, txn_id: str, *extra: str) -> list[str]:
+    """The example's command line."""
+    script = str(ROOT / "examples" / "transactional_copy.py")
+    args = ["--bootstrap", bootstrap, "--source", src, "--dest", dst, "--group", group]
+    return [sys.executable, script, *args, "--transactional-id", txn_id, *extra]
+
+
 def values(got: dict[TopicPartition, list[Any]]) -> dict[int, list[bytes]]:
     return {tp.partition: [r.value for r in records] for tp, records in got.items()}
 
@@ -298,20 +305,7 @@ async def test_transactional_copy_example_through_chaos(kafka_node_control: Kafk
         ChaosStep(ChaosOp.ROTATE_LEADERS),
     )
     runner = ChaosRunner(cluster, [src, dst], schedule=schedule, pause_s=1.0)
-    cmd = [
-        sys.executable,
-        str(ROOT / "examples" / "transactional_copy.py"),
-        "--bootstrap",
-        bootstrap,
-        "--source",
-        src,
-        "--dest",
-        dst,
-        "--group",
-        group,
-        "--transactional-id",
-        txn_id,
-    ]
+    cmd = copier_command(bootstrap, src, dst, group, txn_id)
     per_partition = COPY_RECORDS // COPY_PARTITIONS
     source = {p: [b"p%d-%07d" % (p, i) for i in range(per_partition)] for p in range(COPY_PARTITIONS)}
     started = time.monotonic()
@@ -387,22 +381,7 @@ async def test_example_stopped_by_sigterm_and_restarted_copies_exactly_once(kafk
         for p, vals in source.items():
             for value in vals:
                 await producer.send(src, value, partition=p)
-    cmd = [
-        sys.executable,
-        str(ROOT / "examples" / "transactional_copy.py"),
-        "--bootstrap",
-        bootstrap,
-        "--source",
-        src,
-        "--dest",
-        dst,
-        "--group",
-        group,
-        "--transactional-id",
-        txn_id,
-        "--max-records",
-        "500",
-    ]
+    cmd = copier_command(bootstrap, src, dst, group, txn_id, "--max-records", "500")
 
     async def committed() -> int:
         async with AIOKafkaAdminClient(bootstrap_servers=bootstrap) as admin:

@@ -51,7 +51,7 @@ _TABLE: dict[int, tuple[Handler, int, int]] = {
     18: (handle_api_versions, 0, 4),
     22: (handle_init_producer_id, 0, 5),
     23: (handle_offset_for_leader_epoch, 2, 4),
-    24: (handle_add_partitions_to_txn, 0, 3),
+    24: (handle_add_partitions_to_txn, 0, 5),
     25: (handle_add_offsets_to_txn, 0, 4),
     26: (handle_end_txn, 0, 5),
     28: (handle_txn_offset_commit, 0, 5),

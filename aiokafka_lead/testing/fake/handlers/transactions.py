@@ -1,4 +1,5 @@
-"""AddPartitionsToTxn (client versions 0-3), AddOffsetsToTxn, TxnOffsetCommit, EndTxn."""
+"""AddPartitionsToTxn (v0-3 from clients, v4-5 batched as brokers send it), AddOffsetsToTxn,
+TxnOffsetCommit, EndTxn."""
 
 from __future__ import annotations
 
@@ -26,28 +27,54 @@ if TYPE_CHECKING:
     from aiokafka_lead.testing.fake.cluster import FakeCluster
 
 TV2_TXN_OFFSET_COMMIT = 5
+BATCHED_VERSION = 4  # AddPartitionsToTxn v4+: several transactions per request (brokers only)
 Result = AddPartitionsToTxnResponse.AddPartitionsToTxnPartitionResult
+
+
+def _add(
+    cluster: FakeCluster,
+    node_id: int,
+    txn: tuple[str, int, int],
+    topics: list[AddPartitionsToTxnRequest.AddPartitionsToTxnTopic],
+) -> list[AddPartitionsToTxnResponse.AddPartitionsToTxnTopicResult]:
+    """One transaction's partitions: ``txn`` is (transactional id, producer id, epoch)."""
+    txn_id, producer_id, producer_epoch = txn
+    tps = [(t.name, p) for t in topics for p in t.partitions]
+    if not cluster.txns.is_coordinator(node_id, txn_id):
+        code = NOT_COORDINATOR
+    else:
+        code = cluster.txns.add_partitions(txn_id, producer_id, producer_epoch, tps)
+    return [
+        AddPartitionsToTxnResponse.AddPartitionsToTxnTopicResult(
+            name=t.name,
+            results_by_partition=[Result(partition_index=p, partition_error_code=code) for p in t.partitions],
+        )
+        for t in topics
+    ]
 
 
 async def handle_add_partitions_to_txn(
     cluster: FakeCluster, node_id: int, header: RequestHeader, request: AddPartitionsToTxnRequest
 ) -> AddPartitionsToTxnResponse:
-    txn_id = request.v3_and_below_transactional_id
-    tps = [(t.name, p) for t in request.v3_and_below_topics for p in t.partitions]
-    if not cluster.txns.is_coordinator(node_id, txn_id):
-        code = NOT_COORDINATOR
-    else:
-        code = cluster.txns.add_partitions(
-            txn_id, request.v3_and_below_producer_id, request.v3_and_below_producer_epoch, tps
+    """v0-3: one transaction (clients); v4+: several, as brokers batch them (KIP-890)."""
+    if header.api_version < BATCHED_VERSION:
+        txn = (
+            request.v3_and_below_transactional_id,
+            request.v3_and_below_producer_id,
+            request.v3_and_below_producer_epoch,
         )
-    topics = [
-        AddPartitionsToTxnResponse.AddPartitionsToTxnTopicResult(
-            name=t.name,
-            results_by_partition=[Result(partition_index=p, partition_error_code=code) for p in t.partitions],
+        topics = _add(cluster, node_id, txn, request.v3_and_below_topics)
+        return AddPartitionsToTxnResponse(results_by_topic_v3_and_below=topics)
+    results = [
+        AddPartitionsToTxnResponse.AddPartitionsToTxnResult(
+            transactional_id=txn.transactional_id,
+            topic_results=_add(
+                cluster, node_id, (txn.transactional_id, txn.producer_id, txn.producer_epoch), txn.topics
+            ),
         )
-        for t in request.v3_and_below_topics
+        for txn in request.transactions
     ]
-    return AddPartitionsToTxnResponse(results_by_topic_v3_and_below=topics)
+    return AddPartitionsToTxnResponse(results_by_transaction=results)
 
 
 async def handle_add_offsets_to_txn(
