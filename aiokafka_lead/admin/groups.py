@@ -15,6 +15,7 @@ from collections.abc import Callable, Iterable, Sequence
 
 from aiokafka_lead.admin.base import AdminBase, raise_item_errors
 from aiokafka_lead.admin.types import GroupDescription, GroupListing, MemberDescription
+from aiokafka_lead.client import guarded
 from aiokafka_lead.errors import DecodeError, KafkaError, UnsupportedVersionError, error_for_code
 from aiokafka_lead.protocol.messages import (
     ConsumerGroupDescribeRequest,
@@ -39,6 +40,7 @@ OFFSET_FETCH_MAX = 9
 
 
 class GroupsMixin(AdminBase):
+    @guarded
     async def find_coordinator(self, group_id: str, key_type: int = GROUP_KEY) -> int:
         """The node id of ``group_id``'s coordinator (retrying until it is available)."""
 
@@ -67,6 +69,7 @@ class GroupsMixin(AdminBase):
 
         return await self._retrying(f"find_coordinator({group_id})", attempt, None)
 
+    @guarded
     async def list_consumer_groups(self, broker_ids: Sequence[int] | None = None) -> list[GroupListing]:
         """Every group known to the given brokers (default: all brokers)."""
         nodes = list(broker_ids) if broker_ids is not None else [n.node_id for n in self._core.store.nodes()]
@@ -85,6 +88,7 @@ class GroupsMixin(AdminBase):
             await self._retrying(f"list_consumer_groups(node {node_id})", attempt, None)
         return [found[k] for k in sorted(found)]
 
+    @guarded
     async def describe_consumer_groups(self, group_ids: Iterable[str]) -> list[GroupDescription]:
         """Classic and consumer (KIP-848) groups alike; ``group_type`` tells them apart."""
         out: list[GroupDescription] = []
@@ -157,6 +161,7 @@ class GroupsMixin(AdminBase):
             ),
         )
 
+    @guarded
     async def delete_consumer_groups(self, group_ids: Iterable[str]) -> None:
         failures: list[tuple[str, int, str | None]] = []
         for group_id in group_ids:
@@ -173,6 +178,7 @@ class GroupsMixin(AdminBase):
             await self._retrying(f"delete_consumer_groups({group_id})", attempt, None)
         raise_item_errors("DeleteGroups", failures)
 
+    @guarded
     async def list_consumer_group_offsets(
         self,
         group_id: str,

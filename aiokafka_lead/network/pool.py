@@ -29,6 +29,7 @@ from aiokafka_lead.errors import KafkaConnectionError, KafkaError
 from aiokafka_lead.metadata import MetadataChange, MetadataStore
 from aiokafka_lead.network.config import ConnectionConfig
 from aiokafka_lead.network.connection import Connection
+from aiokafka_lead.validation import parse_bootstrap
 
 log = logging.getLogger(__name__)
 
@@ -46,27 +47,6 @@ class _NodeState:
     conn: Connection | None = None
     failures: int = 0
     next_attempt: float = 0.0
-
-
-def parse_bootstrap(servers: str | Sequence[str]) -> list[tuple[str, int]]:
-    """``"h1:9092,h2"`` or ``["h1:9092", "[::1]:9093"]`` -> ``[(host, port), ...]``."""
-    items = servers.split(",") if isinstance(servers, str) else list(servers)
-    out: list[tuple[str, int]] = []
-    for raw in items:
-        item = raw.strip()
-        if not item:
-            continue
-        if item.startswith("["):
-            host, _, rest = item[1:].partition("]")
-            port = rest.lstrip(":") or "9092"
-        else:
-            host, _, port = item.rpartition(":") if ":" in item else (item, "", "9092")
-        if not host or not port.isdigit():
-            raise ValueError(f"bad bootstrap server {raw!r}: expected HOST:PORT")
-        out.append((host, int(port)))
-    if not out:
-        raise ValueError("bootstrap_servers is empty")
-    return out
 
 
 class BrokerPool:
