@@ -44,8 +44,15 @@ class CorruptRecordError(KafkaError):
         self.offset = offset
 
 
-class UnsupportedCodecError(KafkaError):
-    """A compression codec is needed whose library is not installed."""
+class UnsupportedCodecError(KafkaError, RuntimeError):
+    """A compression codec is needed whose library is not installed.
+
+    Also a RuntimeError: what aiokafka raises at construction for a missing codec library.
+    """
+
+
+class KafkaConfigurationError(KafkaError, ValueError):
+    """A client option that cannot work (aiokafka's name; also a ValueError, as aiokafka raises)."""
 
 
 class KafkaConnectionError(KafkaError):
@@ -71,3 +78,21 @@ class BrokerResponseError(KafkaError):
         text = f"[Error {self.errno}] {self.error_name}"
         super().__init__(f"{text}: {message}" if message else text)
         self.message = message
+
+
+class ClientClosedError(KafkaError):
+    """The client was stopped (or never started)."""
+
+
+class ClientFailedError(KafkaError):
+    """A background task of the client failed, so the client cannot go on.
+
+    ``__cause__`` is the background task's exception (also ``cause``). Every call that
+    was waiting when it happened raises this, and so does every later call; ``stop()``
+    still returns. Not a :class:`ClientClosedError`: ``async for`` over a consumer ends
+    quietly on close but raises this.
+    """
+
+    def __init__(self, message: str, cause: BaseException) -> None:
+        super().__init__(message)
+        self.cause = cause

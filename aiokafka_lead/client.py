@@ -3,14 +3,19 @@
 One MetadataStore, one BrokerPool and one MetadataRefresher per client, all running in
 the client's own task group (see :mod:`aiokafka_lead.runtime`). Start-up fetches the first
 metadata so a wrong address or wrong credentials fail ``start()`` with a clear error.
+
+Failure containment is shared here too: each client registers what to resolve when a
+background task fails (:meth:`ClientCore.on_failure`), marks its public coroutines with
+:func:`guarded`, and the core closes the connections (see :mod:`aiokafka_lead.runtime`).
 """
 
 from __future__ import annotations
 
+import functools
 import logging
 import ssl
-from collections.abc import Awaitable, Callable, Collection, Sequence
-from typing import Any
+from collections.abc import Awaitable, Callable, Collection, Coroutine, Sequence
+from typing import Any, Concatenate, ParamSpec, Protocol, TypeVar
 
 import anyio
 import anyio.abc
@@ -21,9 +26,34 @@ from aiokafka_lead.metadata.refresher import MetadataRefresher
 from aiokafka_lead.network.config import ConnectionConfig
 from aiokafka_lead.network.connection import Connection
 from aiokafka_lead.network.pool import BrokerPool
-from aiokafka_lead.runtime import TaskGroupHost
+from aiokafka_lead.runtime import ClientFailedError, TaskGroupHost
 
 log = logging.getLogger(__name__)
+
+UNKNOWN_TOPIC_OR_PARTITION = 3
+P = ParamSpec("P")
+R = TypeVar("R")
+
+
+class HasCore(Protocol):
+    _core: ClientCore
+
+
+C = TypeVar("C", bound=HasCore)
+
+
+def guarded(
+    method: Callable[Concatenate[C, P], Coroutine[Any, Any, R]],
+) -> Callable[Concatenate[C, P], Coroutine[Any, Any, R]]:
+    """A public coroutine of a client: if a background task fails while it waits, it raises
+    ClientFailedError at once (and at entry once the client has failed)."""
+
+    async def call(client: C, /, *args: P.args, **kwargs: P.kwargs) -> R:
+        with client._core.host.guard():
+            return await method(client, *args, **kwargs)
+
+    functools.update_wrapper(call, method)  # name and docstring (its return type would confuse mypy)
+    return call
 
 
 def connection_config(
@@ -74,7 +104,8 @@ class ClientCore:
         self.name = name
         self.config = config
         self.store = MetadataStore()
-        self.host = TaskGroupHost(name)
+        self.host = TaskGroupHost(name, on_failure=self._failed)
+        self._failure_callbacks: list[Callable[[ClientFailedError], None]] = []
         self._bootstrap = bootstrap_servers
         self._metadata_max_age_ms = metadata_max_age_ms
         self._retry_backoff_ms = retry_backoff_ms
@@ -88,10 +119,24 @@ class ClientCore:
 
     @property
     def pool(self) -> BrokerPool:
-        if self._pool is None:
+        if self._pool is None or self.host.task_group is None:
             self.host.require_running()
             raise KafkaConnectionError(f"{self.name} is not started")
         return self._pool
+
+    def on_failure(self, callback: Callable[[ClientFailedError], None]) -> None:
+        """Run ``callback`` (synchronously) if a background task fails: resolve what is pending."""
+        self._failure_callbacks.append(callback)
+
+    async def _failed(self, error: ClientFailedError) -> None:
+        for callback in self._failure_callbacks:
+            try:
+                callback(error)
+            except Exception:  # one client part failing to clean up must not stop the others
+                log.exception("%s: failure callback %r raised", self.name, callback)
+        pool, self._pool = self._pool, None
+        if pool is not None:
+            await pool.close()
 
     @property
     def refresher(self) -> MetadataRefresher:
@@ -131,10 +176,18 @@ class ClientCore:
             await self.extra_setup(tg)
 
     async def start(self) -> None:
-        await self.host.start(self._setup)
+        try:
+            await self.host.start(self._setup)
+        except BaseException:
+            await self.close()  # a failed start leaves no connection behind
+            raise
 
     async def enter(self) -> None:
-        await self.host.enter(self._setup)
+        try:
+            await self.host.enter(self._setup)
+        except BaseException:
+            await self.close()
+            raise
 
     async def close(self) -> None:
         """Cancel the background tasks first (so none of them sees its connection vanish), then
@@ -173,8 +226,16 @@ class ClientCore:
                     await anyio.sleep(self._retry_backoff_ms / 1000)
         except TimeoutError:
             missing = sorted(t for t in topics if self.store.partitions_for_topic(t) is None)
+            unknown = [t for t in missing if self.store.topic_error(t) == UNKNOWN_TOPIC_OR_PARTITION]
+            why = (
+                f": the brokers answer UNKNOWN_TOPIC_OR_PARTITION for {', '.join(map(repr, unknown))} "
+                "(it does not exist, and auto-creation is off or not allowed for this client)"
+                if unknown
+                else ""
+            )
+            names = ", ".join(map(repr, missing))
             raise KafkaTimeoutError(
-                f"topic(s) {', '.join(map(repr, missing))} not present in metadata after {timeout_ms:.0f} ms"
+                f"topic(s) {names} not present in metadata after {timeout_ms:.0f} ms{why}"
             ) from None
 
 

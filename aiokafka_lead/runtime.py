@@ -8,19 +8,31 @@ task group and is cancelled and awaited on stop. That supervisor is the only tas
 package creates outside a task group. ``async with`` does the same on asyncio (a block may
 be left in another task, e.g. pytest-asyncio fixtures); on other anyio backends it enters
 the task group in the caller's own task.
+
+Failure containment (one rule for every client): when a background task fails, the host
+records the cause, runs the client's failure callbacks (which resolve what is pending,
+e.g. delivery handles) and cancels every public call waiting inside :meth:`guard`, which
+then raises :class:`ClientFailedError` naming the cause; every later call raises it too
+(:meth:`require_running`), ``stop()`` returns normally, and the supervisor task ends
+without an exception, so none is left unretrieved.
 """
 
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Awaitable, Callable
+import contextlib
+import logging
+from collections.abc import Awaitable, Callable, Iterator
 
 import anyio
 import anyio.abc
 
-from aiokafka_lead.errors import KafkaError
+from aiokafka_lead.errors import ClientClosedError, ClientFailedError
+
+log = logging.getLogger(__name__)
 
 Setup = Callable[[anyio.abc.TaskGroup], Awaitable[None]]
+OnFailure = Callable[["ClientFailedError"], Awaitable[None]]
 
 
 def unwrap_group(exc: BaseException) -> BaseException:
@@ -30,18 +42,17 @@ def unwrap_group(exc: BaseException) -> BaseException:
     return exc
 
 
-class ClientClosedError(KafkaError):
-    """The client was stopped (or never started)."""
-
-
 class TaskGroupHost:
     """Owns one client's task group; ``setup`` starts the client's background tasks."""
 
-    def __init__(self, name: str) -> None:
+    def __init__(self, name: str, on_failure: OnFailure | None = None) -> None:
         self._name = name
+        self._on_failure = on_failure
         self._stop: anyio.Event | None = None
         self._supervisor: asyncio.Task[None] | None = None
         self._entered: anyio.abc.TaskGroup | None = None
+        self._failure: BaseException | None = None
+        self._guards: set[anyio.CancelScope] = set()
         self.task_group: anyio.abc.TaskGroup | None = None
 
     @property
@@ -50,21 +61,53 @@ class TaskGroupHost:
 
     def require_running(self) -> anyio.abc.TaskGroup:
         if self.task_group is None:
-            failure = self.failure()
-            if failure is not None:
+            if self._failure is not None:
                 # not "not started": a background task died and took the client with it
-                raise ClientClosedError(
-                    f"{self._name} stopped: a background task failed: {unwrap_group(failure)!r}"
-                ) from failure
+                raise self.failed_error()
             raise ClientClosedError(f"{self._name} is not started (call start() or use async with)")
         return self.task_group
 
     def failure(self) -> BaseException | None:
-        """Why the supervised task group ended on its own (None while running or after stop())."""
-        task = self._supervisor
-        if task is None or not task.done() or task.cancelled():
-            return None
-        return task.exception()
+        """The exception a background task failed with (None while healthy), kept across stop()."""
+        return self._failure
+
+    def failed_error(self) -> ClientFailedError:
+        """A fresh error for one caller (one instance raised in many tasks would pile up tracebacks)."""
+        cause = self._failure
+        assert cause is not None
+        error = ClientFailedError(f"{self._name} failed: a background task raised {cause!r}", cause)
+        error.__cause__ = cause
+        return error
+
+    @contextlib.contextmanager
+    def guard(self) -> Iterator[None]:
+        """Wrap a public call's waiting: a background failure ends it at once with ClientFailedError."""
+        if self._failure is not None:
+            raise self.failed_error()
+        scope = anyio.CancelScope()
+        self._guards.add(scope)
+        try:
+            with scope:
+                yield
+        except Exception as exc:
+            if self._failure is not None and scope.cancel_called:
+                raise self.failed_error() from exc  # e.g. its connection closed by the failure
+            raise
+        finally:
+            self._guards.discard(scope)
+        if scope.cancelled_caught and self._failure is not None:
+            raise self.failed_error()
+
+    async def _failed(self, exc: BaseException) -> None:
+        """A background task failed: record why, resolve what waits, never re-raise."""
+        cause = unwrap_group(exc)
+        self._failure = cause
+        log.error("%s: a background task failed; the client is unusable: %r", self._name, cause, exc_info=exc)
+        for scope in list(self._guards):
+            scope.cancel()
+        if self._on_failure is not None:
+            with anyio.CancelScope(shield=True):
+                await self._on_failure(self.failed_error())
 
     async def start(self, setup: Setup) -> None:
         """Start in a supervisor task (asyncio only); returns once ``setup`` has finished."""
@@ -77,6 +120,9 @@ class TaskGroupHost:
                 f"{self._name}.start() needs asyncio; on trio use `async with`"
             ) from None
         started: asyncio.Future[None] = loop.create_future()
+        # retrieved even when nobody awaits it any more (start() cancelled): no stray warning
+        started.add_done_callback(lambda f: f.cancelled() or f.exception())
+        self._failure = None
         self._stop = anyio.Event()
         self._supervisor = loop.create_task(self._supervise(setup, started), name=self._name)
         try:
@@ -95,10 +141,13 @@ class TaskGroupHost:
                 await self._stop.wait()
                 tg.cancel_scope.cancel()
         except BaseException as exc:
+            self.task_group = None
             if not started.done():
                 started.set_exception(unwrap_group(exc))
                 return
-            raise
+            if not isinstance(exc, Exception):
+                raise  # cancelled from outside (the loop is shutting down)
+            await self._failed(exc)
         finally:
             self.task_group = None
 
@@ -148,5 +197,8 @@ class TaskGroupHost:
         if task is not None:
             with anyio.CancelScope(shield=True):
                 await asyncio.wait([task])
-            if not task.cancelled() and task.exception() is not None:
-                raise task.exception()  # type: ignore[misc]
+            if not task.cancelled():
+                task.exception()  # the supervisor reports failures itself; never re-raised here
+
+
+__all__ = ["ClientClosedError", "ClientFailedError", "TaskGroupHost", "unwrap_group"]

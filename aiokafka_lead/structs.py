@@ -25,6 +25,19 @@ class OffsetAndMetadata(NamedTuple):
     leader_epoch: int = -1
 
 
+class ConsumerGroupMetadata(NamedTuple):
+    """A consumer's group membership, for ``send_offsets_to_transaction`` (KIP-447).
+
+    The group coordinator rejects the transactional offset commit of a member that was
+    fenced by a rebalance (stale generation) or replaced (static membership).
+    """
+
+    group_id: str
+    generation_id: int = -1
+    member_id: str = ""
+    group_instance_id: str | None = None
+
+
 class RecordMetadata(NamedTuple):
     """Where a produced record landed (aiokafka.structs.RecordMetadata)."""
 

@@ -20,7 +20,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import statistics
 import sys
 import tempfile
@@ -30,9 +29,9 @@ from pathlib import Path
 from typing import Any
 
 import anyio
-from anyio.streams.buffered import BufferedByteReceiveStream
 
 from aiokafka_lead.admin import AIOKafkaAdminClient, NewTopic
+from aiokafka_lead.bench.children import bar_panel, peer_versions, run_child, say
 from aiokafka_lead.bench.plot import NO_PLOT, can_plot
 from aiokafka_lead.testing.cluster import KafkaCluster
 
@@ -53,10 +52,6 @@ COLORS = {"ours": "#1f77b4", "ours-py": "#9ecae1", "aiokafka": "#ff7f0e", "confl
 METRICS = ("records_per_s", "cpu_us_per_record", "peak_rss_mib")
 
 
-def say(message: str) -> None:
-    print(message, flush=True)
-
-
 async def run_side(
     kind: str, side: str, bootstrap: str, topic: str, args: argparse.Namespace
 ) -> dict[str, Any]:
@@ -65,43 +60,21 @@ async def run_side(
     cmd = [sys.executable, str(CLIENT), "--client", client, "--side", side]
     cmd += ["--bootstrap-server", bootstrap, "--topic", topic, "--partitions", str(args.partitions)]
     cmd += ["--records", str(args.records), "--size", str(args.size)]
-    errors = bytearray()
-    result: dict[str, Any] | None = None
     started = time.monotonic()
-    env = {**os.environ, **extra_env}
-    async with await anyio.open_process(cmd, env=env) as proc, anyio.create_task_group() as tg:
-        assert proc.stdout is not None and proc.stderr is not None
-        stderr = proc.stderr
 
-        async def drain_stderr() -> None:
-            async for chunk in stderr:
-                errors.extend(chunk)
-                del errors[:-4000]
+    def progress(done: int) -> None:
+        rate = done / max(time.monotonic() - started, 1e-9)
+        print(
+            f"\r    {LABELS[kind]:<16} {side:<8} {done:>9,}/{args.records:,} "
+            f"({done * 100 // args.records:>3}%, ~{rate:,.0f}/s incl. start-up)",
+            end="",
+            flush=True,
+        )
 
-        tg.start_soon(drain_stderr)
-        lines = BufferedByteReceiveStream(proc.stdout)
-        with anyio.fail_after(args.timeout):
-            while True:
-                try:
-                    line = (await lines.receive_until(b"\n", 1 << 16)).decode()
-                except (anyio.EndOfStream, anyio.IncompleteRead):
-                    break
-                if line.startswith("PROGRESS "):
-                    done = int(line.split()[1])
-                    rate = done / max(time.monotonic() - started, 1e-9)
-                    print(
-                        f"\r    {LABELS[kind]:<16} {side:<8} {done:>9,}/{args.records:,} "
-                        f"({done * 100 // args.records:>3}%, ~{rate:,.0f}/s incl. start-up)",
-                        end="",
-                        flush=True,
-                    )
-                elif line.startswith("RESULT "):
-                    result = json.loads(line[len("RESULT ") :])
-            code = await proc.wait()
-    print("\r" + " " * 78 + "\r", end="", flush=True)
-    if code != 0 or result is None:
-        raise RuntimeError(f"{kind} {side} exited {code}: {errors.decode(errors='replace')}")
-    return result
+    try:
+        return await run_child(cmd, limit_s=args.timeout, on_progress=progress, env=extra_env)
+    finally:
+        print("\r" + " " * 78 + "\r", end="", flush=True)
 
 
 async def run_client(
@@ -211,26 +184,15 @@ def plot(rows: dict[str, Any], path: Path, title: str) -> Path:
 
     fig, axes = plt.subplots(1, 3, figsize=(14, 4.4))
     kinds = list(rows)
-    width = 0.8 / len(kinds)
     panels = (
         ("records_per_s", "records/s (thousands)", 1000.0, "%.0f"),
         ("cpu_us_per_record", "CPU µs per record", 1.0, "%.1f"),
         ("peak_rss_mib", "peak RSS MiB", 1.0, "%.0f"),
     )
     for ax, (metric, ylabel, scale, fmt) in zip(axes, panels, strict=True):
-        for i, kind in enumerate(kinds):
-            cells = [rows[kind][side][metric] for side in SIDES]
-            xs = [j + (i - (len(kinds) - 1) / 2) * width for j in range(len(SIDES))]
-            med = [c["median"] / scale for c in cells]
-            err = [
-                [(c["median"] - c["min"]) / scale for c in cells],
-                [(c["max"] - c["median"]) / scale for c in cells],
-            ]
-            bars = ax.bar(xs, med, width, yerr=err, capsize=4, color=COLORS[kind], label=LABELS[kind])
-            ax.bar_label(bars, fmt=fmt, padding=3, fontsize=8)
-        ax.set_xticks(range(len(SIDES)), ["producer", "consumer"])
+        cells = {kind: [rows[kind][side][metric] for side in SIDES] for kind in kinds}
+        bar_panel(ax, ["producer", "consumer"], cells, scale=scale, fmt=fmt, colors=COLORS, labels=LABELS)
         ax.set_ylabel(ylabel)
-        ax.grid(True, axis="y", alpha=0.3)
     handles, labels = axes[0].get_legend_handles_labels()
     fig.legend(handles, labels, loc="lower center", ncol=len(kinds))
     fig.suptitle(title)
@@ -239,17 +201,6 @@ def plot(rows: dict[str, Any], path: Path, title: str) -> Path:
     fig.savefig(path, dpi=110)
     plt.close(fig)
     return path
-
-
-def versions() -> dict[str, str]:
-    import aiokafka  # type: ignore[import-untyped]
-    import confluent_kafka
-
-    return {
-        "aiokafka": aiokafka.__version__,
-        "confluent": confluent_kafka.__version__,
-        "librdkafka": confluent_kafka.libversion()[0],
-    }
 
 
 def render(args: argparse.Namespace) -> int:
@@ -313,7 +264,7 @@ async def main(args: argparse.Namespace) -> int:
         if args.bootstrap_server is None
         else "external",
         "python": sys.version.split()[0],
-        **versions(),
+        **peer_versions(),
     }
     config = {k: getattr(args, k) for k in ("records", "size", "partitions", "runs", "clients")}
     config |= {"acks": 1, "linger_ms": 5}

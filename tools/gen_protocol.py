@@ -1,8 +1,15 @@
 #!/usr/bin/env python3
 """Generate ``aiokafka_lead/protocol/generated/`` from Apache Kafka's JSON message specs.
 
-    python tools/gen_protocol.py --spec-dir DIR           # (re)write the generated modules
-    python tools/gen_protocol.py --spec-dir DIR --check   # exit 1 with a diff if they drifted
+    python tools/gen_protocol.py           # (re)write the generated modules
+    python tools/gen_protocol.py --check   # exit 1 with a diff if they drifted
+
+The specs are read from ``common/message/*.json`` inside the kafka-clients jar of the Kafka
+version the test harness pins (``aiokafka_lead.testing.cluster.jars``), which the harness
+downloads into its per-user cache anyway; so a clone needs nothing beside it and no spec
+file is copied into the project. ``--jar JAR`` names another kafka-clients jar and
+``--spec-dir DIR`` a directory of spec files (``clients/src/main/resources/common/message/``
+of a Kafka checkout).
 
 Why generated code: the hot paths (Produce encode, Fetch decode) need straight-line code
 with precompiled ``struct.Struct``s, not a field table interpreted per call. One
@@ -24,6 +31,8 @@ import json
 import keyword
 import re
 import sys
+import zipfile
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -126,14 +135,49 @@ class MessageSpec:
         return in_range(self.flexible, v)
 
 
-def load_json(path: Path) -> dict[str, object]:
-    text = re.sub(r"^\s*//.*$", "", path.read_text(), flags=re.M)
+# A spec reader maps a spec file name ("ProduceRequest.json") to its text, or None.
+SpecReader = Callable[[str], "str | None"]
+JAR_SPEC_PREFIX = "common/message/"
+
+
+def dir_reader(spec_dir: Path) -> SpecReader:
+    def read(name: str) -> str | None:
+        path = spec_dir / name
+        return path.read_text() if path.is_file() else None
+
+    return read
+
+
+def jar_reader(jar: Path) -> SpecReader:
+    """Read specs straight out of a kafka-clients jar (nothing is extracted to disk)."""
+    with zipfile.ZipFile(jar) as archive:
+        texts = {
+            entry[len(JAR_SPEC_PREFIX) :]: archive.read(entry).decode()
+            for entry in archive.namelist()
+            if entry.startswith(JAR_SPEC_PREFIX) and entry.endswith(".json")
+        }
+    if not texts:
+        raise SystemExit(f"no {JAR_SPEC_PREFIX}*.json in {jar}: not a kafka-clients jar")
+    return texts.get
+
+
+def pinned_jar_reader() -> SpecReader:
+    """The kafka-clients jar of the harness's Kafka version, provisioned if needed."""
+    if str(ROOT) not in sys.path:
+        sys.path.insert(0, str(ROOT))
+    from aiokafka_lead.testing.cluster.jars import clients_jar
+
+    return jar_reader(clients_jar())
+
+
+def load_json(text: str) -> dict[str, object]:
+    text = re.sub(r"^\s*//.*$", "", text, flags=re.M)
     data: dict[str, object] = json.loads(text)
     return data
 
 
-def parse_message(path: Path) -> MessageSpec:
-    raw = load_json(path)
+def parse_message(text: str) -> MessageSpec:
+    raw = load_json(text)
     name = str(raw["name"])
     structs: dict[str, StructSpec] = {}
     raw_defs: dict[str, object] = {}
@@ -733,17 +777,17 @@ def package_init(msgs: list[MessageSpec]) -> str:
     return "\n".join(lines) + "\n"
 
 
-def generate(spec_dir: Path) -> dict[Path, str]:
+def generate(read: SpecReader) -> dict[Path, str]:
     files: dict[Path, str] = {}
     msgs = []
     sources = [f"{a}{k}" for a in APIS for k in ("Request", "Response")] + list(DATA_SCHEMAS)
     for src in sources:
-        path = spec_dir / f"{src}.json"
-        if not path.exists():
+        text = read(f"{src}.json")
+        if text is None:
             if src in DATA_SCHEMAS:
                 continue
-            raise SystemExit(f"missing spec {path}")
-        msgs.append(parse_message(path))
+            raise SystemExit(f"missing spec {src}.json")
+        msgs.append(parse_message(text))
     unstable = {m.api_key for m in msgs if m.kind == "request" and m.unstable}
     for msg in msgs:
         if msg.kind == "response" and msg.api_key in unstable:
@@ -755,10 +799,18 @@ def generate(spec_dir: Path) -> dict[Path, str]:
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0] if __doc__ else None)
-    parser.add_argument("--spec-dir", type=Path, required=True)
+    source = parser.add_mutually_exclusive_group()
+    source.add_argument("--jar", type=Path, help="a kafka-clients jar (default: the pinned one)")
+    source.add_argument("--spec-dir", type=Path, help="a directory of message spec files")
     parser.add_argument("--check", action="store_true", help="compare, do not write")
     args = parser.parse_args(argv)
-    files = generate(args.spec_dir)
+    if args.spec_dir is not None:
+        read = dir_reader(args.spec_dir)
+    elif args.jar is not None:
+        read = jar_reader(args.jar)
+    else:
+        read = pinned_jar_reader()
+    files = generate(read)
     if args.check:
         existing = {p for p in OUT_DIR.glob("*.py")}
         drift = []
@@ -773,7 +825,7 @@ def main(argv: list[str] | None = None) -> int:
         if drift:
             print(f"{len(drift)} generated file(s) differ from the specs:", file=sys.stderr)
             print("\n".join(drift[:5]), file=sys.stderr)
-            print("run: python tools/gen_protocol.py --spec-dir DIR", file=sys.stderr)
+            print("run: python tools/gen_protocol.py", file=sys.stderr)
             return 1
         return 0
     OUT_DIR.mkdir(parents=True, exist_ok=True)

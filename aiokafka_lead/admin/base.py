@@ -7,7 +7,13 @@ from typing import Any, TypeVar
 
 from aiokafka_lead.backoff import ExponentialBackoff
 from aiokafka_lead.client import ClientCore
-from aiokafka_lead.errors import KafkaError, LeaderNotAvailableError, NotControllerError, error_for_code
+from aiokafka_lead.errors import (
+    KafkaError,
+    LeaderNotAvailableError,
+    NotControllerError,
+    UnknownTopicOrPartitionError,
+    error_for_code,
+)
 from aiokafka_lead.retry import call_with_retries
 from aiokafka_lead.structs import TopicPartition
 
@@ -68,5 +74,15 @@ class AdminBase:
             else:
                 out.setdefault(leader.node_id, []).append(tp)
         if missing and not out:
+            store = self._core.store
+            unknown = sorted({tp.topic for tp in missing if store.partitions_for_topic(tp.topic) is None})
+            if unknown:  # retriable (a new topic propagates): the caller's deadline still applies
+                raise UnknownTopicOrPartitionError(
+                    f"topic(s) {', '.join(map(repr, unknown))} not in the cluster's metadata "
+                    "(not created yet, or deleted)"
+                )
+            absent = [t for t in missing if t.partition not in (store.partitions_for_topic(t.topic) or ())]
+            if absent:
+                raise UnknownTopicOrPartitionError(f"no such partition(s): {absent[:5]}")
             raise LeaderNotAvailableError(f"no known leader for {missing[:5]}")
         return out

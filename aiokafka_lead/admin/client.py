@@ -35,7 +35,7 @@ from aiokafka_lead.admin.types import (
     TopicDescription,
 )
 from aiokafka_lead.backoff import ExponentialBackoff
-from aiokafka_lead.client import ClientCore, connection_config
+from aiokafka_lead.client import ClientCore, connection_config, guarded
 from aiokafka_lead.errors import KafkaError, UnknownTopicOrPartitionError, error_for_code
 from aiokafka_lead.protocol.messages import (
     CreatePartitionsRequest,
@@ -46,6 +46,7 @@ from aiokafka_lead.protocol.messages import (
     IncrementalAlterConfigsRequest,
     MetadataRequest,
 )
+from aiokafka_lead.validation import options_of, validate_options
 
 UNKNOWN_TOPIC = UnknownTopicOrPartitionError.errno
 log = logging.getLogger(__name__)
@@ -82,8 +83,7 @@ class AIOKafkaAdminClient(GroupsMixin, LeadersMixin, OffsetsMixin, AdminBase):
         sasl_plain_password: str | None = None,
         **unsupported: Any,
     ) -> None:
-        if unsupported:
-            raise TypeError(f"unsupported admin client options: {', '.join(sorted(unsupported))}")
+        validate_options("admin client", options_of(locals()), unsupported)
         del api_version  # versions are always negotiated
         self._request_timeout_ms = request_timeout_ms
         self._backoff = ExponentialBackoff(retry_backoff_ms, max(retry_backoff_max_ms, retry_backoff_ms))
@@ -125,6 +125,7 @@ class AIOKafkaAdminClient(GroupsMixin, LeadersMixin, OffsetsMixin, AdminBase):
         await self.close()
 
     # -------------------------------------------------------------------- topics
+    @guarded
     async def create_topics(
         self,
         new_topics: Iterable[NewTopic],
@@ -171,6 +172,7 @@ class AIOKafkaAdminClient(GroupsMixin, LeadersMixin, OffsetsMixin, AdminBase):
                 "create_topics", list(wanted), lambda t: _ready(t, wanted[t.name]), timeout
             )
 
+    @guarded
     async def delete_topics(self, topics: Iterable[str], timeout_ms: int | None = None) -> None:
         names = list(topics)
         timeout = self._request_timeout_ms if timeout_ms is None else timeout_ms
@@ -209,10 +211,12 @@ class AIOKafkaAdminClient(GroupsMixin, LeadersMixin, OffsetsMixin, AdminBase):
         )
         return await self._send_any(request)
 
+    @guarded
     async def list_topics(self) -> list[str]:
         response = await self._retrying("list_topics", lambda: self._metadata(None), None)
         return sorted(t.name for t in response.topics if t.name and not t.error_code)
 
+    @guarded
     async def describe_topics(self, topics: Sequence[str] | None = None) -> list[TopicDescription]:
         """Describe topics (all when None); unknown topics raise UnknownTopicOrPartitionError."""
         response = await self._retrying("describe_topics", lambda: self._metadata(topics), None)
@@ -240,6 +244,7 @@ class AIOKafkaAdminClient(GroupsMixin, LeadersMixin, OffsetsMixin, AdminBase):
             for t in sorted(response.topics, key=lambda t: t.name)
         ]
 
+    @guarded
     async def create_partitions(
         self,
         topic_partitions: dict[str, NewPartitions],
@@ -312,6 +317,7 @@ class AIOKafkaAdminClient(GroupsMixin, LeadersMixin, OffsetsMixin, AdminBase):
         await self._core.refresh_metadata(f"{what} done")
 
     # ------------------------------------------------------------------- cluster
+    @guarded
     async def describe_cluster(self) -> ClusterDescription:
         async def attempt() -> ClusterDescription:
             response = await self._send_any(DescribeClusterRequest())
@@ -335,6 +341,7 @@ class AIOKafkaAdminClient(GroupsMixin, LeadersMixin, OffsetsMixin, AdminBase):
             return int(resource.name)
         return None
 
+    @guarded
     async def describe_configs(
         self, config_resources: Sequence[ConfigResource], include_synonyms: bool = False
     ) -> dict[tuple[int, str], dict[str, ConfigEntry]]:
@@ -373,6 +380,7 @@ class AIOKafkaAdminClient(GroupsMixin, LeadersMixin, OffsetsMixin, AdminBase):
                 }
         return out
 
+    @guarded
     async def alter_configs(
         self, config_resources: Sequence[ConfigResource], op: AlterConfigOp = AlterConfigOp.SET
     ) -> None:

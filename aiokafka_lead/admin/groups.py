@@ -1,5 +1,9 @@
 """Consumer-group administration: list, describe, delete, committed offsets.
 
+``describe_consumer_groups`` asks ConsumerGroupDescribe first (KIP-848 groups) and falls
+back to DescribeGroups when the group is not a consumer group (GROUP_ID_NOT_FOUND) or
+the broker predates the API, as Java's admin does.
+
 Group requests go to the group's coordinator (FindCoordinator). COORDINATOR_NOT_AVAILABLE,
 NOT_COORDINATOR and COORDINATOR_LOAD_IN_PROGRESS are retriable: the coordinator is looked
 up again on the next attempt.
@@ -7,12 +11,16 @@ up again on the next attempt.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 
 from aiokafka_lead.admin.base import AdminBase, raise_item_errors
 from aiokafka_lead.admin.types import GroupDescription, GroupListing, MemberDescription
-from aiokafka_lead.errors import KafkaError, error_for_code
+from aiokafka_lead.client import guarded
+from aiokafka_lead.errors import DecodeError, KafkaError, UnsupportedVersionError, error_for_code
 from aiokafka_lead.protocol.messages import (
+    ConsumerGroupDescribeRequest,
+    ConsumerGroupDescribeResponse,
+    ConsumerProtocolAssignment,
     DeleteGroupsRequest,
     DescribeGroupsRequest,
     FindCoordinatorRequest,
@@ -22,11 +30,17 @@ from aiokafka_lead.protocol.messages import (
 from aiokafka_lead.structs import OffsetAndMetadata, TopicPartition
 
 GROUP_KEY = 0
+GROUP_ID_NOT_FOUND = 69
+#: OffsetFetch v9 (KIP-848) checks a member's id and epoch: these answers mean the member's
+#: epoch moved on (or it was fenced) and are retried with its identity of the moment
+MEMBER_EPOCH_ERRORS = frozenset({25, 110, 113})
+MEMBER_FIELDS_VERSION = 9
 # OffsetFetch v10 names topics by id only; v8-9 carry names and several groups per request.
 OFFSET_FETCH_MAX = 9
 
 
 class GroupsMixin(AdminBase):
+    @guarded
     async def find_coordinator(self, group_id: str, key_type: int = GROUP_KEY) -> int:
         """The node id of ``group_id``'s coordinator (retrying until it is available)."""
 
@@ -55,6 +69,7 @@ class GroupsMixin(AdminBase):
 
         return await self._retrying(f"find_coordinator({group_id})", attempt, None)
 
+    @guarded
     async def list_consumer_groups(self, broker_ids: Sequence[int] | None = None) -> list[GroupListing]:
         """Every group known to the given brokers (default: all brokers)."""
         nodes = list(broker_ids) if broker_ids is not None else [n.node_id for n in self._core.store.nodes()]
@@ -73,36 +88,80 @@ class GroupsMixin(AdminBase):
             await self._retrying(f"list_consumer_groups(node {node_id})", attempt, None)
         return [found[k] for k in sorted(found)]
 
+    @guarded
     async def describe_consumer_groups(self, group_ids: Iterable[str]) -> list[GroupDescription]:
+        """Classic and consumer (KIP-848) groups alike; ``group_type`` tells them apart."""
         out: list[GroupDescription] = []
         for group_id in group_ids:
 
             async def attempt(group_id: str = group_id) -> GroupDescription:
                 node = await self.find_coordinator(group_id)
-                response = await self._core.send(node, DescribeGroupsRequest(groups=[group_id]))
-                g = response.groups[0]
-                if g.error_code:
-                    raise error_for_code(g.error_code, g.error_message or f"DescribeGroups {group_id}")
-                return GroupDescription(
-                    group_id=g.group_id,
-                    state=g.group_state,
-                    protocol_type=g.protocol_type,
-                    protocol=g.protocol_data,
-                    members=tuple(
-                        MemberDescription(
-                            m.member_id,
-                            m.group_instance_id,
-                            m.client_id,
-                            m.client_host,
-                            bytes(m.member_assignment),
-                        )
-                        for m in g.members
-                    ),
-                )
+                described = await self._describe_consumer_group(node, group_id)
+                return described if described is not None else await self._describe_classic(node, group_id)
 
             out.append(await self._retrying(f"describe_consumer_groups({group_id})", attempt, None))
         return out
 
+    async def _describe_consumer_group(self, node: int, group_id: str) -> GroupDescription | None:
+        """ConsumerGroupDescribe; None when the group is not a consumer group (or no broker API)."""
+        try:
+            response = await self._core.send(node, ConsumerGroupDescribeRequest(group_ids=[group_id]))
+        except UnsupportedVersionError:
+            return None
+        g = response.groups[0]
+        if g.error_code == GROUP_ID_NOT_FOUND:
+            return None
+        if g.error_code:
+            raise error_for_code(g.error_code, g.error_message or f"ConsumerGroupDescribe {group_id}")
+        return GroupDescription(
+            group_id=g.group_id,
+            state=g.group_state,
+            protocol_type="consumer",
+            protocol=g.assignor_name,
+            group_type="consumer",
+            group_epoch=g.group_epoch,
+            assignment_epoch=g.assignment_epoch,
+            members=tuple(
+                MemberDescription(
+                    m.member_id,
+                    m.instance_id,
+                    m.client_id,
+                    m.client_host,
+                    b"",
+                    partitions=_described_partitions(m.assignment),
+                    member_epoch=m.member_epoch,
+                    target_partitions=_described_partitions(m.target_assignment),
+                    subscribed_topics=tuple(m.subscribed_topic_names),
+                    subscribed_topic_regex=m.subscribed_topic_regex,
+                )
+                for m in g.members
+            ),
+        )
+
+    async def _describe_classic(self, node: int, group_id: str) -> GroupDescription:
+        response = await self._core.send(node, DescribeGroupsRequest(groups=[group_id]))
+        g = response.groups[0]
+        if g.error_code:
+            raise error_for_code(g.error_code, g.error_message or f"DescribeGroups {group_id}")
+        return GroupDescription(
+            group_id=g.group_id,
+            state=g.group_state,
+            protocol_type=g.protocol_type,
+            protocol=g.protocol_data,
+            members=tuple(
+                MemberDescription(
+                    m.member_id,
+                    m.group_instance_id,
+                    m.client_id,
+                    m.client_host,
+                    bytes(m.member_assignment),
+                    partitions=_classic_partitions(g.protocol_type, bytes(m.member_assignment)),
+                )
+                for m in g.members
+            ),
+        )
+
+    @guarded
     async def delete_consumer_groups(self, group_ids: Iterable[str]) -> None:
         failures: list[tuple[str, int, str | None]] = []
         for group_id in group_ids:
@@ -119,10 +178,18 @@ class GroupsMixin(AdminBase):
             await self._retrying(f"delete_consumer_groups({group_id})", attempt, None)
         raise_item_errors("DeleteGroups", failures)
 
+    @guarded
     async def list_consumer_group_offsets(
-        self, group_id: str, partitions: Iterable[TopicPartition] | None = None
+        self,
+        group_id: str,
+        partitions: Iterable[TopicPartition] | None = None,
+        *,
+        member: Callable[[], tuple[str, int] | None] | None = None,
     ) -> dict[TopicPartition, OffsetAndMetadata]:
-        """Committed offsets of ``group_id`` (all its partitions when ``partitions`` is None)."""
+        """Committed offsets of ``group_id`` (all its partitions when ``partitions`` is None).
+
+        ``member`` (a consumer-protocol member's ``(member id, epoch)``, or None) is sent
+        with OffsetFetch v9+, as Java's consumer does, so the broker checks the epoch."""
         wanted: dict[str, list[int]] | None = None
         if partitions is not None:
             wanted = {}
@@ -134,10 +201,13 @@ class GroupsMixin(AdminBase):
             conn = await self._core.pool.connection(node)
             version = min(conn.version_for(OffsetFetchRequest.API_KEY), OFFSET_FETCH_MAX)
             if version >= 8:
+                identity = member() if member is not None and version >= MEMBER_FIELDS_VERSION else None
                 request = OffsetFetchRequest(
                     groups=[
                         OffsetFetchRequest.OffsetFetchRequestGroup(
                             group_id=group_id,
+                            member_id=None if identity is None else identity[0],
+                            member_epoch=-1 if identity is None else identity[1],
                             topics=None
                             if wanted is None
                             else [
@@ -151,6 +221,10 @@ class GroupsMixin(AdminBase):
                 response = await conn.send(request, version=version)
                 group = response.groups[0]
                 group_error, topics = group.error_code, group.topics
+                if identity is not None and group_error in MEMBER_EPOCH_ERRORS:
+                    err = error_for_code(group_error, f"OffsetFetch {group_id} at epoch {identity[1]}")
+                    err.retriable = True  # the next attempt asks with the member's new epoch
+                    raise err
             else:
                 request = OffsetFetchRequest(
                     group_id=group_id,
@@ -184,3 +258,20 @@ class GroupsMixin(AdminBase):
             return out
 
         return await self._retrying(f"list_consumer_group_offsets({group_id})", attempt, None)
+
+
+def _described_partitions(assignment: ConsumerGroupDescribeResponse.Assignment) -> frozenset[TopicPartition]:
+    return frozenset(
+        TopicPartition(t.topic_name, p) for t in assignment.topic_partitions for p in t.partitions
+    )
+
+
+def _classic_partitions(protocol_type: str, data: bytes) -> frozenset[TopicPartition]:
+    """A classic consumer group's member assignment, decoded (other group types: empty)."""
+    if protocol_type != "consumer" or not data:
+        return frozenset()
+    try:
+        _, decoded = ConsumerProtocolAssignment.decode_with_version(data)
+    except DecodeError:
+        return frozenset()
+    return frozenset(TopicPartition(t.topic, p) for t in decoded.assigned_partitions for p in t.partitions)

@@ -10,6 +10,7 @@ from collections.abc import Iterable, Mapping, Sequence
 
 from aiokafka_lead.admin.base import NOT_CONTROLLER, AdminBase, raise_item_errors
 from aiokafka_lead.admin.types import ElectionResult, ElectionType, PartitionReassignment
+from aiokafka_lead.client import guarded
 from aiokafka_lead.errors import error_for_code
 from aiokafka_lead.protocol.messages import (
     AlterPartitionReassignmentsRequest,
@@ -36,6 +37,7 @@ def election_type_of(value: ElectionType | str | int) -> ElectionType:
 
 
 class LeadersMixin(AdminBase):
+    @guarded
     async def elect_leaders(
         self,
         election_type: ElectionType | str = ElectionType.PREFERRED,
@@ -80,6 +82,7 @@ class LeadersMixin(AdminBase):
         await self._core.refresh_metadata("leaders elected")
         return results
 
+    @guarded
     async def alter_partition_reassignments(
         self,
         reassignments: Mapping[TopicPartition, Sequence[int] | None],
@@ -121,6 +124,7 @@ class LeadersMixin(AdminBase):
 
         await self._retrying("alter_partition_reassignments", attempt, timeout + self._request_timeout_ms)
 
+    @guarded
     async def list_partition_reassignments(
         self, partitions: Iterable[TopicPartition] | None = None, timeout_ms: int | None = None
     ) -> dict[TopicPartition, PartitionReassignment]:

@@ -15,6 +15,7 @@ from collections.abc import Mapping
 
 from aiokafka_lead.admin.base import AdminBase, pick_retry_error, raise_item_errors
 from aiokafka_lead.admin.types import ListOffsetsResultInfo
+from aiokafka_lead.client import guarded
 from aiokafka_lead.errors import KafkaError, error_for_code
 from aiokafka_lead.protocol.messages import DeleteRecordsRequest, ListOffsetsRequest
 from aiokafka_lead.structs import TopicPartition
@@ -23,6 +24,7 @@ ISOLATION_LEVELS = {"read_uncommitted": 0, "read_committed": 1}
 
 
 class OffsetsMixin(AdminBase):
+    @guarded
     async def list_offsets(
         self,
         topic_partitions: Mapping[TopicPartition, int],
@@ -100,6 +102,7 @@ class OffsetsMixin(AdminBase):
         raise_item_errors("ListOffsets", fatal)
         return errors
 
+    @guarded
     async def delete_records(
         self, records_to_delete: Mapping[TopicPartition, int], timeout_ms: int | None = None
     ) -> dict[TopicPartition, int]:

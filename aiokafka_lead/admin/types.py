@@ -161,7 +161,15 @@ class MemberDescription:
     group_instance_id: str | None
     client_id: str
     client_host: str
+    #: the classic assignment as sent (ConsumerProtocolAssignment bytes); b"" in consumer groups
     assignment: bytes
+    #: the partitions the member owns (decoded; for classic consumer groups too)
+    partitions: frozenset[TopicPartition] = frozenset()
+    #: consumer groups (KIP-848): member epoch, target assignment, subscription
+    member_epoch: int = -1
+    target_partitions: frozenset[TopicPartition] = frozenset()
+    subscribed_topics: tuple[str, ...] = ()
+    subscribed_topic_regex: str | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -169,5 +177,11 @@ class GroupDescription:
     group_id: str
     state: str
     protocol_type: str
+    #: the classic protocol (assignor) name, or the broker-side assignor of a consumer group
     protocol: str
     members: tuple[MemberDescription, ...] = field(default_factory=tuple)
+    #: "classic" or "consumer" (KIP-848)
+    group_type: str = "classic"
+    #: consumer groups: the group epoch and the epoch of the target assignment
+    group_epoch: int = -1
+    assignment_epoch: int = -1

@@ -48,11 +48,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         client_kwargs = load_client_config(args.admin_config) if getattr(args, "admin_config", None) else {}
         code: int = anyio.run(args.run, args, client_kwargs)
-    except (ValueError, ClientConfigError) as exc:
-        parser.exit(2, f"aiokafka-lead: error: {exc}\n")
-    except KafkaError as exc:
+    except KafkaError as exc:  # incl. KafkaConfigurationError: a bad --bootstrap-server exits 1
         print(f"aiokafka-lead: {type(exc).__name__}: {exc}", file=sys.stderr)
         return 1
+    except (ValueError, ClientConfigError) as exc:
+        parser.exit(2, f"aiokafka-lead: error: {exc}\n")
     except KeyboardInterrupt:
         return 130
     return code

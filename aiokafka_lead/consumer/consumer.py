@@ -24,12 +24,15 @@ import anyio.abc
 
 from aiokafka_lead.admin.offsets import ISOLATION_LEVELS
 from aiokafka_lead.backoff import ExponentialBackoff
-from aiokafka_lead.client import ClientCore, connection_config
-from aiokafka_lead.consumer.assignors import PartitionAssignor, RangePartitionAssignor, resolve_assignors
+from aiokafka_lead.client import ClientCore, connection_config, guarded
+from aiokafka_lead.consumer.assignors import PartitionAssignor
 from aiokafka_lead.consumer.buffer import Chunk
-from aiokafka_lead.consumer.coordinator import ConsumerRebalanceListener, GroupCoordinator, topics_needed
+from aiokafka_lead.consumer.consumer_protocol import ConsumerGroupMember
+from aiokafka_lead.consumer.coordinator import ConsumerRebalanceListener, topics_needed
 from aiokafka_lead.consumer.errors import ConsumerStoppedError, IllegalStateError, NoOffsetForPartitionError
 from aiokafka_lead.consumer.fetcher import FetchConfig, Fetcher
+from aiokafka_lead.consumer.group_common import GroupMember
+from aiokafka_lead.consumer.group_protocols import create_group_member
 from aiokafka_lead.consumer.offsets import EARLIEST, LATEST, OffsetLookup, PositionManager
 from aiokafka_lead.consumer.subscription import ResetStrategy, SubscriptionState, SubscriptionType
 from aiokafka_lead.errors import KafkaError, KafkaTimeoutError
@@ -37,7 +40,8 @@ from aiokafka_lead.metadata import MetadataChange
 from aiokafka_lead.protocol.messages import MetadataRequest
 from aiokafka_lead.records import native
 from aiokafka_lead.runtime import ClientClosedError
-from aiokafka_lead.structs import ConsumerRecord, OffsetAndMetadata, TopicPartition
+from aiokafka_lead.structs import ConsumerGroupMetadata, ConsumerRecord, OffsetAndMetadata, TopicPartition
+from aiokafka_lead.validation import options_of, validate_options
 
 log = logging.getLogger(__name__)
 
@@ -101,11 +105,11 @@ class AIOKafkaConsumer(Generic[KT, VT]):
         auto_commit_interval_ms: int = 5000,
         check_crcs: bool = True,
         metadata_max_age_ms: int = 300_000,
-        partition_assignment_strategy: Sequence[Any] = (RangePartitionAssignor,),
+        partition_assignment_strategy: Sequence[Any] | None = None,
         max_poll_interval_ms: int = 300_000,
         rebalance_timeout_ms: int | None = None,
-        session_timeout_ms: int = 10_000,
-        heartbeat_interval_ms: int = 3000,
+        session_timeout_ms: int | None = None,
+        heartbeat_interval_ms: int | None = None,
         consumer_timeout_ms: int = 200,
         max_poll_records: int | None = None,
         ssl_context: ssl.SSLContext | None = None,
@@ -118,19 +122,20 @@ class AIOKafkaConsumer(Generic[KT, VT]):
         sasl_plain_username: str | None = None,
         sasl_plain_password: str | None = None,
         client_rack: str | None = None,
+        group_protocol: str = "classic",
+        group_remote_assignor: str | None = None,
         **unsupported: Any,
     ) -> None:
-        if unsupported:
-            raise TypeError(f"unsupported consumer options: {', '.join(sorted(unsupported))}")
+        """aiokafka's keywords, plus ``group_protocol`` ("classic", the default, or "consumer"
+        for KIP-848, where the broker assigns partitions) and ``group_remote_assignor`` (the
+        broker-side assignor for "consumer": "uniform" or "range"; None: the broker's default).
+
+        Under the consumer protocol the classic-only keywords (partition_assignment_strategy,
+        session_timeout_ms, heartbeat_interval_ms) are refused, as Java refuses them: the
+        broker decides those.
+        """
+        validate_options("consumer", options_of(locals()), unsupported)
         del api_version, consumer_timeout_ms  # versions are negotiated; waits are event-driven
-        if auto_offset_reset not in ("earliest", "latest", "none"):
-            raise ValueError("auto_offset_reset must be 'earliest', 'latest' or 'none'")
-        if isolation_level not in ISOLATION_LEVELS:
-            raise ValueError(f"isolation_level must be one of {sorted(ISOLATION_LEVELS)}")
-        if max_poll_records is not None and max_poll_records < 1:
-            raise ValueError("max_poll_records must be at least 1")
-        if group_instance_id is not None and group_id is None:
-            raise ValueError("group_instance_id needs a group_id")
         self._group_id = group_id
         self._key_deserializer = key_deserializer
         self._value_deserializer = value_deserializer
@@ -144,7 +149,7 @@ class AIOKafkaConsumer(Generic[KT, VT]):
         self._listening = False
         self._last_poll = time.monotonic()
         self._in_poll = 0
-        self._coordinator: GroupCoordinator | None = None
+        self._coordinator: GroupMember | None = None
         self._core = ClientCore(
             "AIOKafkaConsumer",
             bootstrap_servers=bootstrap_servers,
@@ -175,6 +180,7 @@ class AIOKafkaConsumer(Generic[KT, VT]):
             group_id=group_id,
             isolation_level=isolation,
             report_error=self._report_error,
+            member=self._offset_fetch_member,
         )
         self._fetcher = Fetcher(
             self._core,
@@ -194,16 +200,15 @@ class AIOKafkaConsumer(Generic[KT, VT]):
             report_error=self._report_error,
         )
         if group_id is not None:
-            self._coordinator = GroupCoordinator(
+            self._coordinator = create_group_member(
+                group_protocol,
                 self._core,
                 self._subs,
                 self._lookup,
+                remote_assignor=group_remote_assignor,
                 group_id=group_id,
                 group_instance_id=group_instance_id,
-                assignors=resolve_assignors(partition_assignment_strategy),
-                session_timeout_ms=session_timeout_ms,
                 rebalance_timeout_ms=rebalance_timeout_ms or max_poll_interval_ms,
-                heartbeat_interval_ms=heartbeat_interval_ms,
                 request_timeout_ms=request_timeout_ms,
                 backoff=self._backoff,
                 enable_auto_commit=enable_auto_commit,
@@ -213,6 +218,9 @@ class AIOKafkaConsumer(Generic[KT, VT]):
                 report_error=self._report_error,
                 max_poll_interval_ms=max_poll_interval_ms,
                 last_poll=lambda: time.monotonic() if self._in_poll else self._last_poll,
+                partition_assignment_strategy=partition_assignment_strategy,
+                session_timeout_ms=session_timeout_ms,
+                heartbeat_interval_ms=heartbeat_interval_ms,
             )
         if topics:
             self._subs.subscribe(topics)
@@ -304,6 +312,13 @@ class AIOKafkaConsumer(Generic[KT, VT]):
                 wanted.add(TopicPartition(topic, p))
         if wanted != self._subs.assigned():
             self._subs.set_assignment(wanted)
+
+    def _offset_fetch_member(self) -> tuple[str, int] | None:
+        """A KIP-848 member's id and epoch, sent with OffsetFetch (None: classic or no group)."""
+        member = self._coordinator
+        if isinstance(member, ConsumerGroupMember) and member.in_group:
+            return member.member_id, member.member_epoch
+        return None
 
     def _consumed_offsets(self) -> dict[TopicPartition, OffsetAndMetadata]:
         out = {}
@@ -432,6 +447,7 @@ class AIOKafkaConsumer(Generic[KT, VT]):
         for tp in partitions or tuple(self._subs.assigned()):
             self._subs.request_reset(tp, LATEST)
 
+    @guarded
     async def seek_to_committed(self, *partitions: TopicPartition) -> dict[TopicPartition, int | None]:
         tps = list(partitions or self._subs.assigned())
         committed = await self._positions.committed(tps)
@@ -443,6 +459,7 @@ class AIOKafkaConsumer(Generic[KT, VT]):
                 self._subs.seek(tp, c.offset, c.leader_epoch, validated_epoch=-1)
         return out
 
+    @guarded
     async def position(self, partition: TopicPartition, timeout_ms: float | None = None) -> int:
         """The offset of the next record for ``partition`` (waits for a reset/lookup to finish)."""
         self._require_started()
@@ -458,7 +475,10 @@ class AIOKafkaConsumer(Generic[KT, VT]):
                     # positions, busy marks and reported errors all notify the subscription
                     await self._subs.wait_for_change(self._subs.version)
         except TimeoutError:
-            raise KafkaTimeoutError(f"no position for {partition} within {timeout * 1000:.0f} ms") from None
+            unknown = self._core.store.partitions_for_topic(partition.topic) is None
+            why = f" (topic {partition.topic!r} is not in the cluster's metadata)" if unknown else ""
+            message = f"no position for {partition} within {timeout * 1000:.0f} ms{why}"
+            raise KafkaTimeoutError(message) from None
 
     def highwater(self, partition: TopicPartition) -> int | None:
         """The highest high watermark the fetcher has seen (never goes back, KIP-207)."""
@@ -477,6 +497,7 @@ class AIOKafkaConsumer(Generic[KT, VT]):
         self._subs.resume(partitions)
 
     # ----------------------------------------------------------------- commits
+    @guarded
     async def committed(self, partition: TopicPartition) -> int | None:
         """The group's committed offset for ``partition`` (None if there is none)."""
         if self._group_id is None:
@@ -485,6 +506,7 @@ class AIOKafkaConsumer(Generic[KT, VT]):
         c = (await self._positions.committed([partition])).get(partition)
         return None if c is None else c.offset
 
+    @guarded
     async def commit(
         self, offsets: Mapping[TopicPartition, int | OffsetAndMetadata | tuple[Any, ...]] | None = None
     ) -> None:
@@ -514,10 +536,12 @@ class AIOKafkaConsumer(Generic[KT, VT]):
         self._subs.extra_topics.update(tp.topic for tp in specs)
         return await self._lookup.list_offsets(specs, self._isolation_level)
 
+    @guarded
     async def beginning_offsets(self, partitions: Iterable[TopicPartition]) -> dict[TopicPartition, int]:
         result = await self._list(dict.fromkeys(partitions, EARLIEST))
         return {tp: info.offset for tp, info in result.items()}
 
+    @guarded
     async def end_offsets(self, partitions: Iterable[TopicPartition]) -> dict[TopicPartition, int]:
         """Latest offsets; never lower than one this consumer returned before (KIP-207)."""
         result = await self._list(dict.fromkeys(partitions, LATEST))
@@ -529,6 +553,7 @@ class AIOKafkaConsumer(Generic[KT, VT]):
             out[tp] = value
         return out
 
+    @guarded
     async def offsets_for_times(
         self, timestamps: Mapping[TopicPartition, int]
     ) -> dict[TopicPartition, OffsetAndTimestamp | None]:
@@ -547,6 +572,7 @@ class AIOKafkaConsumer(Generic[KT, VT]):
     def partitions_for_topic(self, topic: str) -> set[int] | None:
         return self._core.store.partitions_for_topic(topic)
 
+    @guarded
     async def topics(self) -> set[str]:
         """Every topic in the cluster (internal ones excluded unless asked otherwise)."""
         self._require_started()
@@ -559,6 +585,7 @@ class AIOKafkaConsumer(Generic[KT, VT]):
         }
 
     # ---------------------------------------------------------------- records
+    @guarded
     async def getmany(
         self, *partitions: TopicPartition, timeout_ms: float = 0, max_records: int | None = None
     ) -> dict[TopicPartition, list[ConsumerRecord[KT, VT]]]:
@@ -612,6 +639,21 @@ class AIOKafkaConsumer(Generic[KT, VT]):
         except (ConsumerStoppedError, ClientClosedError):
             raise StopAsyncIteration from None
 
+    def group_metadata(self) -> ConsumerGroupMetadata:
+        """The group membership to pass to ``send_offsets_to_transaction`` (KIP-447).
+
+        Read it right before the call: a rebalance changes the generation, and the group
+        coordinator rejects offsets sent with a stale one (the transaction must then abort).
+        """
+        coord = self._coordinator
+        if coord is None:
+            raise IllegalStateError("group_metadata() needs a consumer with a group_id")
+        if not coord.in_group:
+            return ConsumerGroupMetadata(coord.group_id, -1, "", coord.group_instance_id)
+        return ConsumerGroupMetadata(
+            coord.group_id, coord.generation_id, coord.member_id, coord.group_instance_id
+        )
+
     # ----------------------------------------------------------- observability
     @property
     def fetcher(self) -> Fetcher:
@@ -619,7 +661,8 @@ class AIOKafkaConsumer(Generic[KT, VT]):
         return self._fetcher
 
     @property
-    def coordinator(self) -> GroupCoordinator | None:
+    def coordinator(self) -> GroupMember | None:
+        """The group membership: classic ``GroupCoordinator`` or KIP-848 ``ConsumerGroupMember``."""
         return self._coordinator
 
     @property

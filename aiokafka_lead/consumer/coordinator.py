@@ -1,14 +1,12 @@
-"""The classic consumer-group protocol: join, sync, heartbeat, commit, leave.
+"""The classic consumer-group protocol: join, sync, heartbeat, leave.
 
 One background task (:meth:`GroupCoordinator.run`, in the client's task group) owns the
 membership: it finds the coordinator, joins (JoinGroup, then SyncGroup; the leader runs
 the assignor), hands the assignment to the SubscriptionState, heartbeats while stable
 and rejoins when the broker, the subscription or the topic metadata asks for it.
 
-Coordinator moves are handled like leader moves: NOT_COORDINATOR or
-COORDINATOR_NOT_AVAILABLE forgets the coordinator, and the next request re-finds it at
-once, with no backoff on that path. Only errors that say "wait" (COORDINATOR_LOAD_IN_PROGRESS,
-connection failures) back off.
+Coordinator moves are followed at once (``group_common.CoordinatorLink``); commits go
+through ``commits.OffsetCommitter``, shared with the KIP-848 member.
 
 Eager assignors revoke every partition before joining; cooperative-sticky (KIP-429) only
 revokes the partitions taken away and rejoins at once so they can move. Static members
@@ -18,85 +16,56 @@ session timeout gets the same assignment without a rebalance.
 
 from __future__ import annotations
 
-import inspect
 import logging
 import time
-from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
+from collections.abc import Collection, Iterable, Sequence
 from typing import Any
 
 import anyio
 import anyio.abc
 
-from aiokafka_lead.backoff import ExponentialBackoff
 from aiokafka_lead.client import ClientCore
 from aiokafka_lead.consumer.assignors import MemberSubscription, PartitionAssignor, RebalanceProtocol
+from aiokafka_lead.consumer.commits import CommitIdentity
 from aiokafka_lead.consumer.errors import CommitFailedError
+from aiokafka_lead.consumer.group_common import (
+    COORDINATOR_MOVED,
+    ConsumerRebalanceListener,
+    GroupMember,
+    call_listener,
+)
+from aiokafka_lead.consumer.member_base import GroupMemberBase
 from aiokafka_lead.consumer.offsets import OffsetLookup
 from aiokafka_lead.consumer.subscription import SubscriptionState, SubscriptionType
-from aiokafka_lead.errors import (
-    KafkaConnectionError,
-    KafkaError,
-    KafkaTimeoutError,
-    error_for_code,
-)
+from aiokafka_lead.errors import KafkaError, KafkaTimeoutError, error_for_code
 from aiokafka_lead.protocol.messages import (
     ConsumerProtocolAssignment,
     ConsumerProtocolSubscription,
     HeartbeatRequest,
     JoinGroupRequest,
     LeaveGroupRequest,
-    OffsetCommitRequest,
     SyncGroupRequest,
 )
-from aiokafka_lead.structs import OffsetAndMetadata, TopicPartition
+from aiokafka_lead.structs import TopicPartition
 
 log = logging.getLogger(__name__)
 
 COORDINATOR_LOAD_IN_PROGRESS = 14
-COORDINATOR_NOT_AVAILABLE = 15
-NOT_COORDINATOR = 16
 ILLEGAL_GENERATION = 22
 UNKNOWN_MEMBER_ID = 25
 REBALANCE_IN_PROGRESS = 27
 MEMBER_ID_REQUIRED = 79
 FENCED_INSTANCE_ID = 82
-COORDINATOR_MOVED = frozenset({COORDINATOR_NOT_AVAILABLE, NOT_COORDINATOR})
 #: JoinGroup/SyncGroup answers that mean "join again now" (handled here, never raised)
 REJOIN_AT_ONCE = frozenset({ILLEGAL_GENERATION, UNKNOWN_MEMBER_ID, REBALANCE_IN_PROGRESS})
 GROUP_RETRIABLE = REJOIN_AT_ONCE | COORDINATOR_MOVED | {COORDINATOR_LOAD_IN_PROGRESS}
 MEMBERSHIP_LOST = frozenset({ILLEGAL_GENERATION, UNKNOWN_MEMBER_ID, FENCED_INSTANCE_ID})
-OFFSET_COMMIT_MAX = 9
-LEAVE_GROUP_BATCH_VERSION = 3  # KIP-345: members[] instead of member_id  # v10 names topics by id only
+LEAVE_GROUP_BATCH_VERSION = 3  # KIP-345: members[] instead of member_id
 SUBSCRIPTION_VERSION = 3
 ASSIGNMENT_VERSION = 3
 
 
-class ConsumerRebalanceListener:
-    """aiokafka's listener shape; methods may be plain or ``async``.
-
-    ``on_partitions_lost`` runs instead of ``on_partitions_revoked`` when the membership
-    was lost (the partitions may already belong to someone else: do not commit there).
-    """
-
-    def on_partitions_revoked(self, revoked: set[TopicPartition]) -> Any:
-        return None
-
-    def on_partitions_assigned(self, assigned: set[TopicPartition]) -> Any:
-        return None
-
-    def on_partitions_lost(self, lost: set[TopicPartition]) -> Any:
-        return self.on_partitions_revoked(lost)
-
-
-async def _call(fn: Callable[[set[TopicPartition]], Any] | None, tps: set[TopicPartition]) -> None:
-    if fn is None:
-        return
-    result = fn(set(tps))
-    if inspect.isawaitable(result):
-        await result
-
-
-class GroupCoordinator:
+class GroupCoordinator(GroupMemberBase):
     """Membership of one consumer in one classic group."""
 
     def __init__(
@@ -105,55 +74,24 @@ class GroupCoordinator:
         subscriptions: SubscriptionState,
         lookup: OffsetLookup,
         *,
-        group_id: str,
-        group_instance_id: str | None,
         assignors: Sequence[PartitionAssignor],
         session_timeout_ms: int,
-        rebalance_timeout_ms: int,
         heartbeat_interval_ms: int,
-        request_timeout_ms: int,
-        backoff: ExponentialBackoff,
-        enable_auto_commit: bool,
-        auto_commit_interval_ms: int,
-        client_rack: str | None,
-        consumed_offsets: Callable[[], dict[TopicPartition, OffsetAndMetadata]],
-        report_error: Callable[[KafkaError], None],
-        max_poll_interval_ms: int = 300_000,
-        last_poll: Callable[[], float] = time.monotonic,
+        **common: Any,
     ) -> None:
-        self._core = core
-        self._subs = subscriptions
-        self._lookup = lookup
-        self.group_id = group_id
-        self.group_instance_id = group_instance_id
+        """``common``: the settings of every member (see ``member_base.GroupMemberBase``)."""
+        super().__init__(core, subscriptions, lookup, **common)
         self._assignors = list(assignors)
         self._session_timeout_ms = session_timeout_ms
-        self._rebalance_timeout_ms = rebalance_timeout_ms
         self._heartbeat_s = heartbeat_interval_ms / 1000
-        self._request_timeout_ms = request_timeout_ms
-        self._backoff = backoff
-        self._auto_commit = enable_auto_commit
-        self._auto_commit_s = auto_commit_interval_ms / 1000
-        self._rack = client_rack
-        self._consumed_offsets = consumed_offsets
-        self._report_error = report_error
-        self._max_poll_interval_s = max_poll_interval_ms / 1000
-        self._last_poll = last_poll
-        #: True after leaving because the application stopped polling; the next poll rejoins
-        self.poll_expired = False
-        self.listener: ConsumerRebalanceListener | None = None
         self.member_id = ""
         self.generation_id = -1
         self.protocol_name: str | None = None
         self.leader_id: str | None = None
-        self.coordinator_id: int | None = None
         self._need_rejoin = True
         self._stable = False
         self._wake = anyio.Event()
         self._joined_topics: dict[str, int] = {}
-        #: topics the leader needs metadata for (every member's subscription)
-        self.group_topics: set[str] = set()
-        self._last_committed: dict[TopicPartition, OffsetAndMetadata] = {}
         self.rebalances = 0
         self.stable_event = anyio.Event()
         self._pending_lost: set[TopicPartition] = set()
@@ -200,36 +138,18 @@ class GroupCoordinator:
         return out
 
     # ------------------------------------------------------------ coordinator
-    async def _coordinator(self) -> int:
-        if self.coordinator_id is None or self._core.store.node(self.coordinator_id) is None:
-            self.coordinator_id = await self._lookup.find_coordinator(self.group_id)
-            log.debug("group %s: coordinator is node %d", self.group_id, self.coordinator_id)
-        return self.coordinator_id
-
     def _coordinator_dead(self, reason: str) -> None:
-        log.debug("group %s: forgetting coordinator %s: %s", self.group_id, self.coordinator_id, reason)
-        self.coordinator_id = None
+        self._link.forget(reason)
 
-    async def _send(
-        self, request: Any, *, version_cap: int | None = None, timeout_ms: float | None = None
-    ) -> Any:
-        node = await self._coordinator()
-        try:
-            conn = await self._core.pool.connection(node)
-            version = conn.version_for(request.API_KEY)
-            if version_cap is not None:
-                version = min(version, version_cap)
-            return await conn.send(request, version=version, timeout_ms=timeout_ms)
-        except KafkaConnectionError as exc:
-            self._coordinator_dead(f"connection failed: {exc}")
-            raise
+    async def _send(self, request: Any, *, timeout_ms: float | None = None) -> Any:
+        return await self._link.send(request, timeout_ms=timeout_ms)
 
     # ------------------------------------------------------------------- loop
     async def run(self, *, task_status: anyio.abc.TaskStatus[None] = anyio.TASK_STATUS_IGNORED) -> None:
         async with anyio.create_task_group() as tg:
             tg.start_soon(self._heartbeat_loop)
             if self._auto_commit:
-                tg.start_soon(self._auto_commit_loop)
+                tg.start_soon(self._committer.auto_commit_loop, self._auto_commit_s)
             task_status.started()
             failures = 0
             while True:
@@ -419,7 +339,7 @@ class GroupCoordinator:
     async def _on_assignment(self, assigned: set[TopicPartition]) -> None:
         lost, self._pending_lost = self._pending_lost, set()
         if lost and self.listener is not None:
-            await _call(self.listener.on_partitions_lost, lost)
+            await call_listener(self.listener.on_partitions_lost, lost)
         owned = self._subs.assigned()
         revoked = owned - assigned
         added = assigned - owned
@@ -433,7 +353,7 @@ class GroupCoordinator:
             self.group_id, self.generation_id, self.member_id, len(assigned), len(added), len(revoked),
         )  # fmt: skip
         if self.listener is not None:
-            await _call(self.listener.on_partitions_assigned, added)
+            await call_listener(self.listener.on_partitions_assigned, added)
         if not self._need_rejoin:
             self._stable = True
             self.stable_event.set()
@@ -441,13 +361,9 @@ class GroupCoordinator:
 
     async def _revoke(self, tps: set[TopicPartition], *, commit: bool) -> None:
         if commit and self._auto_commit and self.in_group:
-            offsets = {tp: om for tp, om in self._consumed_offsets().items() if tp in tps}
-            try:
-                await self.commit(offsets)
-            except KafkaError as exc:
-                log.warning("group %s: commit before revoking failed: %r", self.group_id, exc)
+            await self._committer.commit_consumed(tps, "before revoking")
         if self.listener is not None:
-            await _call(self.listener.on_partitions_revoked, tps)
+            await call_listener(self.listener.on_partitions_revoked, tps)
         self._subs.remove_partitions(tps)
 
     # -------------------------------------------------------------- heartbeats
@@ -513,113 +429,26 @@ class GroupCoordinator:
             self.request_rejoin("the application polls again")
 
     # ------------------------------------------------------------------ commits
-    async def _auto_commit_loop(self) -> None:
-        while True:
-            await anyio.sleep(self._auto_commit_s)
-            try:
-                await self.commit(None, only_changed=True)
-            except KafkaError as exc:
-                log.info("group %s: auto-commit failed: %r", self.group_id, exc)
+    def commit_identity(self) -> CommitIdentity:
+        if not self.in_group:
+            return CommitIdentity(-1, "", None)
+        return CommitIdentity(self.generation_id, self.member_id, self.group_instance_id)
 
-    async def commit(
-        self,
-        offsets: Mapping[TopicPartition, OffsetAndMetadata] | None,
-        *,
-        only_changed: bool = False,
-        timeout_ms: float | None = None,
-    ) -> None:
-        """OffsetCommit v2-9 with the leader epoch of each offset (KIP-320)."""
-        if offsets is None:
-            offsets = self._consumed_offsets()
-        if only_changed:
-            offsets = {tp: om for tp, om in offsets.items() if self._last_committed.get(tp) != om}
-        if not offsets:
-            return
-        timeout = self._request_timeout_ms if timeout_ms is None else timeout_ms
-        deadline = time.monotonic() + timeout / 1000
-        failures = 0
-        pending = dict(offsets)
-        while True:
-            try:
-                with anyio.fail_after(max(deadline - time.monotonic(), 0.001)):
-                    pending = await self._commit_once(pending)
-                if not pending:
-                    return
-                delay = 0.0 if self.coordinator_id is None else self._backoff.delay_s(failures)
-            except TimeoutError:
-                raise KafkaTimeoutError(
-                    f"commit for group {self.group_id} timed out after {timeout} ms"
-                ) from None
-            except KafkaError as exc:
-                if not exc.retriable:
-                    raise
-                delay = self._backoff.delay_s(failures)
-            failures += 1
-            if time.monotonic() + delay > deadline:
-                raise KafkaTimeoutError(
-                    f"commit for group {self.group_id} did not complete within {timeout} ms"
-                )
-            await anyio.sleep(delay)
-
-    async def _commit_once(
-        self, offsets: dict[TopicPartition, OffsetAndMetadata]
-    ) -> dict[TopicPartition, OffsetAndMetadata]:
-        """One OffsetCommit; returns what must be retried, raises what must not."""
-        by_topic: dict[str, list[OffsetCommitRequest.OffsetCommitRequestPartition]] = {}
-        for tp, om in sorted(offsets.items()):
-            by_topic.setdefault(tp.topic, []).append(
-                OffsetCommitRequest.OffsetCommitRequestPartition(
-                    partition_index=tp.partition,
-                    committed_offset=om.offset,
-                    committed_leader_epoch=om.leader_epoch,
-                    committed_metadata=om.metadata,
-                )
-            )
-        generation = self.generation_id if self.in_group else -1
-        request = OffsetCommitRequest(
-            group_id=self.group_id,
-            generation_id_or_member_epoch=generation,
-            member_id=self.member_id if self.in_group else "",
-            group_instance_id=self.group_instance_id if self.in_group else None,
-            retention_time_ms=-1,
-            topics=[
-                OffsetCommitRequest.OffsetCommitRequestTopic(name=t, partitions=ps)
-                for t, ps in by_topic.items()
-            ],
+    def commit_rejected(self, code: int, sent: CommitIdentity) -> bool:
+        err = error_for_code(code, f"OffsetCommit for group {self.group_id}")
+        if code in MEMBERSHIP_LOST and sent.generation_or_epoch == self.generation_id:
+            self.generation_id = -1
+            if code == UNKNOWN_MEMBER_ID:
+                self.member_id = ""
+            self._lose_partitions_sync()
+        self.request_rejoin(f"commit: {type(err).__name__}")
+        raise CommitFailedError(
+            f"commit for group {self.group_id} failed: {err}; the group rebalanced, "
+            "so these partitions may belong to another member now"
         )
-        response = await self._send(request, version_cap=OFFSET_COMMIT_MAX)
-        retry: dict[TopicPartition, OffsetAndMetadata] = {}
-        for t in response.topics:
-            for p in t.partitions:
-                tp = TopicPartition(t.name, p.partition_index)
-                if tp not in offsets:
-                    continue
-                code = p.error_code
-                if not code:
-                    self._last_committed[tp] = offsets[tp]
-                    continue
-                err = error_for_code(
-                    code, f"OffsetCommit {tp.topic}-{tp.partition} for group {self.group_id}"
-                )
-                if code in COORDINATOR_MOVED:
-                    self._coordinator_dead("commit: coordinator moved")
-                    retry[tp] = offsets[tp]
-                elif code in MEMBERSHIP_LOST or code == REBALANCE_IN_PROGRESS:
-                    if code in MEMBERSHIP_LOST and generation == self.generation_id:
-                        self.generation_id = -1
-                        if code == UNKNOWN_MEMBER_ID:
-                            self.member_id = ""
-                        self._lose_partitions_sync()
-                    self.request_rejoin(f"commit: {type(err).__name__}")
-                    raise CommitFailedError(
-                        f"commit for group {self.group_id} failed: {err}; the group rebalanced, "
-                        "so these partitions may belong to another member now"
-                    )
-                elif err.retriable:
-                    retry[tp] = offsets[tp]
-                else:
-                    raise err
-        return retry
+
+    async def identity_changed(self, sent: CommitIdentity) -> None:
+        raise AssertionError("a classic member never asks for a retry at a new generation")
 
     # --------------------------------------------------------------------- exit
     async def close(self, *, leave: bool = True) -> None:
@@ -628,12 +457,9 @@ class GroupCoordinator:
             return
         owned = self._subs.assigned()
         if self._auto_commit:
-            try:
-                await self.commit(None, only_changed=True)
-            except KafkaError as exc:
-                log.warning("group %s: final commit failed: %r", self.group_id, exc)
+            await self._committer.commit_consumed(None, "on close")
         if self.listener is not None and owned:
-            await _call(self.listener.on_partitions_revoked, owned)
+            await call_listener(self.listener.on_partitions_revoked, owned)
         if leave and self.group_instance_id is None:
             await self.leave("the consumer is closing")
 
@@ -644,8 +470,7 @@ class GroupCoordinator:
         if not member_id:
             return
         try:
-            node = await self._coordinator()
-            conn = await self._core.pool.connection(node)
+            conn = await self._core.pool.connection(await self._link.coordinator(), coordinator=True)
             version = conn.version_for(LeaveGroupRequest.API_KEY)
             if version >= LEAVE_GROUP_BATCH_VERSION:
                 identity = LeaveGroupRequest.MemberIdentity(
@@ -662,20 +487,7 @@ class GroupCoordinator:
         self.member_id = ""
 
 
-def _fit_version(request: Any, version: int) -> None:
-    """Drop optional fields an older broker's version cannot carry (the codec refuses them)."""
-    if isinstance(request, JoinGroupRequest) and version < 8:
-        request.reason = None
-    elif isinstance(request, SyncGroupRequest) and version < 5:
-        request.protocol_type = None
-        request.protocol_name = None
-    elif isinstance(request, OffsetCommitRequest) and version < 6:
-        for t in request.topics:
-            for p in t.partitions:
-                p.committed_leader_epoch = -1
-
-
-def topics_needed(subs: SubscriptionState, coordinator: GroupCoordinator | None) -> Collection[str] | None:
+def topics_needed(subs: SubscriptionState, coordinator: GroupMember | None) -> Collection[str] | None:
     """What the metadata refresher asks for: None (all topics) for a pattern subscription."""
     if subs.kind == SubscriptionType.AUTO_PATTERN:
         return None

@@ -62,8 +62,11 @@ class PositionManager:
         group_id: str | None,
         isolation_level: int,
         report_error: Callable[[KafkaError], None],
+        member: Callable[[], tuple[str, int] | None] | None = None,
     ) -> None:
         self._core = core
+        #: KIP-848: the member's (id, epoch) for OffsetFetch v9, None outside such a group
+        self._member = member
         self._subs = subscriptions
         self.lookup = lookup
         self._backoff = backoff
@@ -117,7 +120,7 @@ class PositionManager:
     async def committed(self, tps: Collection[TopicPartition]) -> dict[TopicPartition, OffsetAndMetadata]:
         if self._group_id is None or not tps:
             return {}
-        return await self.lookup.list_consumer_group_offsets(self._group_id, tps)
+        return await self.lookup.list_consumer_group_offsets(self._group_id, tps, member=self._member)
 
     async def _initialize(self, tps: list[TopicPartition]) -> None:
         committed = await self.committed(tps)

@@ -1,11 +1,12 @@
-"""Connection settings shared by every connection a client opens."""
+"""Connection settings shared by every connection a client opens (see aiokafka_lead.validation)."""
 
 from __future__ import annotations
 
 import ssl
 from dataclasses import dataclass
 
-SECURITY_PROTOCOLS = ("PLAINTEXT", "SSL", "SASL_PLAINTEXT", "SASL_SSL")
+from aiokafka_lead.errors import KafkaConfigurationError
+from aiokafka_lead.validation import check_security
 
 
 @dataclass(frozen=True, slots=True)
@@ -25,20 +26,15 @@ class ConnectionConfig:
     connections_max_idle_ms: int = 540_000
 
     def __post_init__(self) -> None:
-        if self.security_protocol not in SECURITY_PROTOCOLS:
-            raise ValueError(
-                f"security_protocol must be one of {', '.join(SECURITY_PROTOCOLS)}, "
-                f"not {self.security_protocol!r}"
-            )
-        if self.uses_tls and self.ssl_context is None:
-            raise ValueError(f"security_protocol={self.security_protocol} needs an ssl_context")
-        if self.uses_sasl and (self.sasl_plain_username is None or self.sasl_plain_password is None):
-            raise ValueError(
-                f"security_protocol={self.security_protocol} needs sasl_plain_username "
-                "and sasl_plain_password"
-            )
+        check_security(
+            self.security_protocol,
+            self.ssl_context,
+            self.sasl_mechanism,
+            self.sasl_plain_username,
+            self.sasl_plain_password,
+        )
         if self.max_in_flight < 1:
-            raise ValueError("max_in_flight must be at least 1")
+            raise KafkaConfigurationError("max_in_flight must be at least 1")
 
     @property
     def uses_tls(self) -> bool:

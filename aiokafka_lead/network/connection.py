@@ -74,6 +74,14 @@ class _Pending:
     fallback_version: int | None = None
 
 
+class _TLSFailed(Exception):
+    """The TCP connection was up but the TLS handshake failed."""
+
+    def __init__(self, cause: BaseException) -> None:
+        super().__init__(repr(cause))
+        self.cause = cause
+
+
 class Connection:
     """A connection to one broker address (``node_id`` -1 for bootstrap servers)."""
 
@@ -99,7 +107,11 @@ class Connection:
         self._window = anyio.Semaphore(config.max_in_flight)
         self._closed = anyio.Event()
         self._close_reason: BaseException | None = None
+        self._first_bytes = b""  # what the peer sent first: names a listener mismatch
+        self._answered = 0  # responses received (a close before the second one hints a mismatch)
         self.api_versions: ApiVersionTable | None = None
+        #: finalized feature levels from ApiVersions v3+ (e.g. ``transaction.version``)
+        self.finalized_features: dict[str, int] = {}
         self.last_used = time.monotonic()
 
     def __repr__(self) -> str:
@@ -123,8 +135,14 @@ class Connection:
         try:
             with anyio.fail_after(self._config.connect_timeout_ms / 1000):
                 self._stream = await self._open_stream()
-        except (TimeoutError, OSError, anyio.BrokenResourceError) as exc:
-            what = "timed out" if isinstance(exc, TimeoutError) else f"failed: {exc!r}"
+        except (TimeoutError, OSError, anyio.BrokenResourceError, anyio.EndOfStream, _TLSFailed) as exc:
+            if isinstance(exc, _TLSFailed):
+                what = (
+                    f"failed in the TLS handshake ({exc.cause!r}): is this a TLS listener "
+                    f"(security_protocol={self._config.security_protocol}) and does ssl_context trust it?"
+                )
+            else:
+                what = "timed out" if isinstance(exc, TimeoutError) else f"failed: {exc!r}"
             err = KafkaConnectionError(f"connect to {self.host}:{self.port} {what}")
             self._mark_closed(err)
             raise err from exc
@@ -150,14 +168,23 @@ class Connection:
 
     async def _open_stream(self) -> anyio.abc.ByteStream:
         stream: anyio.abc.ByteStream = await anyio.connect_tcp(self.host, self.port)
-        if self._config.uses_tls:
-            stream = await TLSStream.wrap(
+        if not self._config.uses_tls:
+            return stream
+        try:
+            return await TLSStream.wrap(
                 stream,
                 ssl_context=self._config.ssl_context,
                 hostname=self.host,
                 standard_compatible=False,
             )
-        return stream
+        except (OSError, anyio.BrokenResourceError, anyio.EndOfStream) as exc:
+            with anyio.move_on_after(1, shield=True):
+                await stream.aclose()  # the TCP connection must not outlive the failed handshake
+            raise _TLSFailed(exc) from exc
+        except BaseException:
+            with anyio.move_on_after(1, shield=True):
+                await stream.aclose()
+            raise
 
     async def _handshake(self) -> None:
         """ApiVersions (retrying with the broker's own max on UNSUPPORTED_VERSION), then SASL."""
@@ -175,6 +202,7 @@ class Connection:
         if response.error_code:
             raise error_for_code(response.error_code, "ApiVersions failed")
         self.api_versions = negotiate(response)
+        self.finalized_features = {f.name: f.max_version_level for f in response.finalized_features or ()}
         if self._config.uses_sasl:
             await self._authenticate()
 
@@ -183,10 +211,14 @@ class Connection:
         assert cfg.sasl_plain_username is not None and cfg.sasl_plain_password is not None
         mechanism = create_mechanism(cfg.sasl_mechanism, cfg.sasl_plain_username, cfg.sasl_plain_password)
         hs: SaslHandshakeResponse = await self.send(SaslHandshakeRequest(mechanism=mechanism.name))
+        if hs.error_code and not hs.mechanisms:
+            raise UnsupportedSaslMechanismError(
+                f"{self.host}:{self.port} does not use SASL (it enables no mechanism): connect to its "
+                f"SASL listener, or use security_protocol 'PLAINTEXT' or 'SSL' for this one"
+            )
         if hs.error_code:
             raise UnsupportedSaslMechanismError(
-                f"broker does not enable SASL mechanism {mechanism.name}; "
-                f"enabled: {', '.join(hs.mechanisms) or 'none'}"
+                f"broker does not enable SASL mechanism {mechanism.name}; enabled: {', '.join(hs.mechanisms)}"
             )
         message: bytes | None = mechanism.initial_response()
         while message is not None:
@@ -303,16 +335,36 @@ class Connection:
         try:
             while not self._closed.is_set():
                 data = await stream.receive(256 * 1024)
+                if len(self._first_bytes) < 8:
+                    self._first_bytes += data[: 8 - len(self._first_bytes)]
                 for frame in self._reader.feed(data):
                     self._dispatch(frame)
         except anyio.EndOfStream:
-            self._mark_closed(KafkaConnectionError(f"{self!r}: broker closed the connection"))
+            reason = f"{self!r}: broker closed the connection{self._hint(closed=True)}"
+            self._mark_closed(KafkaConnectionError(reason))
         except (OSError, anyio.BrokenResourceError, anyio.ClosedResourceError) as exc:
             self._mark_closed(KafkaConnectionError(f"{self!r}: read failed: {exc!r}"))
         except DecodeError as exc:
-            self._mark_closed(KafkaConnectionError(f"{self!r}: malformed frame from broker: {exc}"))
+            reason = f"{self!r}: malformed frame from broker: {exc}{self._hint(closed=False)}"
+            self._mark_closed(KafkaConnectionError(reason))
+
+    def _hint(self, *, closed: bool) -> str:
+        """Why a connection may have failed this early: the listener expects something else."""
+        first = self._first_bytes
+        protocol = self._config.security_protocol
+        if len(first) >= 2 and first[0] in (0x15, 0x16) and first[1] == 3:
+            return f" (it answered with TLS: use security_protocol 'SSL' or 'SASL_SSL', not {protocol})"
+        if first and self._answered == 0 and all(32 <= b < 127 for b in first[:4]):
+            return f" (it answered {first.decode('ascii', 'replace')!r}...: not a Kafka listener)"
+        if closed and self._answered <= 1:
+            return (
+                f" before answering a request after ApiVersions; a listener that expects SASL or TLS "
+                f"does this: check security_protocol (now {protocol})"
+            )
+        return ""
 
     def _dispatch(self, frame: bytes | memoryview) -> None:
+        self._answered += 1
         correlation_id = peek_correlation_id(frame)
         waiter = self._pending.pop(correlation_id, None)
         if waiter is None:

@@ -7,10 +7,12 @@
 * Reconnect backoff per node (exponential, jittered); bootstrap servers are used until
   metadata names the brokers, and again when no known broker is reachable (KIP-899).
 * Authentication failures are not retried: they surface at once.
-* Lanes: a node can have more than one connection (``lane`` 0 is the usual one). A broker
-  reads one request per connection at a time, so a request parked in its purgatory (an
-  acks=all produce waiting for followers) holds back everything behind it on that
-  connection; the producer sends what must not wait behind it on lane 1 (DESIGN.md).
+* A group coordinator gets a second connection of its own (``coordinator=True``), as in
+  Java and librdkafka: brokers answer one request per connection at a time, and a
+  JoinGroup is held for a whole rebalance, which would stall fetches queued behind it.
+* The producer's express lane (``lane=1``) is another second connection per node: an
+  acks=all produce parked in a broker's purgatory holds back everything behind it on its
+  connection; what must not wait behind it goes there (DESIGN.md invariant 22).
 """
 
 from __future__ import annotations
@@ -30,8 +32,22 @@ from aiokafka_lead.errors import KafkaConnectionError, KafkaError
 from aiokafka_lead.metadata import MetadataChange, MetadataStore
 from aiokafka_lead.network.config import ConnectionConfig
 from aiokafka_lead.network.connection import Connection
+from aiokafka_lead.validation import parse_bootstrap
 
 log = logging.getLogger(__name__)
+
+#: coordinator connections are keyed ``COORDINATOR_KEY_BASE - node_id`` (Java's scheme)
+COORDINATOR_KEY_BASE = 2**31 - 1
+#: the producer's lane-1 connections are keyed ``LANE_KEY_BASE - node_id``
+LANE_KEY_BASE = 2**30 - 1
+
+
+def _node_of(key: int) -> int:
+    if key > COORDINATOR_KEY_BASE // 2:
+        return COORDINATOR_KEY_BASE - key
+    if key > LANE_KEY_BASE // 2:
+        return LANE_KEY_BASE - key
+    return key
 
 
 @dataclass(slots=True)
@@ -42,30 +58,8 @@ class _NodeState:
     next_attempt: float = 0.0
 
 
-def parse_bootstrap(servers: str | Sequence[str]) -> list[tuple[str, int]]:
-    """``"h1:9092,h2"`` or ``["h1:9092", "[::1]:9093"]`` -> ``[(host, port), ...]``."""
-    items = servers.split(",") if isinstance(servers, str) else list(servers)
-    out: list[tuple[str, int]] = []
-    for raw in items:
-        item = raw.strip()
-        if not item:
-            continue
-        if item.startswith("["):
-            host, _, rest = item[1:].partition("]")
-            port = rest.lstrip(":") or "9092"
-        else:
-            host, _, port = item.rpartition(":") if ":" in item else (item, "", "9092")
-        if not host or not port.isdigit():
-            raise ValueError(f"bad bootstrap server {raw!r}: expected HOST:PORT")
-        out.append((host, int(port)))
-    if not out:
-        raise ValueError("bootstrap_servers is empty")
-    return out
-
-
 class BrokerPool:
-    """Connections of one client, keyed by node id (bootstrap addresses by negative ids)
-    and lane."""
+    """Connections of one client, keyed by node id (bootstrap addresses by negative ids)."""
 
     def __init__(
         self,
@@ -78,7 +72,7 @@ class BrokerPool:
         self._bootstrap = parse_bootstrap(bootstrap_servers)
         self._config = config
         self._tg = task_group
-        self._nodes: dict[tuple[int, int], _NodeState] = {}  # (node id, lane)
+        self._nodes: dict[int, _NodeState] = {}
         self._backoff = ExponentialBackoff(config.reconnect_backoff_ms, config.reconnect_backoff_max_ms)
         self._closed = False
         self._rebootstrap = False
@@ -90,31 +84,37 @@ class BrokerPool:
         return self._config
 
     # ------------------------------------------------------------------ lookups
-    def _address(self, node_id: int) -> tuple[str, int] | None:
+    def _address(self, key: int) -> tuple[str, int] | None:
+        node_id = _node_of(key)
         if node_id < 0:
             index = -node_id - 1
             return self._bootstrap[index] if index < len(self._bootstrap) else None
         node = self._store.node(node_id)
         return None if node is None else node.address
 
-    def live_connection(self, node_id: int, lane: int = 0) -> Connection | None:
-        state = self._nodes.get((node_id, lane))
+    def live_connection(self, node_id: int) -> Connection | None:
+        state = self._nodes.get(node_id)
         conn = None if state is None else state.conn
         if conn is None or conn.closed or (conn.host, conn.port) != self._address(node_id):
             return None
         return conn
 
-    async def connection(self, node_id: int, lane: int = 0) -> Connection:
-        """The live connection to ``node_id`` on ``lane``, dialling (after any reconnect
-        backoff) if needed."""
-        conn = self.live_connection(node_id, lane)
+    async def connection(self, node_id: int, *, coordinator: bool = False, lane: int = 0) -> Connection:
+        """The live connection to ``node_id``, dialling (after any reconnect backoff) if needed;
+        ``coordinator``: the node's second connection, for group coordination only;
+        ``lane=1``: the producer's second connection to the node (lanes.py)."""
+        if coordinator:
+            node_id = COORDINATOR_KEY_BASE - node_id
+        elif lane:
+            node_id = LANE_KEY_BASE - node_id
+        conn = self.live_connection(node_id)
         if conn is not None:
             return conn
         if self._closed:
             raise KafkaConnectionError("the client is closed")
-        state = self._nodes.setdefault((node_id, lane), _NodeState())
+        state = self._nodes.setdefault(node_id, _NodeState())
         async with state.lock:
-            conn = self.live_connection(node_id, lane)
+            conn = self.live_connection(node_id)
             if conn is not None:
                 return conn
             address = self._address(node_id)
@@ -126,7 +126,7 @@ class BrokerPool:
             return await self._dial(node_id, address, state)
 
     async def _dial(self, node_id: int, address: tuple[str, int], state: _NodeState) -> Connection:
-        conn = Connection(address[0], address[1], self._config, node_id=node_id)
+        conn = Connection(address[0], address[1], self._config, node_id=_node_of(node_id))
         self.connects += 1
         try:
             await self._tg.start(conn.run)
@@ -136,7 +136,8 @@ class BrokerPool:
             state.next_attempt = time.monotonic() + self._backoff.delay_s(state.failures)
             state.failures += 1
             if node_id >= 0:
-                self._store.request_refresh(f"connect failed: node {node_id} at {address[0]}:{address[1]}")
+                where = f"node {_node_of(node_id)} at {address[0]}:{address[1]}"
+                self._store.request_refresh(f"connect failed: {where}")
             raise
         state.failures = 0
         state.next_attempt = 0.0
@@ -150,8 +151,8 @@ class BrokerPool:
         """Order to try for "any broker": live and idle first, then known nodes, then bootstrap."""
         live = [
             (c.in_flight, nid)
-            for nid, lane in self._nodes
-            if nid >= 0 and lane == 0 and (c := self.live_connection(nid)) is not None
+            for nid in self._nodes
+            if 0 <= nid < LANE_KEY_BASE // 2 and (c := self.live_connection(nid)) is not None
         ]
         known = [n.node_id for n in self._store.nodes()]
         random.shuffle(known)
@@ -171,7 +172,7 @@ class BrokerPool:
         """A connection to any reachable broker; re-bootstraps when no known broker answers."""
         errors: list[str] = []
         for node_id in self._candidates():
-            state = self._nodes.get((node_id, 0))
+            state = self._nodes.get(node_id)
             if state is not None and state.next_attempt > time.monotonic() and state.conn is None:
                 errors.append(f"node {node_id}: in reconnect backoff")
                 continue
@@ -191,13 +192,16 @@ class BrokerPool:
 
     # --------------------------------------------------------------- maintenance
     def _on_metadata_change(self, change: MetadataChange) -> None:
-        affected = change.nodes_changed | change.nodes_removed
-        for (node_id, _lane), state in self._nodes.items():
-            conn = state.conn
-            if node_id not in affected or conn is None or conn.closed:
+        changed = change.nodes_changed | change.nodes_removed
+        keys = {base - n for n in changed for base in (COORDINATOR_KEY_BASE, LANE_KEY_BASE)}
+        for node_id in changed | keys:
+            state = self._nodes.get(node_id)
+            conn = None if state is None else state.conn
+            if conn is None or conn.closed:
                 continue
             if (conn.host, conn.port) != self._address(node_id):
                 log.info("node %d moved or left; retiring %r", node_id, conn)
+                assert state is not None
                 state.conn = None
                 state.failures = 0
                 state.next_attempt = 0.0

@@ -71,7 +71,7 @@ class RecordAccumulator:
     ) -> None:
         self.batch_size = batch_size
         # A backlogged partition (its batch in flight, or a batch already waiting) may grow
-        # its next batch this far, so each round trip carries more of the backlog (DESIGN.md 16).
+        # its next batch this far, so each round trip carries more of the backlog (DESIGN.md 23).
         backlog = backlog_batch_size if backlog_batch_size is not None else BACKLOG_FACTOR * batch_size
         self.backlog_batch_size = max(batch_size, backlog)
         self.linger_s = linger_ms / 1000
@@ -206,8 +206,10 @@ class RecordAccumulator:
         self.wake()  # the sender sends it now (linger 0) or schedules its linger deadline
         if filled:
             # A tight send() loop never suspends otherwise: let the sender ship the full batch
-            # now, so the broker works on it while we fill the next one.
-            await anyio.lowlevel.checkpoint()
+            # now, so the broker works on it while we fill the next one. Not a cancellation
+            # point: the record is queued, so send() must return its handle (a cancelled send()
+            # whose record still goes out would be resent by the caller: a duplicate).
+            await anyio.lowlevel.cancel_shielded_checkpoint()
         return handle
 
     # -------------------------------------------------------------------- drain
@@ -223,7 +225,13 @@ class RecordAccumulator:
         return batch.created_at + self.linger_s
 
     def drain(
-        self, store: MetadataStore, max_request_size: int, *, hints: bool, busy_nodes: Collection[int] = ()
+        self,
+        store: MetadataStore,
+        max_request_size: int,
+        *,
+        hints: bool,
+        busy_nodes: Collection[int] = (),
+        held: Collection[TopicPartition] = (),
     ) -> DrainResult:
         """Pick the batches to send now, grouped by leader node (synchronous decision step).
 
@@ -231,12 +239,13 @@ class RecordAccumulator:
         for it unless they are full, retries (KIP-951 retries go at once) or being flushed.
         A broker handles one request per connection at a time, so a second small request would
         only queue behind the first; waiting lets the next request carry everything at once.
+        ``held`` partitions are not sent yet (not yet added to the producer's transaction).
         """
         now = time.monotonic()
         result = DrainResult()
         sizes: dict[int, int] = {}
         for tp, queue in self._queues.items():
-            if not queue or tp in self._muted:
+            if not queue or tp in self._muted or tp in held:
                 continue
             batch = queue[0]
             if now - batch.created_at >= self.delivery_timeout_s:
@@ -288,6 +297,18 @@ class RecordAccumulator:
         self._queues.setdefault(batch.tp, deque()).appendleft(batch)
         self.wake()
 
+    def split_and_requeue(self, batch: ProducerBatch) -> list[ProducerBatch]:
+        """MESSAGE_TOO_LARGE: the batch's records go back, in smaller batches, at the head of
+        its partition's queue, in order, as if never sent (Java's ``splitAndReenqueue``). Its
+        buffer memory moves to the parts."""
+        parts = batch.split(self.batch_size)
+        self._muted.discard(batch.tp)
+        self._incomplete.discard(batch)
+        self._incomplete.update(parts)
+        self._queues.setdefault(batch.tp, deque()).extendleft(reversed(parts))
+        self.wake()
+        return parts
+
     async def flush(self) -> None:
         """Send everything now and wait until every batch that exists now has resolved."""
         waiting = list(self._incomplete)
@@ -295,7 +316,7 @@ class RecordAccumulator:
         self.wake()
         try:
             for batch in waiting:
-                await batch.done_event.wait()
+                await batch.wait()
         finally:
             self._flushing -= 1
 
@@ -309,6 +330,23 @@ class RecordAccumulator:
             self.finished(batch)
         return len(pending)
 
+    def abort_undrained(
+        self, error: BaseException, partitions: Collection[TopicPartition] | None = None
+    ) -> int:
+        """Fail every batch not yet sent (of ``partitions``, default all): an aborted transaction."""
+        failed = 0
+        for tp, queue in self._queues.items():
+            if partitions is not None and tp not in partitions:
+                continue
+            while queue:
+                batch = queue.popleft()
+                batch.fail(error)
+                self._incomplete.discard(batch)
+                self._release(batch)
+                failed += 1
+        self.wake()
+        return failed
+
     def enqueue_built(self, tp: TopicPartition, builder: RecordBatchBuilder, reserved: int) -> ProducerBatch:
         """Queue a batch the user filled (``send_batch``) as it is, behind the partition's open batch."""
         queue = self._queues.setdefault(tp, deque())
@@ -321,6 +359,10 @@ class RecordAccumulator:
         self._incomplete.add(batch)
         self.wake()
         return batch
+
+    def queued(self, tp: TopicPartition) -> list[ProducerBatch]:
+        """The partition's batches waiting to be sent, in order."""
+        return list(self._queues.get(tp, ()))
 
     def in_flight_partitions(self) -> set[TopicPartition]:
         return set(self._muted)

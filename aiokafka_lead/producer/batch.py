@@ -4,6 +4,11 @@
 raises the delivery error), with ``done()/result()/exception()/add_done_callback()`` like
 an asyncio Future, but backend-neutral. Every handle is resolved exactly once, by success,
 failure, expiry or close: none is left pending.
+
+A batch the broker refuses as too large (MESSAGE_TOO_LARGE) is split (:meth:`ProducerBatch.split`):
+its records move to smaller batches that keep its creation time and, for the idempotent
+producer, its producer id, epoch and consecutive sequences (as Java's ``ProducerBatch.split``).
+Handles follow their record to its new batch (``split_into``), callbacks move with it.
 """
 
 from __future__ import annotations
@@ -14,7 +19,7 @@ from typing import Any
 
 import anyio
 
-from aiokafka_lead.records import RecordBatchBuilder
+from aiokafka_lead.records import HEADER_SIZE, RecordBatch, RecordBatchBuilder
 from aiokafka_lead.structs import RecordMetadata, TopicPartition
 
 LOG_APPEND_TIME = 1
@@ -31,19 +36,34 @@ class DeliveryHandle:
         self._index = index
         self._timestamp = timestamp
 
+    def _target(self) -> ProducerBatch:
+        """The batch that holds this record now (it moves when a too-large batch is split)."""
+        batch = self._batch
+        if batch.split_into is None:
+            return batch
+        index = self._index
+        while batch.split_into is not None:
+            for first, part in reversed(batch.split_into):
+                if index >= first:
+                    batch, index = part, index - first
+                    break
+        self._batch, self._index = batch, index
+        return batch
+
     def done(self) -> bool:
-        return self._batch.done
+        return self._target().done
 
     def cancelled(self) -> bool:
         return False
 
     def exception(self) -> BaseException | None:
-        if not self._batch.done:
+        batch = self._target()
+        if not batch.done:
             raise RuntimeError("delivery is still pending")
-        return self._batch.error
+        return batch.error
 
     def result(self) -> RecordMetadata:
-        batch = self._batch
+        batch = self._target()
         if not batch.done:
             raise RuntimeError("delivery is still pending")
         if batch.error is not None:
@@ -58,13 +78,17 @@ class DeliveryHandle:
         )
 
     def add_done_callback(self, fn: Callable[[DeliveryHandle], Any]) -> None:
-        if self._batch.done:
+        batch = self._target()
+        if batch.done:
             fn(self)
         else:
-            self._batch.callbacks.append(lambda: fn(self))
+            batch.callbacks.append((self._index, lambda: fn(self)))
 
     async def wait(self) -> RecordMetadata:
-        await self._batch.done_event.wait()
+        batch = self._target()
+        while not batch.done:
+            await batch.done_event.wait()  # also set when the batch is split: follow the record
+            batch = self._target()
         return self.result()
 
     def __await__(self) -> Generator[Any, None, RecordMetadata]:
@@ -88,13 +112,15 @@ class ProducerBatch:
         self.base_sequence = -1
         self.producer_id = -1
         self.producer_epoch = -1
+        self.transactional = False
         self.done = False
         self.error: BaseException | None = None
         self.base_offset = -1
         self.log_append_time = -1
         self.log_start_offset: int | None = None
         self.done_event = anyio.Event()
-        self.callbacks: list[Callable[[], Any]] = []
+        self.callbacks: list[tuple[int, Callable[[], Any]]] = []  # (record index, callback)
+        self.split_into: list[tuple[int, ProducerBatch]] | None = None  # (first record index, batch)
         self._handles = 0
 
     def __repr__(self) -> str:
@@ -132,13 +158,62 @@ class ProducerBatch:
 
     def payload(self) -> bytes:
         """The batch's bytes with its producer id, epoch and base sequence stamped in."""
-        return self.builder.build(self.producer_id, self.producer_epoch, self.base_sequence)
+        return self.builder.build(
+            self.producer_id, self.producer_epoch, self.base_sequence, is_transactional=self.transactional
+        )
+
+    async def wait(self) -> None:
+        """Until every record of this batch resolved (in the batches it was split into, if so)."""
+        await self.done_event.wait()
+        for _, part in self.split_into or ():
+            await part.wait()
+
+    def split(self, batch_size: int) -> list[ProducerBatch]:
+        """This batch's records in smaller batches, at least two (needs two records or more).
+
+        Each part holds at most ``min(batch_size, half this batch)`` bytes, so every split makes
+        progress even when ``batch_size`` itself is over the broker's limit (Java splits to
+        ``batch.size`` and can resend the same batch forever, KAFKA-8350). The parts keep the
+        creation time (delivery_timeout_ms still counts from the first send()) and, if this
+        batch had a sequence, the producer id, epoch and consecutive base sequences.
+        """
+        assert self.record_count > 1 and self.split_into is None
+        records = RecordBatch(self.payload()).records()  # offsets 0..n-1: record i is handle i
+        target = min(batch_size, max(self.builder.uncompressed_size // 2, HEADER_SIZE + 1))
+        codec = self.builder.compression_type
+        parts: list[ProducerBatch] = []
+        firsts: list[int] = []
+        for index, record in enumerate(records):
+            row = (record.timestamp, record.key, record.value, record.headers)
+            if not parts or parts[-1].builder.append(*row) is None:
+                parts.append(ProducerBatch(self.tp, RecordBatchBuilder(codec, target), self.created_at))
+                firsts.append(index)
+                parts[-1].builder.append(*row)  # the first record always fits
+        sequence = self.base_sequence
+        for part in parts:
+            part.close()
+            part._handles = part.record_count
+            part.reserved = self.reserved * part.record_count // self.record_count
+            if sequence >= 0:
+                part.producer_id, part.producer_epoch = self.producer_id, self.producer_epoch
+                part.transactional = self.transactional  # still part of the same transaction
+                part.base_sequence = sequence
+                sequence += part.record_count
+        parts[0].reserved += self.reserved - sum(p.reserved for p in parts)
+        self.reserved = 0
+        self.split_into = list(zip(firsts, parts, strict=True))
+        callbacks, self.callbacks = self.callbacks, []
+        for index, callback in callbacks:
+            first, part = next((f, p) for f, p in reversed(self.split_into) if index >= f)
+            part.callbacks.append((index - first, callback))
+        self.done_event.set()  # wakes handles waiting here: they follow their record
+        return parts
 
     def _resolve(self) -> None:
         self.done = True
         self.done_event.set()
         callbacks, self.callbacks = self.callbacks, []
-        for callback in callbacks:
+        for _, callback in callbacks:
             callback()
 
     def complete(

@@ -10,6 +10,7 @@ partition, sequences can only go wrong after the broker lost our producer state
 from __future__ import annotations
 
 import logging
+from collections.abc import Iterable
 
 from aiokafka_lead.backoff import ExponentialBackoff
 from aiokafka_lead.client import ClientCore
@@ -34,6 +35,7 @@ class IdempotenceState:
         self.needs_bump = False
         self.epoch_bumps = 0
         self._sequences: dict[TopicPartition, int] = {}
+        self.transactional = False  # batches are stamped as transactional (KIP-98)
 
     async def init(self, reason: str = "start") -> None:
         """InitProducerId (any broker; no transactional id): a new id, or a bumped epoch."""
@@ -64,6 +66,13 @@ class IdempotenceState:
         self.needs_bump = False
         log.debug("producer id %d epoch %d (%s)", self.producer_id, self.producer_epoch, reason)
 
+    def adopt(self, producer_id: int, producer_epoch: int, *, transactional: bool) -> None:
+        """Use an id and epoch the transaction coordinator handed out; sequences restart."""
+        self.producer_id, self.producer_epoch = producer_id, producer_epoch
+        self.transactional = transactional
+        self._sequences.clear()
+        self.needs_bump = False
+
     async def bump_epoch(self) -> None:
         self.epoch_bumps += 1
         await self.init("epoch bump after lost producer state (KIP-360)")
@@ -74,6 +83,24 @@ class IdempotenceState:
             return
         batch.producer_id = self.producer_id
         batch.producer_epoch = self.producer_epoch
+        batch.transactional = self.transactional
         base = self._sequences.get(batch.tp, 0)
         batch.base_sequence = base
         self._sequences[batch.tp] = (base + batch.record_count) & MAX_SEQUENCE
+
+    def give_back(self, batch: ProducerBatch, queued: Iterable[ProducerBatch]) -> None:
+        """``batch`` was refused and never written (MESSAGE_TOO_LARGE): its sequences are free
+        again, so the partition's stamped queued batches (its split siblings) move down by its
+        record count, as Java's ``adjustSequencesDueToFailedBatch`` does; else the next one
+        would leave a gap (OUT_OF_ORDER_SEQUENCE_NUMBER)."""
+        if batch.base_sequence < 0 or (batch.producer_id, batch.producer_epoch) != (
+            self.producer_id,
+            self.producer_epoch,
+        ):
+            return  # stamped under an older epoch: sequences restart after the bump anyway
+        n = batch.record_count
+        for other in queued:
+            same = (other.producer_id, other.producer_epoch) == (self.producer_id, self.producer_epoch)
+            if same and other.base_sequence >= 0:
+                other.base_sequence = (other.base_sequence - n) & MAX_SEQUENCE
+        self._sequences[batch.tp] = (self._sequences.get(batch.tp, n) - n) & MAX_SEQUENCE

@@ -6,7 +6,7 @@ partitions it carries. Around a leader move that request can be parked for hundr
 (the new leader's followers are still re-pointing their fetchers; docs/kip-951.md), and the
 partitions that just moved to the broker, or that are unaffected, would queue behind it.
 
-Rules (DESIGN.md invariant 15):
+Rules (DESIGN.md invariant 22):
 - lane 0 is the node's usual connection; a request goes there when lane 0 is idle,
   otherwise on lane 1;
 - natural batching (invariant 10) holds new, non-full batches while the node is busy: lane 0

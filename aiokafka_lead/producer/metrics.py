@@ -30,6 +30,7 @@ class ProducerMetrics:
     batches_retried: int = 0
     immediate_retries: int = 0
     batches_expired: int = 0
+    batches_split: int = 0  # refused as too large (MESSAGE_TOO_LARGE) and sent again in parts
     produce_requests: int = 0
     express_requests: int = 0  # sent on a node's second connection (lanes.py)
     errors: collections.Counter[str] = field(default_factory=collections.Counter)

@@ -16,9 +16,11 @@ from typing import Any, Self
 
 import anyio
 import anyio.abc
+import anyio.lowlevel
 
 from aiokafka_lead.backoff import ExponentialBackoff
-from aiokafka_lead.client import ClientCore, connection_config
+from aiokafka_lead.client import ClientCore, connection_config, guarded
+from aiokafka_lead.consumer.errors import IllegalStateError
 from aiokafka_lead.errors import KafkaTimeoutError, MessageSizeTooLargeError, error_for_code
 from aiokafka_lead.metadata import HintOutcome
 from aiokafka_lead.producer.accumulator import (
@@ -32,20 +34,16 @@ from aiokafka_lead.producer.idempotence import IdempotenceState
 from aiokafka_lead.producer.metrics import ProducerMetrics
 from aiokafka_lead.producer.partitioner import DefaultPartitioner, Partitioner
 from aiokafka_lead.producer.sender import Sender
-from aiokafka_lead.records import CompressionType, RecordBatchBuilder
-from aiokafka_lead.runtime import ClientClosedError
-from aiokafka_lead.structs import TopicPartition
+from aiokafka_lead.producer.transaction import TransactionContext, TransactionManager
+from aiokafka_lead.producer.txn_requests import TxnRequests
+from aiokafka_lead.records import RecordBatchBuilder
+from aiokafka_lead.runtime import ClientClosedError, ClientFailedError
+from aiokafka_lead.structs import ConsumerGroupMetadata, OffsetAndMetadata, TopicPartition
+from aiokafka_lead.validation import COMPRESSION, options_of, validate_options
 
 _ids = itertools.count(1)
-COMPRESSION = {
-    None: CompressionType.NONE,
-    "none": CompressionType.NONE,
-    "gzip": CompressionType.GZIP,
-    "snappy": CompressionType.SNAPPY,
-    "lz4": CompressionType.LZ4,
-    "zstd": CompressionType.ZSTD,
-}
 Headers = Sequence[tuple[str, bytes | None]]
+YIELD_EVERY_MASK = 0x1FF  # send() gives the event loop a turn every 512 records at least
 
 
 def _acks(value: int | str) -> int:
@@ -114,6 +112,7 @@ class AIOKafkaProducer:
         connections_max_idle_ms: int = 540_000,
         enable_idempotence: bool | None = None,
         transactional_id: str | None = None,
+        transaction_timeout_ms: int = 60_000,
         sasl_mechanism: str = "PLAIN",
         sasl_plain_username: str | None = None,
         sasl_plain_password: str | None = None,
@@ -121,26 +120,13 @@ class AIOKafkaProducer:
         connections_per_broker: int = 2,
         **unsupported: Any,
     ) -> None:
-        if unsupported:
-            raise TypeError(f"unsupported producer options: {', '.join(sorted(unsupported))}")
+        validate_options("producer", options_of(locals()), unsupported)
         if transactional_id is not None:
-            raise NotImplementedError("transactions are not supported yet (transactional_id)")
+            enable_idempotence = True  # validated above: not switched off
         del api_version  # always negotiated
         self._acks = _acks(acks)
-        if compression_type not in COMPRESSION:
-            raise ValueError(
-                f"compression_type must be one of gzip, snappy, lz4, zstd or None, not {compression_type!r}"
-            )
-        if enable_idempotence and self._acks != -1:
-            raise ValueError("enable_idempotence=True needs acks='all'")
-        if enable_idempotence and max_in_flight_requests_per_connection > 5:
-            raise ValueError("enable_idempotence=True allows at most 5 in-flight requests per connection")
         if enable_idempotence is None:
             enable_idempotence = self._acks == -1 and max_in_flight_requests_per_connection <= 5
-        if delivery_timeout_ms < linger_ms + request_timeout_ms:
-            raise ValueError(
-                "delivery_timeout_ms must be at least linger_ms + request_timeout_ms (as in Java)"
-            )
         self._idempotent = enable_idempotence
         self._key_serializer = key_serializer
         self._value_serializer = value_serializer
@@ -191,7 +177,12 @@ class AIOKafkaProducer:
             backlog_batch_size=min(BACKLOG_FACTOR * max_batch_size, max_request_size),
         )
         self._ids: IdempotenceState | None = None
+        self._transactional_id = transactional_id
+        self._transaction_timeout_ms = transaction_timeout_ms
+        self._txn: TransactionManager | None = None
+        self._appended = 0
         self._closed = False
+        self._core.on_failure(self._on_failure)
         self._running = False  # True between a successful start and stop
         # per topic: (store version, all partitions, partitions with a known leader)
         #   and the TopicPartition of each partition (one per send() would cost a NamedTuple)
@@ -201,7 +192,20 @@ class AIOKafkaProducer:
     async def _setup(self, tg: anyio.abc.TaskGroup) -> None:
         if self._idempotent:
             self._ids = IdempotenceState(self._core, timeout_ms=self._max_block_ms, backoff=self._backoff)
-            await self._ids.init()
+            if self._transactional_id is None:
+                await self._ids.init()
+        if self._transactional_id is not None and self._ids is not None:
+            requests = TxnRequests(
+                self._core,
+                transactional_id=self._transactional_id,
+                transaction_timeout_ms=self._transaction_timeout_ms,
+                max_block_ms=self._max_block_ms,
+                request_timeout_ms=self._request_timeout_ms,
+                backoff=self._backoff,
+            )
+            self._txn = TransactionManager(requests, self._ids, self._acc)
+            await self._txn.init()
+            await tg.start(self._txn.run)
         sender = Sender(
             self._core,
             self._acc,
@@ -213,9 +217,16 @@ class AIOKafkaProducer:
             connections_per_broker=self._connections_per_broker,
             idempotence=self._ids,
             metrics=self._metrics,
+            transaction=self._txn,
         )
         await tg.start(sender.run)
         self._running = True
+
+    def _on_failure(self, error: ClientFailedError) -> None:
+        """A background task failed: every pending delivery fails with that cause, no more sends."""
+        self._running = False
+        self._acc.closed = True
+        self._acc.fail_all(error)
 
     async def start(self) -> None:
         """Connect, fetch metadata, get a producer id (idempotence) and start the sender."""
@@ -249,6 +260,8 @@ class AIOKafkaProducer:
     # ------------------------------------------------------------------- sending
     def _check_open(self) -> None:
         if not self._running:
+            if self._core.host.failure() is not None:
+                raise self._core.host.failed_error()
             raise ClientClosedError("the producer is not running (call start() or use async with)")
 
     def _batch_closed(self, tp: TopicPartition) -> None:
@@ -264,6 +277,7 @@ class AIOKafkaProducer:
         parts = store.partitions_for_topic(topic) or set()
         return sorted(p for p in parts if store.leader_for(TopicPartition(topic, p)) is not None)
 
+    @guarded
     async def partitions_for(self, topic: str) -> set[int]:
         """The topic's partition ids, waiting (up to max_block_ms) for its metadata."""
         self._check_open()
@@ -347,10 +361,20 @@ class AIOKafkaProducer:
             raise ValueError(f"topic {topic!r} has no partition {partition} (partitions: {all_parts})")
         timestamp = int(time.time() * 1000) if timestamp_ms is None else timestamp_ms
         tp = tps.get(partition) or TopicPartition(topic, partition)
+        if self._txn is not None:
+            self._txn.add_partition(tp)  # raises outside a transaction
         handle = self._acc.try_append_now(tp, timestamp, key_bytes, value_bytes, header_list, size)
         if handle is not None:
+            self._appended += 1
+            if not self._appended & YIELD_EVERY_MASK:
+                # a send() loop that never fills a batch never suspends: let the sender ship
+                # the batches whose linger ran out meanwhile (shielded: the record is queued)
+                await anyio.lowlevel.cancel_shielded_checkpoint()
             return handle  # the common case: no second coroutine
-        return await self._acc.append(tp, timestamp, key_bytes, value_bytes, header_list, size=size)
+        if self._acc.buffer_used + size <= self._acc.buffer_memory:  # no wait for buffer space
+            return await self._acc.append(tp, timestamp, key_bytes, value_bytes, header_list, size=size)
+        with self._core.host.guard():  # waits for buffer space: a background failure ends it
+            return await self._acc.append(tp, timestamp, key_bytes, value_bytes, header_list, size=size)
 
     async def send_and_wait(  # noqa: PLR0917 - aiokafka's positional signature
         self,
@@ -371,6 +395,7 @@ class AIOKafkaProducer:
             self._value_serializer,
         )
 
+    @guarded
     async def send_batch(self, batch: BatchBuilder, topic: str, *, partition: int) -> DeliveryHandle:
         """Send a filled batch to one partition as it is; resolves with its first record's metadata."""
         self._check_open()
@@ -381,14 +406,52 @@ class AIOKafkaProducer:
         parts = await self.partitions_for(topic)
         if partition not in parts:
             raise ValueError(f"topic {topic!r} has no partition {partition}")
+        if self._txn is not None:
+            self._txn.add_partition(TopicPartition(topic, partition))
         await self._acc.reserve(batch.reserved)
         queued = self._acc.enqueue_built(TopicPartition(topic, partition), batch._builder, batch.reserved)
         return queued.handle()
 
+    @guarded
     async def flush(self) -> None:
         """Send everything queued now and wait until it resolved (bound it with a cancel scope)."""
         self._check_open()
         await self._acc.flush()
+
+    # -------------------------------------------------------------- transactions
+    def _transaction_manager(self) -> TransactionManager:
+        self._check_open()
+        if self._txn is None:
+            raise IllegalStateError("transactions need a producer created with transactional_id=")
+        return self._txn
+
+    def begin_transaction(self) -> None:
+        """Start a transaction: every record sent until commit/abort belongs to it."""
+        self._transaction_manager().begin()
+
+    async def commit_transaction(self) -> None:
+        """Deliver every record of the transaction, then commit it (EndTxn)."""
+        await self._transaction_manager().commit()
+
+    async def abort_transaction(self) -> None:
+        """Drop unsent records and abort the transaction; read_committed consumers never see it."""
+        await self._transaction_manager().abort()
+
+    async def send_offsets_to_transaction(
+        self,
+        offsets: dict[TopicPartition, OffsetAndMetadata | int],
+        group_id: str | ConsumerGroupMetadata,
+    ) -> None:
+        """Commit consumer offsets as part of the transaction (consume-transform-produce).
+
+        ``group_id`` may be the consumer's ``group_metadata()``: the group coordinator then
+        rejects the commit of a consumer fenced by a rebalance (KIP-447).
+        """
+        await self._transaction_manager().send_offsets(offsets, group_id)
+
+    def transaction(self) -> TransactionContext:
+        """``async with producer.transaction():`` begin; commit on success, abort on error."""
+        return TransactionContext(self._transaction_manager())
 
     # ----------------------------------------------------------------- insight
     def metrics(self) -> dict[str, Any]:
@@ -402,6 +465,7 @@ class AIOKafkaProducer:
             "batches_retried": m.batches_retried,
             "immediate_retries": m.immediate_retries,
             "batches_expired": m.batches_expired,
+            "batches_split": m.batches_split,
             "produce_requests": m.produce_requests,
             "express_requests": m.express_requests,
             "errors": dict(m.errors),
@@ -417,6 +481,7 @@ class AIOKafkaProducer:
             "producer_id": self._ids.producer_id if self._ids else -1,
             "producer_epoch": self._ids.producer_epoch if self._ids else -1,
             "epoch_bumps": self._ids.epoch_bumps if self._ids else 0,
+            **(self._txn.metrics() if self._txn is not None else {}),
         }
 
 

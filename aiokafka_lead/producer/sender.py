@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import logging
 import time
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import anyio
 import anyio.abc
@@ -29,9 +29,13 @@ from aiokafka_lead.producer.lanes import NodeLanes
 from aiokafka_lead.producer.metrics import ProducerMetrics
 from aiokafka_lead.protocol.messages import ProduceRequest, ProduceResponse
 
+if TYPE_CHECKING:
+    from aiokafka_lead.producer.transaction import TransactionManager
+
 log = logging.getLogger(__name__)
 
 NOT_LEADER_OR_FOLLOWER = 6
+MESSAGE_TOO_LARGE = 10
 OUT_OF_ORDER_SEQUENCE_NUMBER = 45
 DUPLICATE_SEQUENCE_NUMBER = 46
 UNKNOWN_PRODUCER_ID = 59
@@ -52,6 +56,7 @@ class Sender:
         connections_per_broker: int = 2,
         idempotence: IdempotenceState | None,
         metrics: ProducerMetrics,
+        transaction: TransactionManager | None = None,
     ) -> None:
         self._core = core
         self._acc = accumulator
@@ -62,6 +67,7 @@ class Sender:
         self._hints = leader_hints
         self._ids = idempotence
         self._metrics = metrics
+        self._txn = transaction
         self._in_flight = 0
         self._lanes = NodeLanes(connections_per_broker)  # in flight per node and connection (lanes.py)
 
@@ -92,7 +98,11 @@ class Sender:
                     now = time.monotonic()
                     busy, parked_in = self._lanes.plan(now)
                     result = self._acc.drain(
-                        store, self._max_request_size, hints=self._hints, busy_nodes=busy
+                        store,
+                        self._max_request_size,
+                        hints=self._hints,
+                        busy_nodes=busy,
+                        held=self._txn.held if self._txn is not None else (),
                     )
                     for batch in result.expired:
                         self._fail(batch, KafkaTimeoutError(self._expiry_message(batch, None)), expired=True)
@@ -120,6 +130,8 @@ class Sender:
     # ----------------------------------------------------------------- outcomes
     def _fail(self, batch: ProducerBatch, error: BaseException, *, expired: bool = False) -> None:
         batch.fail(error)
+        if self._txn is not None:
+            self._txn.batch_failed(batch, error)
         self._acc.finished(batch)
         self._metrics.records_failed += batch.record_count
         if expired:
@@ -150,7 +162,7 @@ class Sender:
                 ProduceRequest.PartitionProduceData(index=batch.tp.partition, records=batch.payload())
             )
         return ProduceRequest(
-            transactional_id=None,
+            transactional_id=self._txn.transactional_id if self._txn is not None else None,
             acks=self._acks,
             timeout_ms=self._timeout_ms,
             topic_data=[
@@ -173,8 +185,12 @@ class Sender:
             self._metrics.produce_requests += 1
             started = time.monotonic()
             try:
-                conn = await self._core.pool.connection(node_id, lane)
-                response = await conn.send(request, expect_response=self._acks != 0)
+                conn = await self._core.pool.connection(node_id, lane=lane)
+                version = conn.version_for(ProduceRequest.API_KEY)
+                cap = self._txn.produce_version_cap if self._txn is not None else None
+                response = await conn.send(
+                    request, version=min(version, cap) if cap else version, expect_response=self._acks != 0
+                )
             except KafkaError as exc:
                 if exc.retriable:
                     store.request_refresh(f"produce to node {node_id} failed: {type(exc).__name__}")
@@ -194,6 +210,35 @@ class Sender:
             self._in_flight -= 1
             self._lanes.end(node_id, lane, sent_at, latency)
             self._acc.wake()
+
+    def _split(self, batch: ProducerBatch, node_id: int) -> None:
+        """MESSAGE_TOO_LARGE for a batch of several records: split it and send the parts (not a
+        retry: attempts and backoff are untouched, as in Java)."""
+        parts = self._acc.split_and_requeue(batch)
+        self._metrics.batches_split += 1
+        log.warning(
+            "node %d refused a %d-byte batch of %d records for %s-%d as too large: split into %d",
+            node_id,
+            batch.builder.size_in_bytes(),
+            batch.record_count,
+            batch.tp.topic,
+            batch.tp.partition,
+            len(parts),
+        )
+
+    def _too_large(self, batch: ProducerBatch, broker_message: str) -> None:
+        """One record the broker will never take: it fails alone, its sequence is given back."""
+        self._fail(
+            batch,
+            error_for_code(
+                MESSAGE_TOO_LARGE,
+                f"the record is {batch.builder.size_in_bytes()} bytes as a batch, more than "
+                f"{batch.tp.topic}-{batch.tp.partition} accepts (the topic's max.message.bytes or the "
+                f"broker's message.max.bytes); nothing else was affected: {broker_message}",
+            ),
+        )
+        if self._ids is not None:
+            self._ids.give_back(batch, self._acc.queued(batch.tp))
 
     def _done(self, batch: ProducerBatch) -> None:
         self._acc.finished(batch)
@@ -220,9 +265,15 @@ class Sender:
                 batch.complete(part.base_offset, part.log_append_time_ms, part.log_start_offset)
                 self._done(batch)
                 continue
+            if code == MESSAGE_TOO_LARGE and batch.record_count > 1:
+                self._split(batch, node_id)
+                continue
             message = (
                 part.error_message or f"Produce to {batch.tp.topic}-{batch.tp.partition} on node {node_id}"
             )
+            if code == MESSAGE_TOO_LARGE:
+                self._too_large(batch, message)
+                continue
             error = error_for_code(code, message)
             if code == NOT_LEADER_OR_FOLLOWER:
                 leader = part.current_leader
@@ -231,7 +282,8 @@ class Sender:
                 )
             elif error.invalid_metadata:
                 refresh_reasons.append(f"produce {type(error).__name__}")
-            lost_state = code in LOST_PRODUCER_STATE and self._ids is not None
+            # a transactional producer aborts instead (the transaction manager bumps the epoch)
+            lost_state = code in LOST_PRODUCER_STATE and self._ids is not None and self._txn is None
             if lost_state and self._ids is not None:
                 self._ids.needs_bump = True  # retried after the epoch bump (KIP-360)
             failed.append((batch, error, lost_state))

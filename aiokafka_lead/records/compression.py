@@ -30,6 +30,7 @@ __all__ = [
     "CompressionType",
     "compress",
     "decompress",
+    "require_codec",
 ]
 
 #: Default per-batch bound on decompressed bytes.
@@ -54,6 +55,14 @@ def _cramjam() -> Any:
     except ImportError as exc:  # pragma: no cover - exercised only without the extra
         raise UnsupportedCodecError(f"snappy and zstd need the cramjam library: {_INSTALL_HINT}") from exc
     return cramjam
+
+
+def require_codec(codec: int) -> None:
+    """Raise UnsupportedCodecError (naming the pip extra) if ``codec``'s library is missing."""
+    if codec in (CompressionType.SNAPPY, CompressionType.ZSTD):
+        _cramjam()
+    elif codec == CompressionType.LZ4:
+        _lz4_frame()
 
 
 def _lz4_frame() -> Any:

@@ -31,6 +31,10 @@ BASE_SCHEMA = ", ".join(
 HEADERS_FIELD = ", headers array<struct<key: string, value: binary>>"
 
 
+class UnsupportedSaveModeError(ValueError):
+    """A batch save mode other than append (Kafka topics cannot be overwritten)."""
+
+
 class KafkaDataSource(DataSource):
     """``spark.read.format("aiokafka_lead")``: rows and options as in Spark's Kafka connector."""
 
@@ -49,9 +53,16 @@ class KafkaDataSource(DataSource):
         return StreamReader(parse_options(self.options, streaming=True))
 
     def writer(self, schema: StructType, overwrite: bool) -> DataSourceWriter:
+        if overwrite:
+            raise UnsupportedSaveModeError(
+                'the aiokafka_lead data source cannot honour save mode "overwrite": a Kafka topic '
+                'is an append-only log. Use .mode("append"), the only batch save mode that works '
+                '(Spark itself refuses the default "errorifexists" and "ignore" for Python data sources)'
+            )
         return BatchWriter(parse_options(self.options, streaming=False, sink=True))
 
     def streamWriter(self, schema: StructType, overwrite: bool) -> DataSourceStreamWriter:
+        # every output mode writes the rows it is given, as Spark's own Kafka sink does
         return StreamWriter(parse_options(self.options, streaming=True, sink=True))
 
 

@@ -2,7 +2,9 @@
 commit message is returned.
 
 Delivery is at-least-once: Spark may re-run a failed or speculative task, and a re-run sends
-its rows again. Columns follow Spark's Kafka sink: ``value`` (required), ``key``, ``topic``,
+its rows again. A transaction per task would not make it exactly-once (the driver cannot
+commit an executor's transaction without KIP-939, nor several atomically): docs/spark.md.
+Columns follow Spark's Kafka sink: ``value`` (required), ``key``, ``topic``,
 ``partition``, ``headers`` (array of (key string, value binary)); the ``topic`` option
 overrides the column.
 """

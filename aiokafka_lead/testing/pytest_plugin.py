@@ -6,10 +6,16 @@ per session. Importing this module starts nothing and imports only the standard 
 
 With ``AIOKAFKA_LEAD_BOOTSTRAP`` set, the fixtures point at that existing cluster
 instead; ``kafka_node_control`` then skips the tests that need to stop or kill nodes.
+With ``AIOKAFKA_LEAD_CLUSTER=docker`` they are Docker containers of ``$KAFKA_IMAGE``
+(``aiokafka_lead.testing.containers``, PLAINTEXT only) instead of the jar harness's JVMs.
+``kafka_container`` is a single-node Docker broker in any mode; without a Docker engine
+(or without testcontainers) the tests using it skip, saying why.
 """
 
 from __future__ import annotations
 
+import functools
+import os
 from collections.abc import Iterator
 from typing import TYPE_CHECKING
 
@@ -22,7 +28,12 @@ from aiokafka_lead.testing.cluster.external import BOOTSTRAP_ENV, ExternalCluste
 if TYPE_CHECKING:
     from typing import TypeAlias
 
-    AnyCluster: TypeAlias = KafkaCluster | ExternalCluster
+    from aiokafka_lead.testing.containers import KafkaContainer, KafkaContainerCluster
+
+    AnyCluster: TypeAlias = KafkaCluster | ExternalCluster | KafkaContainerCluster
+
+#: ``jar`` (default): the harness's local JVMs; ``docker``: containers of ``$KAFKA_IMAGE``.
+CLUSTER_ENV = "AIOKAFKA_LEAD_CLUSTER"
 
 #: Startup deadline: generous because CI machines may have two busy cores.
 START_TIMEOUT = 120.0
@@ -35,6 +46,17 @@ def _session_cluster(
     if external is not None:
         yield external
         return
+    if docker_mode():
+        from aiokafka_lead.testing.containers import KafkaContainerCluster
+
+        require_docker()
+        containers = KafkaContainerCluster(brokers, start_timeout=START_TIMEOUT)
+        containers.up()
+        try:
+            yield containers
+        finally:
+            containers.down()
+        return
     directory = tmp_path_factory.mktemp(f"kafka-{brokers}node", numbered=True)
     # Every client listener at once, so one cluster serves all the security tests.
     cluster = KafkaCluster(
@@ -45,6 +67,48 @@ def _session_cluster(
         yield cluster
     finally:
         cluster.down()
+
+
+def docker_mode() -> bool:
+    kind = os.environ.get(CLUSTER_ENV, "jar").strip().lower() or "jar"
+    if kind not in ("jar", "docker"):
+        raise pytest.UsageError(f"{CLUSTER_ENV}={kind!r}: choose jar or docker")
+    return kind == "docker"
+
+
+@functools.cache
+def docker_unavailable() -> str | None:
+    """Why Docker tests cannot run here (None when they can): one reason, said once."""
+    try:
+        import testcontainers  # noqa: F401
+    except ImportError:
+        return "testcontainers is not installed (pip install 'aiokafka_lead[docker]')"
+    from aiokafka_lead.testing.kafka_image import docker_problem
+
+    return docker_problem()
+
+
+def require_docker() -> None:
+    """Skip Docker tests without Docker, unless Docker was asked for explicitly
+    (``AIOKAFKA_LEAD_CLUSTER=docker``, or ``AIOKAFKA_LEAD_DOCKER=required`` as CI sets)."""
+    reason = docker_unavailable()
+    if reason is None:
+        return
+    if docker_mode() or os.environ.get("AIOKAFKA_LEAD_DOCKER", "") == "required":
+        pytest.fail(f"Docker is required here but {reason}", pytrace=False)
+    pytest.skip(reason)
+
+
+@pytest.fixture(scope="session")
+def kafka_container() -> Iterator[KafkaContainer]:
+    """A single-node KRaft broker in Docker (image ``$KAFKA_IMAGE``, default
+    apache/kafka:4.1.1), shared by the session; ``.bootstrap_servers()`` from the host,
+    ``.internal_bootstrap_servers()`` from containers on its network."""
+    require_docker()
+    from aiokafka_lead.testing.containers import KafkaContainer
+
+    with KafkaContainer(start_timeout=START_TIMEOUT) as container:
+        yield container
 
 
 @pytest.fixture(scope="session")
@@ -66,9 +130,32 @@ def kafka_bootstrap(kafka_cluster: AnyCluster) -> str:
 
 
 @pytest.fixture
-def kafka_node_control(kafka_cluster: AnyCluster) -> KafkaCluster:
+def kafka_node_control(kafka_cluster: AnyCluster) -> KafkaCluster | KafkaContainerCluster:
     """The 3-node cluster for tests that stop, kill or restart nodes; skipped (with the
     reason) when the session is pointed at an external cluster."""
     if isinstance(kafka_cluster, ExternalCluster):
         pytest.skip(f"needs node control; {BOOTSTRAP_ENV} points at an external cluster")
     return kafka_cluster
+
+
+SECURITY_MARKER = "security_listeners"
+_SECURITY_SKIP = (
+    "needs the SSL/SASL listeners of the jar harness's cluster; "
+    f"the Docker cluster ({CLUSTER_ENV}=docker) serves PLAINTEXT only"
+)
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    config.addinivalue_line(
+        "markers",
+        f"{SECURITY_MARKER}: needs the cluster's SSL/SASL listeners (skipped with {CLUSTER_ENV}=docker)",
+    )
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    if not docker_mode():
+        return
+    skip = pytest.mark.skip(reason=_SECURITY_SKIP)
+    for item in items:
+        if item.get_closest_marker(SECURITY_MARKER) is not None:
+            item.add_marker(skip)

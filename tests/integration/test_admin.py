@@ -104,6 +104,7 @@ def run_cli(*args: str) -> subprocess.CompletedProcess[str]:
     )
 
 
+@pytest.mark.security_listeners
 async def test_elect_leaders_cli_end_to_end_over_sasl_ssl(
     admin: AIOKafkaAdminClient, topic3: str, kafka_cluster: Any
 ) -> None:

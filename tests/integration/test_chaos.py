@@ -24,11 +24,12 @@ from aiokafka_lead.admin import AIOKafkaAdminClient, NewTopic
 from aiokafka_lead.errors import KafkaError
 from aiokafka_lead.producer.batch import DeliveryHandle
 from aiokafka_lead.producer.partitioner import partition_for_key
-from aiokafka_lead.runtime import ClientClosedError
+from aiokafka_lead.runtime import ClientClosedError, ClientFailedError
 from aiokafka_lead.structs import OffsetAndMetadata, TopicPartition
 from aiokafka_lead.testing.chaos import ChaosRunner, StepRecord
 from aiokafka_lead.testing.cluster import KafkaCluster
 from tests.integration.conftest import unique
+from tests.support.txn import read_committed
 from tests.support.waiting import eventually
 
 pytestmark = pytest.mark.integration
@@ -297,6 +298,114 @@ async def test_idempotent_producer_through_chaos(kafka_node_control: KafkaCluste
     assert peak_rss_mib() - rss_before < 512, numbers  # 100k handles are kept: generous, but bounded
 
 
+async def transactional_writes(
+    producer: AIOKafkaProducer,
+    topic: str,
+    keys: list[bytes],
+    *,
+    total: int,
+    per_txn: int,
+    rate: float,
+    warmed_up: anyio.Event,
+    chaos_done: anyio.Event,
+    tail: int,
+) -> Counter[str]:
+    """Record ``n`` is key ``n % len(keys)`` with per-key sequence ``n // len(keys)``; every
+    ``per_txn`` records are one transaction, aborted and written again until it commits."""
+    aborts: Counter[str] = Counter()
+    t0 = time.monotonic()
+    for start in range(0, total, per_txn):
+        if start >= total // 20:
+            warmed_up.set()
+        if start >= total - tail:
+            await chaos_done.wait()
+        for _ in range(20):
+            try:
+                async with producer.transaction():
+                    for n in range(start, min(start + per_txn, total)):
+                        key = keys[n % len(keys)]
+                        await producer.send(topic, encode(key, n // len(keys)), key=key)
+                break
+            except KafkaError as exc:  # aborted by the context manager: write it again
+                if producer.metrics()["transaction_state"] == "fatal_error":
+                    raise
+                aborts[type(exc).__name__] += 1
+        else:
+            raise AssertionError(f"transaction at record {start} aborted 20 times: {dict(aborts)}")
+        if start % 10_000 == 0:
+            print(f"committed {start + per_txn} records ({sum(aborts.values())} aborts)", flush=True)
+        ahead = t0 + (start + per_txn) / rate - time.monotonic()
+        if ahead > 0:
+            await anyio.sleep(ahead)  # pacing, not synchronisation
+    return aborts
+
+
+async def test_transactional_producer_through_chaos(kafka_node_control: KafkaCluster) -> None:
+    """The read_committed view holds every committed record exactly once, in per-key order,
+    and nothing of an aborted transaction, through the same chaos schedule."""
+    cluster = kafka_node_control
+    total, per_txn = 100_000, 500
+    topic = unique("chaos-txn")
+    runner = ChaosRunner(cluster, [topic], on_step=log_step)
+    keys = chaos_keys()
+    started = time.monotonic()
+    try:
+        with anyio.fail_after(240):
+            await create_topic(cluster.bootstrap(), topic)
+            await runner.settle()
+            warmed_up, chaos_done = anyio.Event(), anyio.Event()
+            async with AIOKafkaProducer(
+                bootstrap_servers=cluster.bootstrap(), transactional_id=unique("chaos-tx")
+            ) as producer:
+                async with anyio.create_task_group() as tg:
+                    tg.start_soon(run_with_chaos, runner, warmed_up, chaos_done)
+                    aborts = await transactional_writes(
+                        producer, topic, keys, total=total, per_txn=per_txn, rate=2_000,
+                        warmed_up=warmed_up, chaos_done=chaos_done, tail=5_000,
+                    )
+                metrics = producer.metrics()
+            tps = [TopicPartition(topic, p) for p in range(PARTITIONS)]
+            seen = await read_committed(cluster.bootstrap(), tps)
+    finally:
+        await runner.heal(timeout_s=120)
+        await drop_topic(cluster, topic)
+    expected = Counter(encode(keys[n % len(keys)], n // len(keys)) for n in range(total))
+    got = Counter(r.value for records in seen.values() for r in records)
+    stored = {
+        (tp.partition, r.offset): (r.key, r.leader_epoch, r.value) for tp, rs in seen.items() for r in rs
+    }
+    numbers = {
+        "records": total,
+        "records_per_transaction": per_txn,
+        "read_committed": sum(got.values()),
+        "lost": sum(1 for v in expected if v not in got),
+        "duplicated": sum(n - 1 for n in got.values() if n > 1),
+        "unexpected": sum(1 for v in got if v not in expected),
+        "out_of_order": per_key_order_violations(stored),
+        "aborted_transactions": dict(aborts),
+        "test_s": round(time.monotonic() - started, 1),
+        "chaos": runner.report.summary(),
+        "producer": {
+            k: metrics[k]
+            for k in (
+                "transaction_version",
+                "transactions_committed",
+                "transactions_aborted",
+                "commit_latency_ms_p50",
+                "commit_latency_ms_p99",
+                "transaction_coordinator_lookups",
+                "transaction_retries",
+                "batches_retried",
+                "errors",
+            )
+        },
+    }
+    report("transactional producer", numbers)
+    assert numbers["lost"] == 0 and numbers["duplicated"] == 0 and numbers["unexpected"] == 0, numbers
+    assert numbers["out_of_order"] == 0, numbers
+    assert len(runner.report.steps) == len(runner.schedule), numbers
+
+
 # --------------------------------------------------------------------------- group
 
 
@@ -329,6 +438,7 @@ async def member(
     ledger: GroupLedger,
     stop: anyio.Event,
     rejoin: dict[int, anyio.Event],
+    group_protocol: str = "classic",
 ) -> None:
     """Process (record in the ledger), then commit what was processed; commit failures are
     counted. When ``rejoin[index]`` is set the member leaves the group and joins again with
@@ -339,6 +449,7 @@ async def member(
             bootstrap_servers=cluster.bootstrap(),
             group_id=group,
             client_id=f"chaos-member-{index}",
+            group_protocol=group_protocol,
             enable_auto_commit=False,
             auto_offset_reset="earliest",
             max_poll_records=500,
@@ -353,8 +464,8 @@ async def member(
 async def consume_and_commit(consumer: AIOKafkaConsumer[Any, Any], index: int, ledger: GroupLedger) -> None:
     try:
         batch = await consumer.getmany(timeout_ms=300)
-    except ClientClosedError:
-        raise  # its background tasks died: leaving the consumer raises why
+    except (ClientClosedError, ClientFailedError):
+        raise  # stopped, or its background tasks died (ClientFailedError names why)
     except KafkaError as exc:
         ledger.poll_errors[type(exc).__name__] += 1
         return
@@ -401,10 +512,13 @@ async def reread_from_committed(bootstrap: str, topic: str, group: str) -> dict[
     return out
 
 
-async def test_consumer_group_manual_commits_through_chaos(kafka_node_control: KafkaCluster) -> None:
+@pytest.mark.parametrize("group_protocol", ["classic", "consumer"])
+async def test_consumer_group_manual_commits_through_chaos(
+    kafka_node_control: KafkaCluster, group_protocol: str
+) -> None:
     """Three members commit after processing while a producer writes and the cluster is
     disturbed: no successful commit ever covers an unprocessed record, and every record in
-    the log is processed at least once."""
+    the log is processed at least once. Run with both group protocols (KIP-848: "consumer")."""
     cluster = kafka_node_control
     total = 40_000
     topic = unique("chaos-group")
@@ -431,7 +545,7 @@ async def test_consumer_group_manual_commits_through_chaos(kafka_node_control: K
             warmed_up, chaos_done, stop = anyio.Event(), anyio.Event(), anyio.Event()
             async with anyio.create_task_group() as members:
                 for i in range(3):
-                    members.start_soon(member, cluster, topic, group, i, ledger, stop, rejoin)
+                    members.start_soon(member, cluster, topic, group, i, ledger, stop, rejoin, group_protocol)
                 async with (
                     AIOKafkaProducer(bootstrap_servers=cluster.bootstrap()) as producer,
                     anyio.create_task_group() as tg,
@@ -509,7 +623,7 @@ async def test_consumer_group_manual_commits_through_chaos(kafka_node_control: K
         "test_s": round(time.monotonic() - started, 1),
         "chaos": runner.report.summary(),
     }
-    report("group", numbers)
+    report("group" if group_protocol == "classic" else f"group-{group_protocol}", numbers)
     assert not unprocessed, (unprocessed[:10], numbers)
     assert not skips, (skips[:10], numbers)
     assert not uncovered, (uncovered[:10], numbers)

@@ -165,6 +165,7 @@ def test_restart_on_new_port_advertises_it(node_control: KafkaCluster) -> None:
         assert md.ports()[1] == after.client["PLAINTEXT"]
 
 
+@pytest.mark.security_listeners
 @pytest.mark.parametrize("listener", ["SSL", "SASL_SSL"])
 @pytest.mark.parametrize("server_name", ["127.0.0.1", "localhost"])
 def test_tls_listener_handshake(kafka_cluster: KafkaCluster, listener: str, server_name: str) -> None:
@@ -181,6 +182,7 @@ def test_tls_listener_handshake(kafka_cluster: KafkaCluster, listener: str, serv
             assert tls.getpeercert() is not None
 
 
+@pytest.mark.security_listeners
 def test_sasl_users_exposed(kafka_cluster: KafkaCluster) -> None:
     if isinstance(kafka_cluster, ExternalCluster):
         pytest.skip("users of an external cluster are unknown")
@@ -262,6 +264,7 @@ def test_plugin_import_has_no_side_effects() -> None:
     assert "cryptography" not in out.stdout
 
 
+@pytest.mark.security_listeners
 @pytest.mark.parametrize(
     ("listener", "mechanism"),
     [
@@ -286,6 +289,7 @@ def test_security_listener_serves_kafkas_own_client(
     assert topic in kafka_cluster.run_tool(TOPICS, *secured, "--list").split()
 
 
+@pytest.mark.security_listeners
 def test_wrong_sasl_password_is_rejected(kafka_cluster: KafkaCluster) -> None:
     if isinstance(kafka_cluster, ExternalCluster):
         pytest.skip("needs the cluster's users")

@@ -9,6 +9,7 @@ Error codes, offsets, epochs, record bytes and the shape of every response must 
 from __future__ import annotations
 
 import uuid
+from collections.abc import Awaitable, Callable
 from typing import Any
 
 import anyio
@@ -377,12 +378,16 @@ def fetch(topic_id: uuid.UUID, offset: int, epoch: int, *, last_fetched_epoch: i
     )
 
 
-async def run_against(host: str, port: int, topic: str) -> dict[str, Any]:
+Scenario = Callable[[Connection, str], Awaitable[dict[str, Any]]]
+
+
+async def run_against(host: str, port: int, topic: str, steps: Scenario | None = None) -> dict[str, Any]:
+    """Run ``steps`` (default: this module's scenario) over one connection to host:port."""
     conn = Connection(host, port, ConnectionConfig(request_timeout_ms=30_000))
     async with anyio.create_task_group() as tg:
         await tg.start(conn.run)
         try:
-            return await scenario(conn, topic)
+            return await (steps or scenario)(conn, topic)
         finally:
             await conn.close()
 

@@ -1,5 +1,5 @@
 """On a real broker: an acks=all produce parked in the leader's purgatory does not hold back
-records for other partitions on the same broker (DESIGN.md invariant 15).
+records for other partitions on the same broker (DESIGN.md invariant 22).
 
 The follower of one partition is paused (SIGSTOP): it stays in the ISR (replica.lag.time.max.ms
 is 30 s), so an acks=all produce to that partition waits in the leader's purgatory. A

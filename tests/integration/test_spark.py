@@ -214,3 +214,19 @@ def test_example_pipeline_runs_end_to_end(kafka_cluster: Any, tmp_path: Path) ->
     assert done.returncode == 0, done.stdout + done.stderr[-3000:]
     assert "orders aggregated: 2000 of 2000" in done.stdout and "totals match" in done.stdout
     assert list((tmp_path / "out" / "totals").glob("*.parquet"))
+
+
+@pytest.mark.parametrize(
+    ("mode", "message"),
+    [
+        ("overwrite", r'cannot honour save mode "overwrite".*Use \.mode\("append"\)'),
+        ("errorifexists", "ErrorIfExists"),  # Spark's own refusal, before the source runs
+        ("ignore", "Ignore"),
+    ],
+)
+def test_a_save_mode_other_than_append_is_refused_clearly(spark: Any, mode: str, message: str) -> None:
+    """Nothing is written: the refusal comes before any connection (none is reachable here)."""
+    df = spark.createDataFrame([(b"k", b"v")], "key binary, value binary")
+    writer = df.write.format("aiokafka_lead").option("kafka.bootstrap.servers", "127.0.0.1:1")
+    with pytest.raises(Exception, match=message):
+        writer.option("topic", "never-written").mode(mode).save()

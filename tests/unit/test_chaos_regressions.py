@@ -11,7 +11,7 @@ import anyio.lowlevel
 import pytest
 
 from aiokafka_lead.errors import KafkaConnectionError
-from aiokafka_lead.runtime import ClientClosedError, TaskGroupHost
+from aiokafka_lead.runtime import ClientFailedError, TaskGroupHost
 from aiokafka_lead.structs import TopicPartition
 from aiokafka_lead.testing.fake import Close, FakeCluster
 from tests.unit.consumer.util import DEADLINE, OFFSET_FOR_LEADER_EPOCH, consume, consumer, produce, wait_until
@@ -63,11 +63,13 @@ async def test_a_client_whose_background_task_died_says_so() -> None:
     with anyio.fail_after(DEADLINE):
         await host.start(setup)
         await wait_until(lambda: not host.running)
-        with pytest.raises(ClientClosedError, match="background task failed: KafkaConnectionError") as info:
+        with pytest.raises(ClientFailedError, match="background task raised KafkaConnectionError") as info:
             host.require_running()
         assert info.value.__cause__ is host.failure()
-        with pytest.raises(BaseExceptionGroup):
-            await host.stop()  # stop() still raises the failure itself, as before
+        assert isinstance(host.failure(), KafkaConnectionError)
+        await host.stop()  # returns: the failure was reported to every call (issue 17)
+        with pytest.raises(ClientFailedError):
+            host.require_running()
 
 
 def test_cluster_ids_never_start_with_a_dash(monkeypatch: pytest.MonkeyPatch) -> None:

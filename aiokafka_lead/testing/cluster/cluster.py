@@ -477,16 +477,9 @@ class KafkaCluster:
         """None when every started node answers Metadata listing every started node on
         its current port; otherwise a description of what is still missing."""
         started = [n for n in self._nodes.values() if n.pid is not None]
-        want = {n.node_id: self._probe_port(n.ports) for n in started}
-        for n in started:
-            md = probe.try_metadata(self.host, want[n.node_id], timeout=3.0)
-            if md is None:
-                return f"node {n.node_id} does not answer Metadata yet"
-            got = md.ports()
-            missing = {nid: p for nid, p in want.items() if got.get(nid) != p}
-            if missing:
-                return f"node {n.node_id} sees brokers {got}, still waiting for {missing}"
-        return None
+        return probe.cluster_not_ready(
+            {n.node_id: (self.host, self._probe_port(n.ports)) for n in started}
+        )
 
     def _check_alive(self) -> None:
         """Fail fast, with the log tail, when a node we started has exited."""

@@ -116,6 +116,8 @@ KAFKA_DEFAULTS: dict[str, str] = {
     "broker.session.timeout.ms": "9000",
     "broker.heartbeat.interval.ms": "2000",
     "group.initial.rebalance.delay.ms": "3000",
+    "group.consumer.session.timeout.ms": "45000",
+    "group.consumer.min.session.timeout.ms": "45000",
     "default.replication.factor": "1",
     "offsets.topic.num.partitions": "50",
     "transaction.state.log.num.partitions": "50",
@@ -152,6 +154,9 @@ PROFILES: dict[str, Callable[[int], dict[str, str]]] = {
         "broker.session.timeout.ms": "6000",
         "broker.heartbeat.interval.ms": "1000",
         "group.initial.rebalance.delay.ms": "0",
+        # KIP-848 groups: a killed member expires in 10 s, not 45 (Kafka's minimum is lowered)
+        "group.consumer.session.timeout.ms": "10000",
+        "group.consumer.min.session.timeout.ms": "6000",
         "default.replication.factor": str(min(3, n)),
         "offsets.topic.num.partitions": "5",
         "transaction.state.log.num.partitions": "5",

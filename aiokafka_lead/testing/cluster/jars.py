@@ -205,3 +205,15 @@ def cache_stats(version: str = DEFAULT_KAFKA_VERSION) -> tuple[int, int]:
     """(jar count, total bytes) of a provisioned version."""
     jars = list(libs_dir(version).glob("*.jar"))
     return len(jars), sum(j.stat().st_size for j in jars)
+
+
+def clients_jar(version: str = DEFAULT_KAFKA_VERSION) -> Path:
+    """The kafka-clients jar of ``version`` (provisioned if needed).
+
+    It carries Kafka's message specs (``common/message/*.json``) that
+    ``tools/gen_protocol.py`` generates the codec from and checks it against.
+    """
+    jar = provision(version, quiet=True) / f"kafka-clients-{version}.jar"
+    if not jar.is_file():
+        raise RuntimeError(f"no kafka-clients jar in {jar.parent}: remove it to provision again")
+    return jar

@@ -11,6 +11,7 @@ import itertools
 import socket
 import struct
 import time
+from collections.abc import Mapping
 from dataclasses import dataclass
 
 _METADATA_API_KEY = 3
@@ -141,3 +142,18 @@ def try_metadata(host: str, port: int, timeout: float = 5.0) -> MetadataInfo | N
         return fetch_metadata(host, port, timeout)
     except (OSError, ProbeError):
         return None
+
+
+def cluster_not_ready(nodes: Mapping[int, tuple[str, int]], timeout: float = 3.0) -> str | None:
+    """None when every node (id -> host, port) answers Metadata listing every node at its
+    port; otherwise a description of what is still missing."""
+    want = {nid: port for nid, (_, port) in nodes.items()}
+    for nid, (host, port) in nodes.items():
+        md = try_metadata(host, port, timeout=timeout)
+        if md is None:
+            return f"node {nid} does not answer Metadata on {host}:{port} yet"
+        got = md.ports()
+        missing = {n: p for n, p in want.items() if got.get(n) != p}
+        if missing:
+            return f"node {nid} sees brokers {got}, still waiting for {missing}"
+    return None

@@ -29,6 +29,7 @@ from aiokafka_lead.testing.fake.groups import GroupCoordinator
 from aiokafka_lead.testing.fake.intercept import Action, InterceptFn, Interceptor
 from aiokafka_lead.testing.fake.log import RequestLog, RequestRecord
 from aiokafka_lead.testing.fake.partition import Partition
+from aiokafka_lead.testing.fake.transactions import TxnCoordinator
 
 HINT_MODES = ("current", "none", "stale", "same_epoch", "unknown_node", "endpoints_only")
 
@@ -45,6 +46,7 @@ class Topic:
     name: str
     topic_id: uuid.UUID
     partitions: list[Partition]
+    max_message_bytes: int | None = None  # the topic's max.message.bytes (None: unlimited)
 
 
 @dataclass(slots=True)
@@ -80,6 +82,8 @@ class FakeCluster:
         self.topics: dict[str, Topic] = {}
         self.requests = RequestLog()
         self.groups = GroupCoordinator(self)
+        #: transactional ids; ``txns.transaction_version`` is the finalized feature level
+        self.txns = TxnCoordinator(self)
         #: exceptions raised by handlers (bugs in the fake); each closed its connection
         self.handler_errors: list[BaseException] = []
         #: requests the fake could not parse or does not support (client bugs); each closed
@@ -178,8 +182,13 @@ class FakeCluster:
         partitions: int = 1,
         replication_factor: int = 3,
         leaders: Sequence[int] | None = None,
+        *,
+        max_message_bytes: int | None = None,
     ) -> uuid.UUID:
-        """Create a topic (replicas round-robin over the nodes); returns its topic id."""
+        """Create a topic (replicas round-robin over the nodes); returns its topic id.
+
+        ``max_message_bytes``: like the topic config, a produced batch larger than this is
+        answered MESSAGE_TOO_LARGE (and not appended)."""
         if name in self.topics:
             raise ValueError(f"topic {name!r} already exists")
         node_ids = sorted(self.brokers)
@@ -194,7 +203,7 @@ class FakeCluster:
                     raise ValueError(f"leader {leader} is not a node of this cluster")
                 replicas = [leader, *[r for r in replicas if r != leader]][: max(rf, 1)]
             parts.append(Partition(name, index, replicas, replicas[0]))
-        topic = Topic(name, uuid.uuid4(), parts)
+        topic = Topic(name, uuid.uuid4(), parts, max_message_bytes)
         self.topics[name] = topic
         self.notify()
         return topic.topic_id

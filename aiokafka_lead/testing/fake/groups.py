@@ -15,6 +15,8 @@ from typing import TYPE_CHECKING
 
 import anyio
 
+from aiokafka_lead.testing.fake.consumer_groups import ConsumerGroup
+
 if TYPE_CHECKING:
     from aiokafka_lead.testing.fake.cluster import FakeCluster
 
@@ -126,6 +128,10 @@ class GroupCoordinator:
     def __init__(self, cluster: FakeCluster) -> None:
         self._cluster = cluster
         self.groups: dict[str, Group] = {}
+        #: KIP-848 groups (ConsumerGroupHeartbeat); their offsets live in ``groups`` too
+        self.consumer_groups: dict[str, ConsumerGroup] = {}
+        #: what ConsumerGroupHeartbeat answers tell members (Kafka's default is 5000)
+        self.consumer_heartbeat_interval_ms = 200
 
     def is_coordinator(self, node_id: int, group_id: str) -> bool:
         return self._cluster.coordinator_for(group_id, 0) == node_id
@@ -135,3 +141,14 @@ class GroupCoordinator:
         if g is None:
             g = self.groups[group_id] = Group(group_id)
         return g
+
+    def consumer_group(self, group_id: str) -> ConsumerGroup:
+        g = self.consumer_groups.get(group_id)
+        if g is None:
+            g = self.consumer_groups[group_id] = ConsumerGroup(group_id)
+        return g
+
+    def expire_member(self, group_id: str, member_id: str) -> None:
+        """What a session timeout does: the broker forgets the member (KIP-848 groups)."""
+        if not self.consumer_groups[group_id].remove(member_id):
+            raise KeyError(f"no member {member_id} in consumer group {group_id}")

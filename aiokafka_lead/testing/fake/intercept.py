@@ -120,7 +120,7 @@ def _score(resp_struct: type[Struct], req_struct: type[Struct], version: int) ->
     return sum(
         1
         for f in _fields(resp_struct, version)
-        if f.attr != "error_code" and any(a in req_names for a in _aliases(f.attr))
+        if not f.attr.endswith("error_code") and any(a in req_names for a in _aliases(f.attr))
     )
 
 
@@ -130,7 +130,7 @@ def _fill(resp: Struct, req: Struct | None, version: int, error_code: int) -> No
     req_fields = {f.attr: f for f in _fields(type(req), version)} if req is not None else {}
     used: set[str] = set()
     for f in _fields(rcls, version):
-        if f.attr == "error_code":
+        if f.attr.endswith("error_code"):  # also partition_error_code (AddPartitionsToTxn)
             setattr(resp, f.attr, error_code)
             continue
         if f.kind == "array" and f.struct is not None:
@@ -175,7 +175,7 @@ def _pick_source(f: Any, req_fields: dict[str, Any], used: set[str], version: in
 def _set_scalar(child: Struct, value: Any, version: int) -> None:
     kind = {int: "int32", str: "string"}.get(type(value))
     for f in _fields(type(child), version):
-        if f.kind == kind and f.attr != "error_code":
+        if f.kind == kind and not f.attr.endswith("error_code"):
             setattr(child, f.attr, value)
             return
 

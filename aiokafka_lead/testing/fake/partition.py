@@ -12,7 +12,7 @@ import struct
 from collections import deque
 from dataclasses import dataclass, field
 
-from aiokafka_lead.records import MemoryRecords, RecordBatch
+from aiokafka_lead.records import ControlRecordType, MemoryRecords, RecordBatch, build_control_batch
 
 _BASE_OFFSET = struct.Struct(">q")
 _LEADER_EPOCH = struct.Struct(">i")
@@ -72,6 +72,10 @@ class Partition:
         self.hint = "current"
         #: the epoch clients knew before the last move (for the "stale"/"same_epoch" hints)
         self.previous_epoch = 0
+        #: producer id -> first offset of its open transaction here (what holds the LSO back)
+        self.open_txns: dict[int, int] = {}
+        #: (producer id, first offset, marker offset) of every aborted transaction (KIP-98 index)
+        self.aborted_txns: list[tuple[int, int, int]] = []
 
     @property
     def high_watermark(self) -> int:
@@ -80,7 +84,32 @@ class Partition:
 
     @property
     def last_stable_offset(self) -> int:
-        return self.log_end_offset
+        """Below the first offset of every open transaction (KIP-98)."""
+        return min(self.open_txns.values(), default=self.log_end_offset)
+
+    def aborted_between(self, start: int, end: int) -> list[tuple[int, int]]:
+        """(producer id, first offset) of aborted transactions overlapping [start, end)."""
+        return [(pid, first) for pid, first, last in self.aborted_txns if first < end and last >= start]
+
+    def write_marker(self, producer_id: int, producer_epoch: int, *, commit: bool, timestamp_ms: int) -> None:
+        """Append a COMMIT/ABORT control batch closing ``producer_id``'s open transaction."""
+        base = self.log_end_offset
+        data = build_control_batch(
+            ControlRecordType.COMMIT if commit else ControlRecordType.ABORT,
+            producer_id=producer_id,
+            producer_epoch=producer_epoch,
+            timestamp_ms=timestamp_ms,
+            base_offset=base,
+            partition_leader_epoch=self.leader_epoch,
+        )
+        self.batches.append(StoredBatch(base, base, timestamp_ms, data))
+        self.log_end_offset = base + 1
+        first = self.open_txns.pop(producer_id, None)
+        if not commit and first is not None:
+            self.aborted_txns.append((producer_id, first, base))
+        state = self.producers.get(producer_id)
+        if state is None or state.producer_epoch != producer_epoch:
+            self.producers[producer_id] = ProducerState(producer_epoch)  # a bumped epoch restarts sequences
 
     # ----------------------------------------------------------------- leadership
     def elect(self, leader_id: int) -> None:
@@ -170,6 +199,8 @@ class Partition:
                 self.producers[batch.producer_id] = state
             last_seq = (batch.base_sequence + batch.last_offset_delta) % (INT32_MAX + 1)
             state.batches.append((batch.base_sequence, last_seq, base))
+            if batch.is_transactional:
+                self.open_txns.setdefault(batch.producer_id, base)
 
     def truncate(self, offset: int) -> None:
         """Drop every batch that reaches ``offset`` or beyond (KIP-320 divergence setups).
@@ -190,13 +221,18 @@ class Partition:
                 state.batches.pop()
 
     # ----------------------------------------------------------------------- reads
-    def read(self, fetch_offset: int, max_bytes: int, *, at_least_one: bool) -> bytes:
-        """Whole batches from the one holding ``fetch_offset``, up to ``max_bytes``."""
+    def read(
+        self, fetch_offset: int, max_bytes: int, *, at_least_one: bool, below: int | None = None
+    ) -> bytes:
+        """Whole batches from the one holding ``fetch_offset``, up to ``max_bytes`` (and,
+        for read_committed, only batches that start below the last stable offset)."""
         out: list[bytes] = []
         size = 0
         for stored in self.batches:
             if stored.last_offset < fetch_offset:
                 continue
+            if below is not None and stored.base_offset >= below:
+                break
             n = len(stored.data)
             if size + n > max_bytes and (out or not at_least_one):
                 break

@@ -8,10 +8,10 @@ import anyio
 
 from aiokafka_lead.consumer import ConsumerRebalanceListener
 from aiokafka_lead.structs import OffsetAndMetadata, TopicPartition
-from aiokafka_lead.testing.fake import FakeCluster
+from aiokafka_lead.testing.fake import Delay, FakeCluster
 from tests.unit.consumer.util import DEADLINE, consume, consumer, produce, wait_until
 
-FIND_COORDINATOR, LEAVE_GROUP, HEARTBEAT = 10, 13, 12
+FIND_COORDINATOR, JOIN_GROUP, LEAVE_GROUP, HEARTBEAT = 10, 11, 13, 12
 
 
 class Recorder(ConsumerRebalanceListener):
@@ -165,3 +165,26 @@ def test_group_consumer_runs_on_trio() -> None:
                 return values
 
     assert anyio.run(scenario, backend="trio") == [b"a", b"b"]
+
+
+async def test_a_join_group_held_by_the_broker_does_not_stall_fetches_from_that_broker() -> None:
+    """Brokers answer one request per connection at a time, and hold a JoinGroup for the whole
+    rebalance: the coordinator has a connection of its own, so fetches keep flowing."""
+    with anyio.fail_after(DEADLINE):
+        async with FakeCluster(brokers=1) as fc:
+            fc.create_topic("t", partitions=1)
+            tp = TopicPartition("t", 0)
+            opts = {"partition_assignment_strategy": ["cooperative-sticky"]}
+            async with group_consumer(fc, "g", **opts) as c:
+                c.subscribe(["t"])
+                await wait_until(lambda: c.assignment() == {tp})
+                produce(fc, tp, [b"before"])
+                assert (await c.getone()).value == b"before"
+                fc.intercept(JOIN_GROUP, lambda *_: Delay(3.0))
+                c.coordinator.request_rejoin("test: a rebalance the broker holds")
+                await fc.wait_for(lambda: fc.count(JOIN_GROUP) == 2)
+                with anyio.fail_after(1.5):  # well inside the 3 s the JoinGroup is held
+                    # the first may come from a fetch that was already ahead of the JoinGroup
+                    for value in (b"during-1", b"during-2"):
+                        produce(fc, tp, [value])
+                        assert (await c.getone()).value == value

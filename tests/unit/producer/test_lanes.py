@@ -4,7 +4,7 @@ The fake broker, like a real one, reads one request per connection at a time, so
 request it delays keeps everything behind it on that connection waiting (as an acks=all
 produce parked in a real broker's purgatory does during a leader move). The producer
 sends retries, and new batches once the parked request is overdue, on the node's second
-connection (lane 1; aiokafka_lead/producer/lanes.py, DESIGN.md invariant 15).
+connection (lane 1; aiokafka_lead/producer/lanes.py, DESIGN.md invariant 22).
 """
 
 from __future__ import annotations

@@ -4,13 +4,15 @@ from __future__ import annotations
 
 import importlib.util
 import sys
+import zipfile
 from pathlib import Path
 from types import ModuleType
 
 import pytest
 
+from aiokafka_lead.testing.cluster.jars import clients_jar
+
 ROOT = Path(__file__).resolve().parents[3]
-SPEC_DIR = ROOT.parent / "shared" / "kafka-protocol"
 
 
 @pytest.fixture(scope="module")
@@ -23,13 +25,32 @@ def gen() -> ModuleType:
     return module
 
 
-@pytest.mark.skipif(not SPEC_DIR.is_dir(), reason="Kafka JSON specs not available")
 def test_generated_code_is_up_to_date(gen: ModuleType) -> None:
-    files = gen.generate(SPEC_DIR)
-    assert files == gen.generate(SPEC_DIR)  # deterministic
+    """Specs come from the pinned kafka-clients jar: nothing outside the clone is needed."""
+    jar = clients_jar()
+    files = gen.generate(gen.jar_reader(jar))
+    assert files == gen.generate(gen.jar_reader(jar))  # deterministic
     stale = [str(p) for p, text in files.items() if not p.exists() or p.read_text() != text]
     assert not stale, f"run tools/gen_protocol.py: {stale[:3]}"
-    assert gen.main(["--check", "--spec-dir", str(SPEC_DIR)]) == 0
+    assert gen.main(["--check", "--jar", str(jar)]) == 0
+
+
+def test_spec_dir_and_jar_read_the_same(gen: ModuleType, tmp_path: Path) -> None:
+    read = gen.jar_reader(clients_jar())
+    name = "ApiVersionsRequest.json"
+    text = read(name)
+    assert text is not None and '"apiKey": 18' in text
+    (tmp_path / name).write_text(text)
+    assert gen.dir_reader(tmp_path)(name) == text
+    assert gen.dir_reader(tmp_path)("NoSuchRequest.json") is None
+
+
+def test_a_jar_without_specs_is_refused(gen: ModuleType, tmp_path: Path) -> None:
+    empty = tmp_path / "empty.jar"
+    with zipfile.ZipFile(empty, "w") as archive:
+        archive.writestr("META-INF/MANIFEST.MF", "Manifest-Version: 1.0\n")
+    with pytest.raises(SystemExit, match="not a kafka-clients jar"):
+        gen.jar_reader(empty)
 
 
 def test_snake_case_names(gen: ModuleType) -> None:

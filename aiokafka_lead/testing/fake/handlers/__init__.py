@@ -8,6 +8,10 @@ can lower any maximum with ``FakeCluster(max_versions=...)`` or ``cap_versions``
 from __future__ import annotations
 
 from aiokafka_lead.testing.fake.handlers.common import Handler
+from aiokafka_lead.testing.fake.handlers.consumer_groups import (
+    handle_consumer_group_describe,
+    handle_consumer_group_heartbeat,
+)
 from aiokafka_lead.testing.fake.handlers.fetch import handle_fetch
 from aiokafka_lead.testing.fake.handlers.groups import (
     handle_heartbeat,
@@ -28,6 +32,12 @@ from aiokafka_lead.testing.fake.handlers.offsets import (
     handle_offset_for_leader_epoch,
 )
 from aiokafka_lead.testing.fake.handlers.produce import handle_produce
+from aiokafka_lead.testing.fake.handlers.transactions import (
+    handle_add_offsets_to_txn,
+    handle_add_partitions_to_txn,
+    handle_end_txn,
+    handle_txn_offset_commit,
+)
 
 #: api key -> (handler, min version, max version)
 _TABLE: dict[int, tuple[Handler, int, int]] = {
@@ -45,6 +55,12 @@ _TABLE: dict[int, tuple[Handler, int, int]] = {
     18: (handle_api_versions, 0, 4),
     22: (handle_init_producer_id, 0, 5),
     23: (handle_offset_for_leader_epoch, 2, 4),
+    24: (handle_add_partitions_to_txn, 0, 5),
+    25: (handle_add_offsets_to_txn, 0, 4),
+    26: (handle_end_txn, 0, 5),
+    28: (handle_txn_offset_commit, 0, 5),
+    68: (handle_consumer_group_heartbeat, 0, 1),
+    69: (handle_consumer_group_describe, 0, 1),
 }
 
 HANDLERS: dict[int, Handler] = {key: entry[0] for key, entry in _TABLE.items()}

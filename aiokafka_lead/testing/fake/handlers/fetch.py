@@ -108,8 +108,7 @@ def _read(
             result.high_watermark = part.high_watermark
             result.last_stable_offset = part.last_stable_offset
             result.log_start_offset = part.log_start_offset
-            if request.isolation_level == 1:
-                result.aborted_transactions = []
+            committed_only = request.isolation_level == 1
             if version >= DIVERGING_EPOCH_VERSION and p.last_fetched_epoch >= 0:
                 end_epoch, end_offset = part.end_offset_for_epoch(p.last_fetched_epoch)
                 if end_epoch != p.last_fetched_epoch or end_offset < p.fetch_offset:
@@ -125,8 +124,18 @@ def _read(
                 failed = True
                 continue
             limit = min(p.partition_max_bytes, budget - total)
-            data = part.read(p.fetch_offset, max(limit, 0), at_least_one=total == 0)
+            data = part.read(
+                p.fetch_offset,
+                max(limit, 0),
+                at_least_one=total == 0,
+                below=part.last_stable_offset if committed_only else None,
+            )
             result.records = data
+            if committed_only:
+                result.aborted_transactions = [
+                    FetchResponse.AbortedTransaction(producer_id=pid, first_offset=first)
+                    for pid, first in part.aborted_between(p.fetch_offset, part.last_stable_offset)
+                ]
             total += len(data)
     response = FetchResponse(responses=topics, error_code=NONE, session_id=0)
     if hinted and version >= HINT_VERSION:

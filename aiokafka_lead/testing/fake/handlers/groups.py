@@ -206,9 +206,12 @@ async def handle_offset_commit(
     else:
         group = cluster.groups.group(request.group_id)
         generation = request.generation_id_or_member_epoch
+        consumer_group = cluster.groups.consumer_groups.get(request.group_id)
         if generation < 0 and not request.member_id:
-            if group.state != EMPTY:
+            if group.state != EMPTY or (consumer_group is not None and consumer_group.members):
                 error = UNKNOWN_MEMBER_ID  # a simple (admin) commit needs an empty group
+        elif consumer_group is not None:
+            error = consumer_group.commit_error(request.member_id, generation)  # KIP-848: epochs
         else:
             error = _member_check(group, request.member_id, generation)
             if not error and group.state == PREPARING:
@@ -286,6 +289,10 @@ async def handle_offset_fetch(
             None if g.topics is None else [(t.name, list(t.partition_indexes)) for t in g.topics]
         )
         error, found = _committed(cluster, node_id, g.group_id, wanted)
+        consumer_group = cluster.groups.consumer_groups.get(g.group_id)
+        if not error and consumer_group is not None and g.member_id is not None and g.member_epoch >= 0:
+            error = consumer_group.commit_error(g.member_id, g.member_epoch)  # KIP-848 (v9)
+            found = [] if error else found
         Ps = OffsetFetchResponse.OffsetFetchResponsePartitions
         groups.append(
             OffsetFetchResponse.OffsetFetchResponseGroup(

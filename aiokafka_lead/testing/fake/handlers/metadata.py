@@ -16,7 +16,11 @@ from aiokafka_lead.protocol.messages import (
     MetadataRequest,
     MetadataResponse,
 )
-from aiokafka_lead.testing.fake.handlers.common import UNKNOWN_TOPIC_ID, UNKNOWN_TOPIC_OR_PARTITION
+from aiokafka_lead.testing.fake.handlers.common import (
+    NOT_COORDINATOR,
+    UNKNOWN_TOPIC_ID,
+    UNKNOWN_TOPIC_OR_PARTITION,
+)
 
 if TYPE_CHECKING:
     from aiokafka_lead.testing.fake.cluster import FakeCluster, Topic
@@ -30,7 +34,18 @@ AUTO_CREATE_FLAG_VERSION = 4  # before v4 every Metadata request may auto-create
 async def handle_api_versions(
     cluster: FakeCluster, node_id: int, header: RequestHeader, request: ApiVersionsRequest
 ) -> ApiVersionsResponse:
-    return ApiVersionsResponse(api_keys=cluster.brokers[node_id].api_versions())
+    features = [
+        ApiVersionsResponse.FinalizedFeatureKey(
+            name="transaction.version",
+            max_version_level=cluster.txns.transaction_version,
+            min_version_level=cluster.txns.transaction_version,
+        )
+    ]
+    return ApiVersionsResponse(
+        api_keys=cluster.brokers[node_id].api_versions(),
+        finalized_features=features if header.api_version >= 3 else [],
+        finalized_features_epoch=1 if header.api_version >= 3 else -1,
+    )
 
 
 async def handle_metadata(
@@ -146,11 +161,21 @@ async def handle_init_producer_id(
 ) -> InitProducerIdResponse:
     """A fresh producer id at epoch 0, or (v3+) the same id at the next epoch.
 
-    Like Java brokers, an empty (rather than null) transactional id is INVALID_REQUEST;
-    transactional ids are otherwise accepted on any node (no transaction coordinator).
+    Like Java brokers, an empty (rather than null) transactional id is INVALID_REQUEST; a
+    transactional id goes to its transaction coordinator (fencing older instances).
     """
     if request.transactional_id == "":
         return InitProducerIdResponse(error_code=INVALID_REQUEST, producer_id=-1, producer_epoch=-1)
+    if request.transactional_id is not None:
+        if not cluster.txns.is_coordinator(node_id, request.transactional_id):
+            return InitProducerIdResponse(error_code=NOT_COORDINATOR, producer_id=-1, producer_epoch=-1)
+        code, pid, epoch = cluster.txns.init_producer_id(
+            request.transactional_id,
+            request.transaction_timeout_ms,
+            request.producer_id if header.api_version >= 3 else -1,
+            request.producer_epoch if header.api_version >= 3 else -1,
+        )
+        return InitProducerIdResponse(error_code=code, producer_id=pid, producer_epoch=epoch)
     if header.api_version >= 3 and request.producer_id >= 0 and request.producer_epoch >= 0:
         return InitProducerIdResponse(
             producer_id=request.producer_id, producer_epoch=request.producer_epoch + 1

@@ -7,9 +7,11 @@ from typing import TYPE_CHECKING
 from aiokafka_lead.errors import CorruptRecordError, DecodeError
 from aiokafka_lead.protocol.framing import RequestHeader
 from aiokafka_lead.protocol.messages import ProduceRequest, ProduceResponse
+from aiokafka_lead.records import MemoryRecords, RecordBatch
 from aiokafka_lead.testing.fake.handlers.common import (
     CORRUPT_MESSAGE,
     INVALID_REQUIRED_ACKS,
+    MESSAGE_TOO_LARGE,
     NONE,
     NOT_LEADER_OR_FOLLOWER,
     UNKNOWN_TOPIC_OR_PARTITION,
@@ -25,6 +27,26 @@ if TYPE_CHECKING:
 HINT_VERSION = 10  # KIP-951: CurrentLeader (partition tag 0), NodeEndpoints (top-level tag 0)
 
 Part = ProduceResponse.PartitionProduceResponse
+
+
+def _transaction_check(
+    cluster: FakeCluster,
+    request: ProduceRequest,
+    topic: str,
+    p: ProduceRequest.PartitionProduceData,
+    version: int,
+) -> int:
+    """A transactional batch must belong to its producer's open transaction (KIP-890)."""
+    data = bytes(p.records or b"")
+    try:
+        first = next(iter(MemoryRecords(data)), None)
+    except (CorruptRecordError, DecodeError):
+        return NONE  # append() reports the corruption
+    if not isinstance(first, RecordBatch) or not first.is_transactional:
+        return NONE
+    return cluster.txns.produce_check(
+        request.transactional_id, first.producer_id, first.producer_epoch, (topic, p.index), version
+    )
 
 
 async def handle_produce(
@@ -56,6 +78,19 @@ async def handle_produce(
                         leader_id=hint.leader_id, leader_epoch=hint.leader_epoch
                     )
                     hinted.update(hint.endpoint_nodes)
+                continue
+            limit = cluster.topics[t.name].max_message_bytes
+            if limit is not None and len(p.records or b"") > limit:
+                result.error_code = MESSAGE_TOO_LARGE
+                result.error_message = (
+                    f"the batch is {len(p.records or b'')} bytes, over max.message.bytes={limit}"
+                    if version >= 8
+                    else None
+                )
+                continue
+            txn_error = _transaction_check(cluster, request, t.name, p, version)
+            if txn_error:
+                result.error_code = txn_error
                 continue
             try:
                 base, error = part.append(bytes(p.records or b""))

@@ -1,0 +1,100 @@
+"""What a group member is made of, whichever protocol it speaks: its settings, the link
+to the coordinator, the committer and ``commit()``.
+
+``coordinator.GroupCoordinator`` (classic) and ``consumer_protocol.ConsumerGroupMember``
+(KIP-848) extend it with their own membership logic; each answers the committer's
+questions about its identity (``commit_identity``, ``commit_rejected``,
+``identity_changed``).
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Mapping
+
+from aiokafka_lead.backoff import ExponentialBackoff
+from aiokafka_lead.client import ClientCore
+from aiokafka_lead.consumer.commits import CommitIdentity, OffsetCommitter
+from aiokafka_lead.consumer.group_common import ConsumerRebalanceListener, CoordinatorLink
+from aiokafka_lead.consumer.offsets import OffsetLookup
+from aiokafka_lead.consumer.subscription import SubscriptionState
+from aiokafka_lead.errors import KafkaError
+from aiokafka_lead.structs import OffsetAndMetadata, TopicPartition
+
+
+class GroupMemberBase:
+    """Settings and plumbing shared by both protocols' members."""
+
+    def __init__(
+        self,
+        core: ClientCore,
+        subscriptions: SubscriptionState,
+        lookup: OffsetLookup,
+        *,
+        group_id: str,
+        group_instance_id: str | None,
+        rebalance_timeout_ms: int,
+        request_timeout_ms: int,
+        backoff: ExponentialBackoff,
+        enable_auto_commit: bool,
+        auto_commit_interval_ms: int,
+        client_rack: str | None,
+        consumed_offsets: Callable[[], dict[TopicPartition, OffsetAndMetadata]],
+        report_error: Callable[[KafkaError], None],
+        max_poll_interval_ms: int = 300_000,
+        last_poll: Callable[[], float] = time.monotonic,
+    ) -> None:
+        self._core = core
+        self._subs = subscriptions
+        self._link = CoordinatorLink(core, lookup, group_id)
+        self.group_id = group_id
+        self.group_instance_id = group_instance_id
+        self._rebalance_timeout_ms = rebalance_timeout_ms
+        self._request_timeout_ms = request_timeout_ms
+        self._backoff = backoff
+        self._auto_commit = enable_auto_commit
+        self._auto_commit_s = auto_commit_interval_ms / 1000
+        self._rack = client_rack
+        self._consumed_offsets = consumed_offsets
+        self._report_error = report_error
+        self._max_poll_interval_s = max_poll_interval_ms / 1000
+        self._last_poll = last_poll
+        self._committer = OffsetCommitter(
+            self._link,
+            self,
+            backoff=backoff,
+            request_timeout_ms=request_timeout_ms,
+            consumed_offsets=consumed_offsets,
+        )
+        self.listener: ConsumerRebalanceListener | None = None
+        #: topics whose metadata the group needs beyond the subscription (the classic leader's)
+        self.group_topics: set[str] = set()
+        #: True after leaving because the application stopped polling; the next poll rejoins
+        self.poll_expired = False
+
+    @property
+    def coordinator_id(self) -> int | None:
+        return self._link.node_id
+
+    async def commit(
+        self,
+        offsets: Mapping[TopicPartition, OffsetAndMetadata] | None,
+        *,
+        only_changed: bool = False,
+        timeout_ms: float | None = None,
+    ) -> None:
+        """Commit ``offsets`` (None: the consumed positions) within ``timeout_ms``."""
+        await self._committer.commit(offsets, only_changed=only_changed, timeout_ms=timeout_ms)
+
+    # the committer's questions, answered by each protocol
+    def commit_identity(self) -> CommitIdentity:
+        raise NotImplementedError
+
+    def commit_rejected(self, code: int, sent: CommitIdentity) -> bool:
+        raise NotImplementedError
+
+    async def identity_changed(self, sent: CommitIdentity) -> None:
+        raise NotImplementedError
+
+
+__all__ = ["GroupMemberBase"]

@@ -1,0 +1,422 @@
+"""The transactional producer's state machine (KIP-98, KIP-447, KIP-890).
+
+States and transitions follow the Java client's ``TransactionManager``::
+
+    UNINITIALIZED --init--> READY --begin--> IN_TRANSACTION --commit--> COMMITTING --> READY
+                                               |   ^                     (EndTxn commit)
+                                    error      v   | abort
+                                        ABORTABLE_ERROR --abort--> ABORTING --> READY
+    any state --fatal error--> FATAL_ERROR (every later call raises the cause)
+
+* Fatal: the producer was fenced by a newer instance with the same transactional id
+  (PRODUCER_FENCED, INVALID_PRODUCER_EPOCH from a coordinator), authorization failures,
+  INVALID_TXN_STATE, an unsupported version. The producer can only be stopped.
+* Abortable: a record that could not be delivered, a rejected offset commit (the consumer
+  was fenced by a rebalance), TRANSACTION_ABORTABLE, lost producer state: only
+  ``abort_transaction()`` is allowed, after which the producer works again.
+* The coordinator moving is retried underneath (see :mod:`.txn_requests`).
+* Calls in the wrong state raise :class:`IllegalStateError` at once.
+
+Transaction version 1 adds each partition with AddPartitionsToTxn before its first batch
+goes out: ``send()`` registers the partition, a background task sends one request for all
+partitions registered meanwhile, and the sender holds their batches until it answered.
+Version 2 (KIP-890 part 2) needs none of that: Produce v12 adds partitions implicitly,
+TxnOffsetCommit v5 adds the group, and every EndTxn returns a bumped epoch.
+"""
+
+from __future__ import annotations
+
+import enum
+import logging
+import time
+from collections.abc import Mapping
+from types import TracebackType
+from typing import TYPE_CHECKING, Any
+
+import anyio
+import anyio.abc
+
+from aiokafka_lead.consumer.errors import IllegalStateError
+from aiokafka_lead.errors import (
+    ERROR_CLASSES,
+    KafkaError,
+    KafkaProtocolError,
+    KafkaTimeoutError,
+    error_for_code,
+)
+from aiokafka_lead.producer.batch import ProducerBatch
+from aiokafka_lead.producer.idempotence import IdempotenceState
+from aiokafka_lead.producer.txn_requests import TV1_PRODUCE_MAX, TxnRequests
+from aiokafka_lead.structs import ConsumerGroupMetadata, OffsetAndMetadata, TopicPartition
+
+if TYPE_CHECKING:
+    from aiokafka_lead.producer.accumulator import RecordAccumulator
+
+log = logging.getLogger(__name__)
+
+#: error codes after which the producer cannot continue (Java's fatal errors)
+FATAL_CODES = frozenset({
+    31,  # CLUSTER_AUTHORIZATION_FAILED
+    35,  # UNSUPPORTED_VERSION
+    43,  # UNSUPPORTED_FOR_MESSAGE_FORMAT
+    47,  # INVALID_PRODUCER_EPOCH (from a coordinator; from Produce it is abortable, KIP-588)
+    48,  # INVALID_TXN_STATE
+    50,  # INVALID_TRANSACTION_TIMEOUT
+    52,  # TRANSACTION_COORDINATOR_FENCED
+    53,  # TRANSACTIONAL_ID_AUTHORIZATION_FAILED
+    90,  # PRODUCER_FENCED
+})
+#: fatal even when a Produce response carries them
+FATAL_PRODUCE_CODES = frozenset({31, 53, 90})
+#: after these the producer's sequences are unknown: the abort also bumps the epoch (KIP-360)
+#: (OUT_OF_ORDER_SEQUENCE_NUMBER, INVALID_PRODUCER_ID_MAPPING, UNKNOWN_PRODUCER_ID)
+BUMP_CODES = frozenset({45, 49, 59})
+INVALID_PRODUCER_ID_MAPPING = 49
+
+
+class TransactionAbortedError(KafkaError):
+    """The record was part of a transaction that was aborted before it was sent."""
+
+
+class TxnState(enum.Enum):
+    UNINITIALIZED = "uninitialized"
+    READY = "ready"
+    IN_TRANSACTION = "in_transaction"
+    COMMITTING = "committing_transaction"
+    ABORTING = "aborting_transaction"
+    ABORTABLE_ERROR = "abortable_error"
+    FATAL_ERROR = "fatal_error"
+
+
+def _code(error: BaseException) -> int:
+    return int(getattr(error, "errno", -1) or -1)
+
+
+class TransactionManager:
+    """One transactional id's state, driving the coordinator requests and the sender."""
+
+    def __init__(
+        self,
+        requests: TxnRequests,
+        ids: IdempotenceState,
+        accumulator: RecordAccumulator,
+    ) -> None:
+        self._req = requests
+        self._ids = ids
+        self._acc = accumulator
+        self.state = TxnState.UNINITIALIZED
+        self.version = 0  # 1 or 2 once initialized
+        self.last_error: BaseException | None = None
+        self._partitions: set[TopicPartition] = set()  # in the transaction (added or produced to)
+        self._pending: set[TopicPartition] = set()  # waiting for AddPartitionsToTxn (version 1)
+        self._adding = False
+        self._add_wanted = anyio.Event()
+        self._add_round = anyio.Event()  # set (and replaced) after every AddPartitionsToTxn round
+        self._started = False  # something (records or offsets) joined the transaction
+        self._bump_after_abort = False
+        self._busy = False  # a commit or abort is running
+        self.committed = 0
+        self.aborted = 0
+        self.commit_latency_ms: list[float] = []
+
+    @property
+    def transactional_id(self) -> str:
+        return self._req.transactional_id
+
+    # ----------------------------------------------------------------- checks
+    def _raise_if_failed(self, what: str) -> None:
+        if self.state is TxnState.FATAL_ERROR:
+            cause = self.last_error
+            message = (
+                f"{what}: the transactional producer {self.transactional_id!r} failed fatally "
+                f"({cause!r}); stop it and create a new one"
+            )
+            # the cause's own class (ProducerFencedError, ...) so callers can catch it by type
+            cls: type[KafkaError] = IllegalStateError
+            if isinstance(cause, KafkaError) and type(cause) in ERROR_CLASSES.values():
+                cls = type(cause)
+            raise cls(message) from cause
+        if self.state is TxnState.ABORTABLE_ERROR:
+            raise IllegalStateError(
+                f"{what}: the transaction failed ({self.last_error!r}); only abort_transaction() "
+                "is allowed now"
+            ) from self.last_error
+
+    def _require(self, what: str, *states: TxnState) -> None:
+        if self.state in states:
+            return
+        self._raise_if_failed(what)
+        raise IllegalStateError(
+            f"{what} is not allowed in state {self.state.value} (allowed: "
+            f"{', '.join(s.value for s in states)})"
+        )
+
+    def _fatal(self, error: BaseException) -> BaseException:
+        if self.state is not TxnState.FATAL_ERROR:
+            log.error("transactional id %s: fatal error %r", self.transactional_id, error)
+            self.state = TxnState.FATAL_ERROR
+            self.last_error = error
+        return error
+
+    def _abortable(self, error: BaseException) -> BaseException:
+        if self.state is TxnState.IN_TRANSACTION:
+            self._bump_after_abort = True  # as Java: the abort also bumps the epoch (KIP-360)
+        if self.state in (TxnState.IN_TRANSACTION, TxnState.COMMITTING):
+            log.warning("transactional id %s: transaction must abort: %r", self.transactional_id, error)
+            self.state = TxnState.ABORTABLE_ERROR
+            self.last_error = error
+        return error
+
+    def _judge(self, error: BaseException) -> BaseException:
+        """Move to the fatal or abortable state for a coordinator-side error; returns it."""
+        if _code(error) in FATAL_CODES:
+            return self._fatal(error)
+        return self._abortable(error)
+
+    # ------------------------------------------------------- hooks (synchronous)
+    def add_partition(self, tp: TopicPartition) -> None:
+        """``send()`` calls this for every record: the partition joins the transaction."""
+        if self.state is not TxnState.IN_TRANSACTION:
+            if self.state is TxnState.READY:
+                raise IllegalStateError("send() on a transactional producer needs begin_transaction() first")
+            self._require("send()", TxnState.IN_TRANSACTION)
+        if tp in self._partitions:
+            return
+        if self.version >= 2:
+            self._started = True  # Produce v12 adds the partition itself
+            self._partitions.add(tp)
+        elif tp not in self._pending:
+            self._pending.add(tp)
+            self._add_wanted.set()
+
+    @property
+    def held(self) -> set[TopicPartition]:
+        """Partitions whose batches must wait for AddPartitionsToTxn (version 1)."""
+        return self._pending
+
+    @property
+    def produce_version_cap(self) -> int | None:
+        return TV1_PRODUCE_MAX if self.version == 1 else None
+
+    def batch_failed(self, batch: ProducerBatch, error: BaseException) -> None:
+        """The sender failed a batch of the transaction for good."""
+        code = _code(error)
+        if code in BUMP_CODES or isinstance(error, KafkaTimeoutError):
+            self._bump_after_abort = True  # its sequence may or may not have been written
+        if self.state is TxnState.ABORTING:
+            return
+        if code in FATAL_PRODUCE_CODES:
+            self._fatal(error)
+        else:
+            self._abortable(error)
+
+    # ------------------------------------------------------------- lifecycle
+    async def init(self) -> None:
+        """Find the coordinator, pick the protocol version, get a producer id (fencing older
+        instances and aborting their open transaction)."""
+        self._require("init", TxnState.UNINITIALIZED)
+        try:
+            self.version = await self._req.transaction_version()
+            pid, epoch = await self._req.init_producer_id()
+        except KafkaError as exc:
+            raise self._judge(exc) from None
+        self._ids.adopt(pid, epoch, transactional=True)
+        self.state = TxnState.READY
+        log.info(
+            "transactional id %s: producer id %d epoch %d, transaction version %d",
+            self.transactional_id, pid, epoch, self.version,
+        )
+
+    def begin(self) -> None:
+        self._require("begin_transaction()", TxnState.READY)
+        latest = self._req.current_transaction_version()
+        if latest is not None and latest != self.version:  # nothing is pending between transactions
+            log.info("transactional id %s: transaction version now %d", self.transactional_id, latest)
+            self.version = latest
+        self.state = TxnState.IN_TRANSACTION
+        self._started = False
+
+    async def run(self, *, task_status: anyio.abc.TaskStatus[None] = anyio.TASK_STATUS_IGNORED) -> None:
+        """Version 1: add the partitions ``send()`` registered, one request for all of them."""
+        task_status.started()
+        while True:
+            await self._add_wanted.wait()
+            self._add_wanted = anyio.Event()
+            if not self._pending:
+                continue
+            self._adding = True
+            try:
+                await self._add_pending()
+            finally:
+                self._adding = False
+                self._add_round.set()
+                self._add_round = anyio.Event()
+                self._acc.wake()
+
+    async def _add_pending(self) -> None:
+        batch = sorted(self._pending)
+        try:
+            results = await self._req.add_partitions(batch, self._ids.producer_id, self._ids.producer_epoch)
+        except KafkaError as exc:
+            self._fail_pending(batch, self._judge(exc))
+            return
+        failed = {tp: code for tp, code in results.items() if code}
+        if any(tp not in results for tp in batch):
+            missing = [tp for tp in batch if tp not in results]
+            error: BaseException = KafkaProtocolError(f"AddPartitionsToTxn did not answer for {missing}")
+            self._fail_pending(missing, self._abortable(error))
+        for tp in batch:
+            if tp not in failed and tp in results:
+                self._partitions.add(tp)
+                self._pending.discard(tp)
+                self._started = True
+        if failed:
+            real = [c for c in failed.values() if c != 55]  # OPERATION_NOT_ATTEMPTED: a sibling failed
+            tp0, code = next((tp, c) for tp, c in failed.items() if not real or c in real)
+            error = error_for_code(code, f"AddPartitionsToTxn {tp0.topic}-{tp0.partition}")
+            self._fail_pending(list(failed), self._judge(error))
+        if self._pending:
+            self._add_wanted.set()  # registered while the request was out
+
+    def _fail_pending(self, partitions: list[TopicPartition], error: BaseException) -> None:
+        for tp in partitions:
+            self._pending.discard(tp)
+        self._acc.abort_undrained(error, set(partitions))
+
+    async def _settle(self) -> None:
+        """Wait until no AddPartitionsToTxn is pending, then until every batch resolved."""
+        while self._pending or self._adding:
+            round_done = self._add_round
+            self._add_wanted.set()
+            await round_done.wait()
+        await self._acc.flush()
+
+    # -------------------------------------------------------- offsets, commit, abort
+    async def send_offsets(
+        self,
+        offsets: Mapping[TopicPartition, OffsetAndMetadata | int],
+        group: str | ConsumerGroupMetadata,
+    ) -> None:
+        self._require("send_offsets_to_transaction()", TxnState.IN_TRANSACTION)
+        meta = ConsumerGroupMetadata(group) if isinstance(group, str) else group
+        normalized = {
+            tp: om if isinstance(om, OffsetAndMetadata) else OffsetAndMetadata(int(om), "")
+            for tp, om in offsets.items()
+        }
+        if not normalized:
+            return
+        pid, epoch = self._ids.producer_id, self._ids.producer_epoch
+        try:
+            if self.version < 2:
+                await self._req.add_offsets(meta.group_id, pid, epoch)
+            self._started = True
+            await self._req.txn_offset_commit(normalized, meta, pid, epoch, self.version)
+        except KafkaError as exc:
+            raise self._judge(exc) from None
+
+    def _retrying_completion(self, state: TxnState) -> bool:
+        """A commit or abort that failed with a retriable error (a timeout) may be called again."""
+        return self.state is state and not self._busy
+
+    async def commit(self) -> None:
+        if not self._retrying_completion(TxnState.COMMITTING):
+            self._require("commit_transaction()", TxnState.IN_TRANSACTION)
+        started = time.monotonic()
+        self.state = TxnState.COMMITTING
+        self._busy = True
+        try:
+            await self._settle()
+            if self.state is not TxnState.COMMITTING:  # a batch failed meanwhile
+                self._raise_if_failed("commit_transaction()")
+            await self._end(commit=True)
+        finally:
+            self._busy = False
+        self.committed += 1
+        self.commit_latency_ms.append((time.monotonic() - started) * 1000)
+        del self.commit_latency_ms[:-1000]
+
+    async def abort(self) -> None:
+        if self.state is TxnState.FATAL_ERROR:
+            self._raise_if_failed("abort_transaction()")
+        if not self._retrying_completion(TxnState.ABORTING):
+            self._require("abort_transaction()", TxnState.IN_TRANSACTION, TxnState.ABORTABLE_ERROR)
+        self.state = TxnState.ABORTING
+        self._busy = True
+        try:
+            if not self._adding:
+                self._pending.clear()  # never sent: nothing to add
+            aborted = TransactionAbortedError(f"transaction of {self.transactional_id!r} aborted")
+            self._acc.abort_undrained(aborted)
+            await self._settle()
+            await self._end(commit=False)
+        finally:
+            self._busy = False
+        self.aborted += 1
+
+    async def _end(self, *, commit: bool) -> None:
+        pid, epoch = self._ids.producer_id, self._ids.producer_epoch
+        # INVALID_PRODUCER_ID_MAPPING: the coordinator would reject EndTxn; the bump aborts
+        skip_end = (
+            not commit
+            and self.last_error is not None
+            and _code(self.last_error) == INVALID_PRODUCER_ID_MAPPING
+        )
+        try:
+            if self._started and not skip_end:
+                pid, epoch = await self._req.end_txn(
+                    commit=commit, producer_id=pid, producer_epoch=epoch, txn_version=self.version
+                )
+            if not commit and self._bump_after_abort:
+                pid, epoch = await self._req.init_producer_id(pid, epoch)  # KIP-360 epoch bump
+        except KafkaError as exc:
+            if _code(exc) in FATAL_CODES:
+                raise self._fatal(exc) from None
+            if commit and not (exc.retriable or isinstance(exc, KafkaTimeoutError)):
+                raise self._abortable(exc) from None  # e.g. TRANSACTION_ABORTABLE (KIP-890)
+            raise  # retries ran out of time: the same call may be made again
+        if (pid, epoch) != (self._ids.producer_id, self._ids.producer_epoch) or self._bump_after_abort:
+            self._ids.adopt(pid, epoch, transactional=True)
+        self._partitions.clear()
+        self._started = False
+        self._bump_after_abort = False
+        self.last_error = None
+        self.state = TxnState.READY
+
+    def metrics(self) -> dict[str, Any]:
+        lat = sorted(self.commit_latency_ms)
+
+        def pct(q: float) -> float | None:
+            return round(lat[min(len(lat) - 1, int(q * len(lat)))], 2) if lat else None
+
+        return {
+            "transactional_id": self.transactional_id,
+            "transaction_version": self.version,
+            "transaction_state": self.state.value,
+            "transactions_committed": self.committed,
+            "transactions_aborted": self.aborted,
+            "commit_latency_ms_p50": pct(0.5),
+            "commit_latency_ms_p99": pct(0.99),
+            "transaction_coordinator": self._req.coordinator_id,
+            "transaction_coordinator_lookups": self._req.coordinator_lookups,
+            "transaction_retries": dict(self._req.retries),
+        }
+
+
+class TransactionContext:
+    """``async with producer.transaction():`` commits on success, aborts on an exception."""
+
+    def __init__(self, manager: TransactionManager) -> None:
+        self._txn = manager
+
+    async def __aenter__(self) -> TransactionContext:
+        self._txn.begin()
+        return self
+
+    async def __aexit__(
+        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+    ) -> None:
+        if exc is None:
+            await self._txn.commit()
+        elif self._txn.state is not TxnState.FATAL_ERROR:
+            with anyio.CancelScope(shield=isinstance(exc, anyio.get_cancelled_exc_class())):
+                await self._txn.abort()

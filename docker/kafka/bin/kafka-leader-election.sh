@@ -1,0 +1,1 @@
+kafka-run-class.sh
