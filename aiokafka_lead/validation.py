@@ -74,6 +74,7 @@ CHOICES: dict[str, Collection[Any]] = {
     "security_protocol": SECURITY_PROTOCOLS,
     "acks": ("all", -1, "-1", 0, "0", 1, "1"),
     "group_protocol": ("classic", "consumer"),
+    "connections_per_broker": (1, 2),
 }
 #: consumer keywords only the classic group protocol takes (KIP-848: the broker decides)
 CLASSIC_ONLY = ("partition_assignment_strategy", "session_timeout_ms", "heartbeat_interval_ms")

@@ -136,8 +136,6 @@ class AIOKafkaProducer:
         self._max_block_ms = max_block_ms
         self._request_timeout_ms = request_timeout_ms
         self._leader_hints = enable_leader_hints
-        if connections_per_broker not in (1, 2):
-            raise ValueError("connections_per_broker must be 1 or 2")
         self._connections_per_broker = connections_per_broker
         self._partitioner: Partitioner = partitioner or DefaultPartitioner()
         self._default_partitioner = (
