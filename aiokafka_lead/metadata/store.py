@@ -90,7 +90,7 @@ class MetadataStore:
         self._topic_errors: dict[str, int] = {}
         self._stale: dict[TopicPartition, _StaleRun] = {}
         self._listeners: list[Listener] = []
-        self._version = 0
+        self.version = 0  #: bumped by every mutation that changed something
         self._partition_ids: dict[str, frozenset[int]] = {}  # cache, cleared on every change
         self._changed: anyio.Event | None = None
         self._refresh_reasons: list[str] = []
@@ -103,11 +103,6 @@ class MetadataStore:
         self.stale_metadata_ignored = 0
 
     # ------------------------------------------------------------------ queries
-    @property
-    def version(self) -> int:
-        """Bumped by every mutation that changed something."""
-        return self._version
-
     @property
     def has_metadata(self) -> bool:
         return self.last_refresh is not None
@@ -173,16 +168,16 @@ class MetadataStore:
 
     async def wait_for_change(self, since_version: int) -> int:
         """Return once :attr:`version` differs from ``since_version``."""
-        while self._version == since_version:
+        while self.version == since_version:
             if self._changed is None:
                 self._changed = anyio.Event()
             await self._changed.wait()
-        return self._version
+        return self.version
 
     def _publish(self, change: MetadataChange) -> None:
         if not change:
             return
-        self._version += 1
+        self.version += 1
         self._partition_ids.clear()
         log.debug("metadata changed (%s): %s", change.reason, change)
         if self._changed is not None:

@@ -53,7 +53,7 @@ class DrainResult:
         self.next_check_s = delay if self.next_check_s is None else min(self.next_check_s, delay)
 
 
-BACKLOG_FACTOR = 4
+BACKLOG_FACTOR = 16
 
 
 class RecordAccumulator:
@@ -157,12 +157,12 @@ class RecordAccumulator:
         if not queue:
             return None
         batch = queue[-1]
-        handle = batch.try_append(timestamp, key, value, headers)  # None if closed or full
-        if handle is None:
+        index = batch.builder.append(timestamp, key, value, headers)  # None if closed or full
+        if index is None:
             return None
         self._buffer_used += size
         batch.reserved += size
-        return handle
+        return DeliveryHandle(batch, index, timestamp)
 
     async def append(
         self,

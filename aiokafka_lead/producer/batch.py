@@ -121,7 +121,6 @@ class ProducerBatch:
         self.done_event = anyio.Event()
         self.callbacks: list[tuple[int, Callable[[], Any]]] = []  # (record index, callback)
         self.split_into: list[tuple[int, ProducerBatch]] | None = None  # (first record index, batch)
-        self._handles = 0
 
     def __repr__(self) -> str:
         where = f"{self.tp.topic}-{self.tp.partition}"
@@ -146,11 +145,8 @@ class ProducerBatch:
         value: bytes | None,
         headers: Sequence[tuple[str, bytes | None]],
     ) -> DeliveryHandle | None:
-        if self.builder.append(timestamp, key, value, headers) is None:
-            return None
-        handle = DeliveryHandle(self, self._handles, timestamp)
-        self._handles += 1
-        return handle
+        index = self.builder.append(timestamp, key, value, headers)  # the record's offset delta
+        return None if index is None else DeliveryHandle(self, index, timestamp)
 
     def close(self) -> None:
         if not self.builder.is_closed:
@@ -192,7 +188,6 @@ class ProducerBatch:
         sequence = self.base_sequence
         for part in parts:
             part.close()
-            part._handles = part.record_count
             part.reserved = self.reserved * part.record_count // self.record_count
             if sequence >= 0:
                 part.producer_id, part.producer_epoch = self.producer_id, self.producer_epoch

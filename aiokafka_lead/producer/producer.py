@@ -43,6 +43,10 @@ from aiokafka_lead.validation import COMPRESSION, options_of, validate_options
 
 _ids = itertools.count(1)
 Headers = Sequence[tuple[str, bytes | None]]
+#: per topic, what send() needs: (store version, all partitions, partitions with a known
+#: leader, the TopicPartition of each partition id)
+TopicView = tuple[int, list[int], list[int], dict[int, TopicPartition]]
+NO_HEADERS: tuple[tuple[str, bytes | None], ...] = ()
 YIELD_EVERY_MASK = 0x1FF  # send() gives the event loop a turn every 512 records at least
 
 
@@ -130,6 +134,7 @@ class AIOKafkaProducer:
         self._idempotent = enable_idempotence
         self._key_serializer = key_serializer
         self._value_serializer = value_serializer
+        self._plain = key_serializer is None and value_serializer is None  # send()'s hot path
         self._compression = COMPRESSION[compression_type]
         self._max_batch_size = max_batch_size
         self._max_request_size = max_request_size
@@ -182,9 +187,10 @@ class AIOKafkaProducer:
         self._closed = False
         self._core.on_failure(self._on_failure)
         self._running = False  # True between a successful start and stop
-        # per topic: (store version, all partitions, partitions with a known leader)
-        #   and the TopicPartition of each partition (one per send() would cost a NamedTuple)
-        self._views: dict[str, tuple[int, list[int], list[int], dict[int, TopicPartition]]] = {}
+        self._store = self._core.store
+        # per topic, cached until the metadata changes (a TopicPartition per send() would cost
+        # a NamedTuple each)
+        self._views: dict[str, TopicView] = {}
 
     # ----------------------------------------------------------------- lifecycle
     async def _setup(self, tg: anyio.abc.TaskGroup) -> None:
@@ -291,6 +297,13 @@ class AIOKafkaProducer:
             raise KafkaTimeoutError(f"topic {topic!r} not present in metadata after {self._max_block_ms} ms")
         return parts
 
+    async def _topic_view(self, topic: str) -> TopicView:
+        """The topic's partitions as send() uses them, cached until the metadata changes."""
+        parts = await self.partitions_for(topic)
+        tps = {p: TopicPartition(topic, p) for p in parts}
+        view = self._views[topic] = (self._store.version, sorted(parts), self._available(topic), tps)
+        return view
+
     def _serialize(self, key: Any, value: Any) -> tuple[bytes | None, bytes | None]:
         no_serializers = self._key_serializer is None and self._value_serializer is None
         if no_serializers and (key is None or type(key) is bytes) and (value is None or type(value) is bytes):
@@ -322,22 +335,18 @@ class AIOKafkaProducer:
         """
         if not self._running:
             self._check_open()  # raises
-        if (
-            self._key_serializer is None
-            and self._value_serializer is None
-            and (key is None or type(key) is bytes)
-            and (value is None or type(value) is bytes)
-        ):
+        if self._plain and (key is None or type(key) is bytes) and (value is None or type(value) is bytes):
             key_bytes, value_bytes = key, value  # the hot path: bytes in, nothing to convert
         else:
             key_bytes, value_bytes = self._serialize(key, value)
-        header_list = list(headers) if headers else []
-        for name, hvalue in header_list:
-            if not isinstance(name, str) or not (hvalue is None or isinstance(hvalue, bytes)):
-                raise TypeError("headers must be (str, bytes | None) pairs")
-        if header_list:
+        if headers:
+            header_list: Sequence[tuple[str, bytes | None]] = list(headers)
+            for name, hvalue in header_list:
+                if not isinstance(name, str) or not (hvalue is None or isinstance(hvalue, bytes)):
+                    raise TypeError("headers must be (str, bytes | None) pairs")
             size = estimate_record_size(key_bytes, value_bytes, header_list)
         else:  # the same estimate, inlined
+            header_list = NO_HEADERS
             size = RECORD_OVERHEAD + (len(key_bytes) if key_bytes else 0)
             size += len(value_bytes) if value_bytes else 0
         if size > self._max_request_size:
@@ -345,22 +354,21 @@ class AIOKafkaProducer:
                 f"the record is ~{size} bytes, larger than max_request_size={self._max_request_size}"
             )
         view = self._views.get(topic)
-        if view is None or view[0] != self._core.store.version:
-            parts = await self.partitions_for(topic)
-            tps = {p: TopicPartition(topic, p) for p in parts}
-            view = self._views[topic] = (self._core.store.version, sorted(parts), self._available(topic), tps)
+        if view is None or view[0] != self._store.version:
+            view = await self._topic_view(topic)
         _, all_parts, available, tps = view
         if partition is None:
             if self._default_partitioner is not None:
                 partition = self._default_partitioner.partition(topic, key_bytes, all_parts, available)
             else:
                 partition = self._partitioner(key_bytes, all_parts, available)
-        elif not 0 <= partition < len(all_parts) or partition not in all_parts:
-            raise ValueError(f"topic {topic!r} has no partition {partition} (partitions: {all_parts})")
-        timestamp = int(time.time() * 1000) if timestamp_ms is None else timestamp_ms
-        tp = tps.get(partition) or TopicPartition(topic, partition)
-        if self._txn is not None:
-            self._txn.add_partition(tp)  # raises outside a transaction
+        tp = tps.get(partition)
+        if tp is None:  # the caller's choice, or a custom partitioner's
+            raise ValueError(f"topic {topic!r} has no partition {partition!r} (partitions: {all_parts})")
+        timestamp = time.time_ns() // 1_000_000 if timestamp_ms is None else timestamp_ms
+        txn = self._txn
+        if txn is not None and not txn.holds(tp):
+            txn.add_partition(tp)  # raises outside a transaction
         handle = self._acc.try_append_now(tp, timestamp, key_bytes, value_bytes, header_list, size)
         if handle is not None:
             self._appended += 1

@@ -43,9 +43,21 @@ async def test_invalid_input_fails_fast_with_clear_errors() -> None:
                 await producer.send("t", "not bytes")  # type: ignore[arg-type]
             with pytest.raises(ValueError, match="has no partition 7"):
                 await producer.send("t", b"x", partition=7)
+            with pytest.raises(ValueError, match="has no partition '1'"):
+                await producer.send("t", b"x", partition="1")  # type: ignore[arg-type]
+            with pytest.raises(TypeError, match="headers must be"):
+                await producer.send("t", b"x", headers=[("h", "not bytes")])  # type: ignore[list-item]
             with pytest.raises(KafkaTimeoutError, match="not present in metadata"):
                 await producer.send("missing-topic", b"x")
             assert (await producer.send_and_wait("t", b"ok", partition=0)).offset == 0
+
+
+async def test_a_custom_partitioner_naming_a_missing_partition_fails_that_send_only() -> None:
+    with anyio.fail_after(10):
+        async with producer_on(partitioner=lambda key, all_parts, available: 42) as (_, producer):
+            with pytest.raises(ValueError, match="has no partition 42"):
+                await producer.send("t", b"x")
+            assert (await producer.send_and_wait("t", b"ok", partition=1)).offset == 0
 
 
 def test_constructor_validates_options() -> None:
