@@ -280,7 +280,7 @@ if __name__ == "__main__":
         "--small-records", type=int, default=20_000, help="records in the 100-per-transaction mode"
     )
     parser.add_argument(
-        "--large-records", type=int, default=300_000, help="records in the 10,000-per-transaction mode"
+        "--large-records", type=int, default=1_000_000, help="records in the 10,000-per-transaction mode"
     )
     parser.add_argument("--size", type=int, default=100)
     parser.add_argument("--partitions", type=int, default=6)

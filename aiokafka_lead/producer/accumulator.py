@@ -232,6 +232,8 @@ class RecordAccumulator:
         hints: bool,
         busy_nodes: Collection[int] = (),
         held: Collection[TopicPartition] = (),
+        unverified: Collection[TopicPartition] = (),
+        lane0_out: Collection[int] = (),
     ) -> DrainResult:
         """Pick the batches to send now, grouped by leader node (synchronous decision step).
 
@@ -239,7 +241,9 @@ class RecordAccumulator:
         for it unless they are full, retries (KIP-951 retries go at once) or being flushed.
         A broker handles one request per connection at a time, so a second small request would
         only queue behind the first; waiting lets the next request carry everything at once.
-        ``held`` partitions are not sent yet (not yet added to the producer's transaction).
+        ``held`` partitions are not sent yet (not yet added to the producer's transaction);
+        ``unverified`` ones (in the transaction, nothing acknowledged yet) wait while their
+        leader has a request out on lane 0 (``lane0_out``), so they go on lane 0 (lanes.py).
         """
         now = time.monotonic()
         result = DrainResult()
@@ -265,6 +269,8 @@ class RecordAccumulator:
             if ready_at > now:
                 result.wake_in(ready_at - now)
                 continue
+            if tp in unverified and leader.node_id in lane0_out:
+                continue  # the lane-0 request's completion wakes the sender
             if leader.node_id in busy_nodes and not (
                 batch.closed or batch.attempts or len(queue) > 1 or self._flushing or self.closed
             ):

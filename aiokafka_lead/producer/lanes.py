@@ -18,7 +18,14 @@ Rules (DESIGN.md invariant 22):
   one's round trip instead of leaving the link idle; on loopback a request is answered
   within the minimum and nothing changes;
 - retries (the KIP-951 immediate ones included) never wait for natural batching, so with
-  lane 0 out they go on lane 1 at once.
+  lane 0 out they go on lane 1 at once;
+- in a transaction, a partition's first batch (until one is acknowledged) goes on lane 0
+  only: the broker checks that partition with the transaction coordinator before writing
+  it, one check per transactional id at a time, and a second request needing a check for
+  the same transactional id while the first waits makes the broker fail the first
+  (NOT_ENOUGH_REPLICAS, "Unable to verify the partition has been added to the
+  transaction. Underlying error: NETWORK_EXCEPTION"), which costs a retry backoff. One
+  connection serializes them, as a single-connection client's do.
 """
 
 from __future__ import annotations
@@ -78,6 +85,13 @@ class NodeLanes:
                 left = threshold - age
                 next_check = left if next_check is None else min(next_check, left)
         return busy, next_check
+
+    def lane0_out(self) -> set[int]:
+        """Nodes whose lane 0 has a request out (none with one lane: there the broker
+        serializes every request anyway)."""
+        if self._single:
+            return set()
+        return {node_id for node_id, node in self._nodes.items() if node.lanes[0].started}
 
     def lane_for(self, node_id: int) -> int:
         return 1 if not self._single and self._node(node_id).lanes[0].started else 0

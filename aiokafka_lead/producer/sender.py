@@ -97,12 +97,15 @@ class Sender:
                             continue
                     now = time.monotonic()
                     busy, parked_in = self._lanes.plan(now)
+                    txn = self._txn
                     result = self._acc.drain(
                         store,
                         self._max_request_size,
                         hints=self._hints,
                         busy_nodes=busy,
-                        held=self._txn.held if self._txn is not None else (),
+                        held=txn.held if txn is not None else (),
+                        unverified=txn.unverified if txn is not None else (),
+                        lane0_out=self._lanes.lane0_out() if txn is not None and txn.unverified else (),
                     )
                     for batch in result.expired:
                         self._fail(batch, KafkaTimeoutError(self._expiry_message(batch, None)), expired=True)
@@ -263,6 +266,8 @@ class Sender:
             code = part.error_code
             if code in (0, DUPLICATE_SEQUENCE_NUMBER):
                 batch.complete(part.base_offset, part.log_append_time_ms, part.log_start_offset)
+                if self._txn is not None:
+                    self._txn.batch_acknowledged(batch.tp)
                 self._done(batch)
                 continue
             if code == MESSAGE_TOO_LARGE and batch.record_count > 1:

@@ -112,6 +112,9 @@ class TransactionManager:
         self.last_error: BaseException | None = None
         self._partitions: set[TopicPartition] = set()  # in the transaction (added or produced to)
         self._pending: set[TopicPartition] = set()  # waiting for AddPartitionsToTxn (version 1)
+        # in the transaction, but no produce to it acknowledged yet in this transaction: the
+        # broker checks such a partition's first produce with the coordinator (lanes.py)
+        self._unverified: set[TopicPartition] = set()
         self._adding = False
         self._add_wanted = anyio.Event()
         self._add_round = anyio.Event()  # set (and replaced) after every AddPartitionsToTxn round
@@ -194,6 +197,7 @@ class TransactionManager:
         if self.version >= 2:
             self._started = True  # Produce v12 adds the partition itself
             self._partitions.add(tp)
+            self._unverified.add(tp)
         elif tp not in self._pending:
             self._pending.add(tp)
             self._add_wanted.set()
@@ -202,6 +206,15 @@ class TransactionManager:
     def held(self) -> set[TopicPartition]:
         """Partitions whose batches must wait for AddPartitionsToTxn (version 1)."""
         return self._pending
+
+    @property
+    def unverified(self) -> set[TopicPartition]:
+        """Partitions of the transaction no produce has been acknowledged for yet."""
+        return self._unverified
+
+    def batch_acknowledged(self, tp: TopicPartition) -> None:
+        """The sender's hook: a batch of the transaction for ``tp`` was written."""
+        self._unverified.discard(tp)
 
     @property
     def produce_version_cap(self) -> int | None:
@@ -277,6 +290,7 @@ class TransactionManager:
         for tp in batch:
             if tp not in failed and tp in results:
                 self._partitions.add(tp)
+                self._unverified.add(tp)
                 self._pending.discard(tp)
                 self._started = True
         if failed:
@@ -386,6 +400,7 @@ class TransactionManager:
         if (pid, epoch) != (self._ids.producer_id, self._ids.producer_epoch) or self._bump_after_abort:
             self._ids.adopt(pid, epoch, transactional=True)
         self._partitions.clear()
+        self._unverified.clear()
         self._started = False
         self._bump_after_abort = False
         self.last_error = None

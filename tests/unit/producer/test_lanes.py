@@ -95,3 +95,37 @@ async def test_natural_batching_still_holds_new_batches_behind_a_young_request()
                 m = producer.metrics()
                 assert m["express_requests"] == 0
                 assert m["produce_requests"] < 200
+
+
+async def test_a_partitions_first_batch_in_a_transaction_waits_for_lane_0() -> None:
+    """A broker checks a partition's first produce of a transaction with the coordinator, one
+    check per transactional id at a time: a second request needing a check, sent on lane 1
+    while the first waits, would make the broker fail the first. So a partition with nothing
+    acknowledged yet in the transaction goes on lane 0 only, while a partition already
+    acknowledged in it still goes around a parked request on lane 1. (Transaction protocol 2:
+    under 1 the AddPartitionsToTxn for partition 2 itself waits behind the parked request,
+    on the coordinator's broker's lane 0.)"""
+    with anyio.fail_after(30):
+        async with FakeCluster(brokers=1) as fc:
+            fc.txns.transaction_version = 2
+            fc.create_topic("t", partitions=3, replication_factor=1)
+            async with AIOKafkaProducer(
+                bootstrap_servers=fc.bootstrap, transactional_id="tx", retry_backoff_ms=10
+            ) as producer:
+                async with producer.transaction():
+                    for p in (0, 1, 2):
+                        await producer.send_and_wait("t", b"warm", partition=p)
+                producer.begin_transaction()
+                await producer.send_and_wait("t", b"acked", partition=1)  # partition 1: acknowledged
+                fc.intercept(PRODUCE, park_first_produce_of(0, node=1), times=1)
+                before = fc.count(PRODUCE, node_id=1)
+                parked = await producer.send("t", b"parked", partition=0)  # lane 0, held PARK_S
+                await fc.wait_for(lambda: fc.count(PRODUCE, node_id=1) > before)
+                around = await (await producer.send("t", b"around", partition=1))
+                assert not parked.done(), "an acknowledged partition should go around on lane 1"
+                first = await (await producer.send("t", b"first", partition=2))
+                assert parked.done(), "a partition's first batch of the transaction went on lane 1"
+                await producer.commit_transaction()
+                # offsets: warm 0 and its commit marker 1 in every partition
+                assert (await parked).offset == 2 and around.offset == 3 and first.offset == 2
+                assert producer.metrics()["express_requests"] == 1
