@@ -56,7 +56,7 @@ JAVA_SOURCE = ROOT / "benchmarks" / "java" / "LeaderMoveLoad.java"
 LABELS = {
     "ours": report.OURS,
     "ours-nohints": report.OURS_OFF,
-    "ours-1conn": report.OURS_ONE,
+    "ours-2conn": report.OURS_TWO,
     "aiokafka": "aiokafka",
     "confluent": "confluent-kafka",
     "java": "Java client",
@@ -157,8 +157,7 @@ def plot(runs: list[Samples], name: str, title: str) -> str:
 async def run_scenario(
     scenario: Scenario, args: argparse.Namespace, cfg: BenchConfig, java_cp: str, raw: Path
 ) -> dict[str, Any]:
-    # one connection per broker matters only where the bandwidth limit is per connection
-    kinds = [k for k in args.clients.split(",") if k != "ours-1conn" or scenario.emulated]
+    kinds = args.clients.split(",")
     consumers = tuple(CONSUMER_LABELS) if args.consumers else ()
     with tempfile.TemporaryDirectory(prefix="leader-move-") as tmp:
         async with cluster_for(scenario, Path(tmp), rate=cfg.rate, record_size=cfg.record_size,
@@ -233,7 +232,7 @@ if __name__ == "__main__":
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
     )
     parser.add_argument("--scenarios", default=",".join(SCENARIOS), help=", ".join(SCENARIOS))
-    parser.add_argument("--clients", default="ours,ours-nohints,ours-1conn,aiokafka,confluent,java")
+    parser.add_argument("--clients", default="ours,ours-nohints,ours-2conn,aiokafka,confluent,java")
     parser.add_argument("--consumers", action="store_true", help="also the consumer comparison")
     parser.add_argument("--runs", type=int, default=3)
     parser.add_argument("--duration", type=float, default=60)

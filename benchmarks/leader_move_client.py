@@ -132,7 +132,7 @@ def main() -> int:
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
     )
     parser.add_argument(
-        "--client", required=True, choices=["ours", "ours-nohints", "ours-1conn", "aiokafka", "confluent"]
+        "--client", required=True, choices=["ours", "ours-nohints", "ours-2conn", "aiokafka", "confluent"]
     )
     parser.add_argument("--label", required=True)
     parser.add_argument("--bootstrap-server", required=True)
@@ -149,7 +149,7 @@ def main() -> int:
     elif args.client == "aiokafka":
         extra = asyncio.run(run_aiokafka(args, samples))
     else:
-        hints, connections = args.client != "ours-nohints", 1 if args.client == "ours-1conn" else 2
+        hints, connections = args.client != "ours-nohints", 2 if args.client == "ours-2conn" else 1
         extra = asyncio.run(run_ours(args, samples, hints=hints, connections=connections))
     samples.extra = extra
     Path(args.out).write_text(json.dumps(samples.to_json()))

@@ -121,7 +121,7 @@ class AIOKafkaProducer:
         sasl_plain_username: str | None = None,
         sasl_plain_password: str | None = None,
         enable_leader_hints: bool = True,
-        connections_per_broker: int = 2,
+        connections_per_broker: int = 1,
         **unsupported: Any,
     ) -> None:
         validate_options("producer", options_of(locals()), unsupported)

@@ -53,7 +53,7 @@ class Sender:
         max_request_size: int,
         backoff: ExponentialBackoff,
         leader_hints: bool,
-        connections_per_broker: int = 2,
+        connections_per_broker: int = 1,
         idempotence: IdempotenceState | None,
         metrics: ProducerMetrics,
         transaction: TransactionManager | None = None,

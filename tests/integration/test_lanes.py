@@ -4,8 +4,8 @@ records for other partitions on the same broker (DESIGN.md invariant 22).
 The follower of one partition is paused (SIGSTOP): it stays in the ISR (replica.lag.time.max.ms
 is 30 s), so an acks=all produce to that partition waits in the leader's purgatory. A
 broker reads one request per connection at a time, so without a second connection every
-later request to that broker would wait too; with it, a record for a partition the leader
-holds alone is acknowledged at once.
+later request to that broker would wait too; with it (`connections_per_broker=2`, not the
+default), a record for a partition the leader holds alone is acknowledged at once.
 """
 
 from __future__ import annotations
@@ -39,7 +39,9 @@ async def test_a_parked_acks_all_produce_does_not_hold_back_other_partitions(tmp
                     NewTopic("parked", replica_assignments={0: [1, 2]}),
                     NewTopic("free", replica_assignments={0: [1]}),
                 ])  # fmt: skip
-            async with AIOKafkaProducer(bootstrap_servers=cluster.bootstrap(), acks="all") as producer:
+            async with AIOKafkaProducer(
+                bootstrap_servers=cluster.bootstrap(), acks="all", connections_per_broker=2
+            ) as producer:
                 for topic in ("parked", "free"):
                     await producer.send_and_wait(topic, b"warm")
                 os.kill(follower, signal.SIGSTOP)

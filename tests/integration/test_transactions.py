@@ -424,7 +424,10 @@ async def test_back_to_back_transactions_are_never_refused_verification(kafka_cl
         await admin.create_topics([NewTopic(topic, 6, 1)])
     with anyio.fail_after(120):
         async with AIOKafkaProducer(
-            bootstrap_servers=bootstrap, transactional_id=unique("verify"), linger_ms=5
+            bootstrap_servers=bootstrap,
+            transactional_id=unique("verify"),
+            linger_ms=5,
+            connections_per_broker=2,  # the second connection is where the overlap came from
         ) as producer:
             for _ in range(60):
                 async with producer.transaction():

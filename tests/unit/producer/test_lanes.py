@@ -4,7 +4,8 @@ The fake broker, like a real one, reads one request per connection at a time, so
 request it delays keeps everything behind it on that connection waiting (as an acks=all
 produce parked in a real broker's purgatory does during a leader move). The producer
 sends retries, and new batches once the parked request is overdue, on the node's second
-connection (lane 1; aiokafka_lead/producer/lanes.py, DESIGN.md invariant 22).
+connection (lane 1; aiokafka_lead/producer/lanes.py, DESIGN.md invariant 22) when asked to
+(``connections_per_broker=2``; one connection is the default).
 """
 
 from __future__ import annotations
@@ -38,7 +39,9 @@ async def test_retry_to_a_new_leader_does_not_wait_behind_a_parked_request() -> 
     with anyio.fail_after(30):
         async with FakeCluster(brokers=3) as fc:
             fc.create_topic("t", partitions=2, replication_factor=3, leaders=[2, 1])
-            async with AIOKafkaProducer(bootstrap_servers=fc.bootstrap, retry_backoff_ms=2000) as producer:
+            async with AIOKafkaProducer(
+                bootstrap_servers=fc.bootstrap, retry_backoff_ms=2000, connections_per_broker=2
+            ) as producer:
                 for p in (0, 1):
                     await producer.send_and_wait("t", b"warm", partition=p)
                 fc.intercept(PRODUCE, park_first_produce_of(0, node=2), times=1)
@@ -88,7 +91,9 @@ async def test_natural_batching_still_holds_new_batches_behind_a_young_request()
     with anyio.fail_after(30):
         async with FakeCluster(brokers=1) as fc:
             fc.create_topic("t", partitions=4, replication_factor=1)
-            async with AIOKafkaProducer(bootstrap_servers=fc.bootstrap, linger_ms=0) as producer:
+            async with AIOKafkaProducer(
+                bootstrap_servers=fc.bootstrap, linger_ms=0, connections_per_broker=2
+            ) as producer:
                 handles = [await producer.send("t", b"x", partition=i % 4) for i in range(400)]
                 for h in handles:
                     await h
@@ -110,7 +115,10 @@ async def test_a_partitions_first_batch_in_a_transaction_waits_for_lane_0() -> N
             fc.txns.transaction_version = 2
             fc.create_topic("t", partitions=3, replication_factor=1)
             async with AIOKafkaProducer(
-                bootstrap_servers=fc.bootstrap, transactional_id="tx", retry_backoff_ms=10
+                bootstrap_servers=fc.bootstrap,
+                transactional_id="tx",
+                retry_backoff_ms=10,
+                connections_per_broker=2,
             ) as producer:
                 async with producer.transaction():
                     for p in (0, 1, 2):
