@@ -305,9 +305,7 @@ class AIOKafkaProducer:
         return view
 
     def _serialize(self, key: Any, value: Any) -> tuple[bytes | None, bytes | None]:
-        no_serializers = self._key_serializer is None and self._value_serializer is None
-        if no_serializers and (key is None or type(key) is bytes) and (value is None or type(value) is bytes):
-            return key, value  # the hot path: bytes in, nothing to convert
+        """send()'s slow path (its hot path already took bytes in without serializers)."""
         k = self._key_serializer(key) if self._key_serializer is not None and key is not None else key
         v = (
             self._value_serializer(value)

@@ -188,7 +188,7 @@ class TransactionManager:
 
     def add_partition(self, tp: TopicPartition) -> None:
         """``send()`` calls this for every record: the partition joins the transaction."""
-        if self.state is not TxnState.IN_TRANSACTION:
+        if self.state is not _IN_TRANSACTION:
             if self.state is TxnState.READY:
                 raise IllegalStateError("send() on a transactional producer needs begin_transaction() first")
             self._require("send()", TxnState.IN_TRANSACTION)
