@@ -4,10 +4,12 @@
   ``buffer_memory``; when the buffer is full it waits up to ``max_block_ms`` (backpressure),
   then raises a clear error.
 * ``drain`` is the sender's synchronous decision step: which batches go to which leader
-  now, and when to look again. At most one batch per partition is in flight (the
-  partition is muted), so per-partition order survives retries and leader moves, while
-  other partitions on the same broker keep flowing.
-* Retries (KIP-951): a failed batch returns to the head of its queue. It goes out AT ONCE
+  now, and when to look again. An idempotent producer may have several batches of a
+  partition in flight (``partition_in_flight``, max_in_flight_requests_per_connection),
+  otherwise one; either way per-partition order survives retries and leader moves
+  (DESIGN.md invariants 11 and 24), while other partitions on the same broker keep flowing.
+* Retries (KIP-951): a failed batch returns to the head of its queue (in send order behind
+  other resends). It goes out AT ONCE
   if the store's leader epoch for its partition has advanced since it was sent (a hint or
   a Metadata response said so); otherwise after its exponential, jittered backoff. With
   hints disabled (pre-KIP-951 behaviour) it also waits for a metadata refresh.
@@ -47,6 +49,7 @@ class DrainResult:
     by_node: dict[int, list[ProducerBatch]] = field(default_factory=dict)
     expired: list[ProducerBatch] = field(default_factory=list)
     next_check_s: float | None = None  # when something may become sendable; None: nothing pending
+    pipelined: int = 0  # batches sent while an earlier batch of their partition is in flight
 
     def wake_in(self, delay: float) -> None:
         delay = max(delay, 0.0)
@@ -68,8 +71,12 @@ class RecordAccumulator:
         delivery_timeout_ms: float,
         on_batch_closed: Callable[[TopicPartition], None] = lambda tp: None,
         backlog_batch_size: int | None = None,
+        partition_in_flight: int = 1,
     ) -> None:
         self.batch_size = batch_size
+        # batches of one partition in flight at once (DESIGN.md invariant 24): more than one
+        # only for the idempotent producer, whose sequences keep them in order across retries
+        self.partition_in_flight = max(1, partition_in_flight)
         # A backlogged partition (its batch in flight, or a batch already waiting) may grow
         # its next batch this far, so each round trip carries more of the backlog (DESIGN.md 23).
         backlog = backlog_batch_size if backlog_batch_size is not None else BACKLOG_FACTOR * batch_size
@@ -81,7 +88,7 @@ class RecordAccumulator:
         self.delivery_timeout_s = delivery_timeout_ms / 1000
         self._on_batch_closed = on_batch_closed
         self._queues: dict[TopicPartition, deque[ProducerBatch]] = {}
-        self._muted: set[TopicPartition] = set()
+        self._in_flight: dict[TopicPartition, list[ProducerBatch]] = {}
         self._incomplete: set[ProducerBatch] = set()
         self._buffer_used = 0
         self._freed: anyio.Event | None = None
@@ -195,7 +202,7 @@ class RecordAccumulator:
             filled = True
         else:
             filled = False
-        backlogged = bool(queue) or tp in self._muted
+        backlogged = bool(queue) or tp in self._in_flight
         limit = self.backlog_batch_size if backlogged else self.batch_size
         batch = ProducerBatch(tp, RecordBatchBuilder(self.compression_type, limit))
         handle = batch.try_append(timestamp, key, value, headers)
@@ -249,9 +256,12 @@ class RecordAccumulator:
         result = DrainResult()
         sizes: dict[int, int] = {}
         for tp, queue in self._queues.items():
-            if not queue or tp in self._muted or tp in held:
+            if not queue or tp in held:
                 continue
             batch = queue[0]
+            flying = self._in_flight.get(tp)
+            if flying and not self._may_pipeline(batch, flying, tp in unverified):
+                continue  # a completion wakes the sender
             if now - batch.created_at >= self.delivery_timeout_s:
                 queue.popleft()
                 result.expired.append(batch)
@@ -285,22 +295,55 @@ class RecordAccumulator:
             if not batch.closed:
                 batch.close()
                 self._on_batch_closed(tp)
-            self._muted.add(tp)
+            batch.sent = True
+            if flying:
+                result.pipelined += 1
+            self._in_flight.setdefault(tp, []).append(batch)
             result.by_node.setdefault(leader.node_id, []).append(batch)
         return result
 
+    def _may_pipeline(self, batch: ProducerBatch, flying: list[ProducerBatch], unverified: bool) -> bool:
+        """May ``batch`` go while ``flying`` (its partition's batches in flight) are out?
+
+        Only a first send, after every batch in flight, below the partition's limit. A resend
+        (a retry, a split batch's part) waits until nothing of its partition is in flight, so
+        it cannot overtake the batches sent after it once more; nor does the first batch of a
+        partition in a transaction (its broker-side verification, lanes.py)."""
+        return (
+            not batch.sent
+            and not unverified
+            and len(flying) < self.partition_in_flight
+            and batch.order > max(b.order for b in flying)
+        )
+
+    def _landed(self, batch: ProducerBatch) -> None:
+        flying = self._in_flight.get(batch.tp)
+        if flying is not None and batch in flying:
+            flying.remove(batch)
+            if not flying:
+                del self._in_flight[batch.tp]
+
+    def earlier_unresolved(self, batch: ProducerBatch) -> bool:
+        """Is a batch sent before ``batch`` for its partition still in flight or queued for a
+        resend? Then a broker that saw ``batch`` without it answers OUT_OF_ORDER_SEQUENCE_NUMBER
+        and ``batch`` only has to wait for it."""
+        earlier = (b for b in (*self._in_flight.get(batch.tp, ()), *self._queues.get(batch.tp, ())))
+        return any(b is not batch and b.sent and b.order < batch.order for b in earlier)
+
     # ---------------------------------------------------------------- outcomes
     def finished(self, batch: ProducerBatch) -> None:
-        """The batch resolved (success or failure): free its memory, unmute its partition."""
-        self._muted.discard(batch.tp)
+        """The batch resolved (success or failure): free its memory, count it landed."""
+        self._landed(batch)
         self._incomplete.discard(batch)
         self._release(batch)
         self.wake()
 
     def requeue(self, batch: ProducerBatch) -> None:
-        """Put a failed batch back at the head of its partition's queue for a retry."""
-        self._muted.discard(batch.tp)
-        self._queues.setdefault(batch.tp, deque()).appendleft(batch)
+        """Put a failed batch back for a retry: before every batch not yet sent, in send order
+        among the other resends (pipelined batches of a partition may fail in any order)."""
+        self._landed(batch)
+        queue = self._queues.setdefault(batch.tp, deque())
+        queue.insert(_resend_position(queue, batch), batch)
         self.wake()
 
     def split_and_requeue(self, batch: ProducerBatch) -> list[ProducerBatch]:
@@ -308,10 +351,13 @@ class RecordAccumulator:
         its partition's queue, in order, as if never sent (Java's ``splitAndReenqueue``). Its
         buffer memory moves to the parts."""
         parts = batch.split(self.batch_size)
-        self._muted.discard(batch.tp)
+        self._landed(batch)
         self._incomplete.discard(batch)
         self._incomplete.update(parts)
-        self._queues.setdefault(batch.tp, deque()).extendleft(reversed(parts))
+        queue = self._queues.setdefault(batch.tp, deque())
+        at = _resend_position(queue, batch)
+        for part in reversed(parts):
+            queue.insert(at, part)
         self.wake()
         return parts
 
@@ -371,4 +417,12 @@ class RecordAccumulator:
         return list(self._queues.get(tp, ()))
 
     def in_flight_partitions(self) -> set[TopicPartition]:
-        return set(self._muted)
+        return set(self._in_flight)
+
+
+def _resend_position(queue: deque[ProducerBatch], batch: ProducerBatch) -> int:
+    """Where a resend of ``batch`` goes: after the resends sent before it, before the rest."""
+    at = 0
+    while at < len(queue) and queue[at].sent and queue[at].order < batch.order:
+        at += 1
+    return at

@@ -13,6 +13,7 @@ Handles follow their record to its new batch (``split_into``), callbacks move wi
 
 from __future__ import annotations
 
+import itertools
 import time
 from collections.abc import Callable, Generator, Sequence
 from typing import Any
@@ -24,6 +25,7 @@ from aiokafka_lead.structs import RecordMetadata, TopicPartition
 
 LOG_APPEND_TIME = 1
 CREATE_TIME = 0
+_creation_order = itertools.count()
 
 
 class DeliveryHandle:
@@ -105,6 +107,11 @@ class ProducerBatch:
         self.builder = builder
         self.created_at = time.monotonic() if created_at is None else created_at
         self.reserved = 0  # buffer_memory bytes held until the batch resolves
+        # A partition's batches in the order their records were sent (the parts of a split
+        # batch, (n, 0), (n, 1), ..., sort between it and its successor): requeued batches go
+        # back in this order.
+        self.order: tuple[int, ...] = (next(_creation_order),)
+        self.sent = False  # drained at least once (split parts inherit it): a resend
         self.attempts = 0  # failed sends so far
         self.sent_epoch = -2  # leader epoch the store knew when the batch was last sent
         self.last_failure = 0.0
@@ -186,7 +193,9 @@ class ProducerBatch:
                 firsts.append(index)
                 parts[-1].builder.append(*row)  # the first record always fits
         sequence = self.base_sequence
-        for part in parts:
+        for i, part in enumerate(parts):
+            part.order = (*self.order, i)
+            part.sent = self.sent
             part.close()
             part.reserved = self.reserved * part.record_count // self.record_count
             if sequence >= 0:

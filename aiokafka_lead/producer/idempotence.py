@@ -1,10 +1,12 @@
 """Idempotent producer state: producer id, epoch and per-partition sequence numbers.
 
-Sequences are assigned when a batch is first drained and kept across its retries, so a
-retried batch the broker already wrote is deduplicated. With one batch in flight per
-partition, sequences can only go wrong after the broker lost our producer state
-(OUT_OF_ORDER_SEQUENCE_NUMBER or UNKNOWN_PRODUCER_ID): then the epoch is bumped
-(KIP-360, InitProducerId with the current id and epoch) and sequences restart at 0.
+Sequences are assigned when a batch is first drained (in drain order) and kept across its
+retries, so a retried batch the broker already wrote is deduplicated, and batches of a
+partition pipelined behind one that failed are refused with OUT_OF_ORDER_SEQUENCE_NUMBER
+and resent after it (the sender tells that case apart; DESIGN.md invariant 24). Otherwise
+OUT_OF_ORDER_SEQUENCE_NUMBER or UNKNOWN_PRODUCER_ID mean the broker lost our producer
+state: then the epoch is bumped (KIP-360, InitProducerId with the current id and epoch)
+and sequences restart at 0.
 """
 
 from __future__ import annotations

@@ -10,7 +10,14 @@ Opt-in since session 4 (``connections_per_broker=2``; the default is 1): in the 
 benchmark with Kafka's default brokers on loopback, two connections had a ~2 s stall in 4 of
 10 runs where one connection had none in 5 (docs/benchmarks.md); the cause is not yet found.
 
-Rules (DESIGN.md invariant 22):
+One connection (the default; DESIGN.md invariant 24): requests to a node are pipelined on
+it, up to ``max_in_flight``. Natural batching (invariant 10) holds new, non-full batches
+while the node's newest request is younger than the overdue threshold below, so on
+loopback, where requests are answered within ``MIN_OVERDUE_S``, a node still gets one
+request per round trip; on a real network the next request goes out while the previous one
+is still on the wire or in the broker, instead of leaving the link idle for a round trip.
+
+Two connections (``connections_per_broker=2``), rules (DESIGN.md invariant 22):
 - lane 0 is the node's usual connection; a request goes there when lane 0 is idle,
   otherwise on lane 1;
 - natural batching (invariant 10) holds new, non-full batches while the node is busy: lane 0
@@ -55,10 +62,11 @@ class _Node:
 
 
 class NodeLanes:
-    def __init__(self, lanes: int = 1) -> None:
-        """``lanes=1``: one connection per node, natural batching waits for any request."""
+    def __init__(self, lanes: int = 1, *, max_in_flight: int = 5) -> None:
+        """``lanes=1``: one connection per node, requests pipelined on it (module doc)."""
         self._nodes: dict[int, _Node] = {}
         self._single = lanes == 1
+        self._max_in_flight = max_in_flight
 
     def _node(self, node_id: int) -> _Node:
         node = self._nodes.get(node_id)
@@ -79,10 +87,16 @@ class NodeLanes:
             first, second = node.lanes
             if not first.started:
                 continue
-            if second.started or self._single:
+            if self._single:  # pipelining: the newest request decides
+                if len(first.started) >= self._max_in_flight:
+                    busy.add(node_id)
+                    continue
+                age = now - first.started[-1]
+            elif second.started:
                 busy.add(node_id)
                 continue
-            age = now - first.started[0]
+            else:
+                age = now - first.started[0]
             threshold = self.overdue_after_s(node_id)
             if age < threshold:
                 busy.add(node_id)

@@ -33,6 +33,7 @@ class ProducerMetrics:
     batches_split: int = 0  # refused as too large (MESSAGE_TOO_LARGE) and sent again in parts
     produce_requests: int = 0
     express_requests: int = 0  # sent on a node's second connection (lanes.py)
+    pipelined_batches: int = 0  # sent while an earlier batch of their partition was in flight
     errors: collections.Counter[str] = field(default_factory=collections.Counter)
     request_latency: dict[int, LatencyStats] = field(default_factory=dict)
 

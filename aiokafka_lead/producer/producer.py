@@ -142,6 +142,7 @@ class AIOKafkaProducer:
         self._request_timeout_ms = request_timeout_ms
         self._leader_hints = enable_leader_hints
         self._connections_per_broker = connections_per_broker
+        self._max_in_flight = max_in_flight_requests_per_connection
         self._partitioner: Partitioner = partitioner or DefaultPartitioner()
         self._default_partitioner = (
             self._partitioner if isinstance(self._partitioner, DefaultPartitioner) else None
@@ -178,6 +179,7 @@ class AIOKafkaProducer:
             delivery_timeout_ms=delivery_timeout_ms,
             on_batch_closed=self._batch_closed,
             backlog_batch_size=min(BACKLOG_FACTOR * max_batch_size, max_request_size),
+            partition_in_flight=max_in_flight_requests_per_connection if enable_idempotence else 1,
         )
         self._ids: IdempotenceState | None = None
         self._transactional_id = transactional_id
@@ -219,6 +221,7 @@ class AIOKafkaProducer:
             backoff=self._backoff,
             leader_hints=self._leader_hints,
             connections_per_broker=self._connections_per_broker,
+            max_in_flight=self._max_in_flight,
             idempotence=self._ids,
             metrics=self._metrics,
             transaction=self._txn,
@@ -472,6 +475,7 @@ class AIOKafkaProducer:
             "batches_split": m.batches_split,
             "produce_requests": m.produce_requests,
             "express_requests": m.express_requests,
+            "pipelined_batches": m.pipelined_batches,
             "errors": dict(m.errors),
             "leader_hints_applied": store.hint_outcomes[HintOutcome.APPLIED],
             "leader_hints_ignored": {

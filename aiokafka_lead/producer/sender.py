@@ -54,6 +54,7 @@ class Sender:
         backoff: ExponentialBackoff,
         leader_hints: bool,
         connections_per_broker: int = 1,
+        max_in_flight: int = 5,
         idempotence: IdempotenceState | None,
         metrics: ProducerMetrics,
         transaction: TransactionManager | None = None,
@@ -69,7 +70,8 @@ class Sender:
         self._metrics = metrics
         self._txn = transaction
         self._in_flight = 0
-        self._lanes = NodeLanes(connections_per_broker)  # in flight per node and connection (lanes.py)
+        # in flight per node and connection (lanes.py)
+        self._lanes = NodeLanes(connections_per_broker, max_in_flight=max_in_flight)
 
     def _on_metadata_change(self, change: MetadataChange) -> None:
         if change.leaders_changed or change.nodes_changed:
@@ -107,9 +109,11 @@ class Sender:
                         unverified=txn.unverified if txn is not None else (),
                         lane0_out=self._lanes.lane0_out() if txn is not None and txn.unverified else (),
                     )
+                    self._metrics.pipelined_batches += result.pipelined
                     for batch in result.expired:
                         self._fail(batch, KafkaTimeoutError(self._expiry_message(batch, None)), expired=True)
                     for node_id, batches in result.by_node.items():
+                        self._stamp(batches)  # here, in drain order: a partition's sequences ascend
                         self._in_flight += 1
                         lane = self._lanes.lane_for(node_id)
                         self._lanes.begin(node_id, lane, now)
@@ -142,8 +146,16 @@ class Sender:
         log.debug("batch %r failed: %r", batch, error)
 
     def _retry_or_fail(
-        self, batch: ProducerBatch, error: KafkaError, now: float, *, force_retry: bool = False
+        self,
+        batch: ProducerBatch,
+        error: KafkaError,
+        now: float,
+        *,
+        force_retry: bool = False,
+        behind_earlier: bool = False,
     ) -> None:
+        """``behind_earlier``: the broker refused ``batch`` only because an earlier batch of its
+        partition is not written yet; it goes again as soon as that one is (no backoff)."""
         if not (error.retriable or force_retry):
             self._fail(batch, error)
             return
@@ -151,13 +163,26 @@ class Sender:
             self._fail(batch, KafkaTimeoutError(self._expiry_message(batch, error)), expired=True)
             return
         batch.attempts += 1
-        batch.last_failure = now
-        batch.retry_at = now + self._backoff.delay_s(batch.attempts - 1)
+        if behind_earlier:
+            batch.retry_at = now  # last_failure unchanged: no metadata refresh to wait for
+        else:
+            batch.last_failure = now
+            batch.retry_at = now + self._backoff.delay_s(batch.attempts - 1)
         self._metrics.batches_retried += 1
         self._metrics.errors[type(error).__name__] += 1
         self._acc.requeue(batch)
 
     # ------------------------------------------------------------------ request
+    def _stamp(self, batches: list[ProducerBatch]) -> None:
+        store = self._core.store
+        now = time.monotonic()
+        for batch in batches:
+            if batch.attempts and now < batch.retry_at:
+                self._metrics.immediate_retries += 1  # sent before its backoff ran out (KIP-951)
+            batch.sent_epoch = store.leader_epoch(batch.tp)
+            if self._ids is not None:
+                self._ids.stamp(batch)
+
     def _request(self, batches: list[ProducerBatch]) -> ProduceRequest:
         topics: dict[str, list[ProduceRequest.PartitionProduceData]] = {}
         for batch in batches:
@@ -177,13 +202,6 @@ class Sender:
         store = self._core.store
         latency: float | None = None
         try:
-            now = time.monotonic()
-            for batch in batches:
-                if batch.attempts and now < batch.retry_at:
-                    self._metrics.immediate_retries += 1  # sent before its backoff ran out (KIP-951)
-                batch.sent_epoch = store.leader_epoch(batch.tp)
-                if self._ids is not None:
-                    self._ids.stamp(batch)
             request = self._request(batches)
             self._metrics.produce_requests += 1
             started = time.monotonic()
@@ -254,13 +272,13 @@ class Sender:
             (t.name, p.index): p for t in response.responses for p in t.partition_responses
         }
         hints: list[LeaderHint] = []
-        failed: list[tuple[ProducerBatch, KafkaError, bool]] = []
+        failed: list[tuple[ProducerBatch, KafkaError, bool, bool]] = []
         refresh_reasons: list[str] = []
         for batch in batches:
             part = by_tp.get((batch.tp.topic, batch.tp.partition))
             if part is None:
                 failed.append(
-                    (batch, KafkaProtocolError(f"node {node_id} did not answer for {batch.tp}"), True)
+                    (batch, KafkaProtocolError(f"node {node_id} did not answer for {batch.tp}"), True, False)
                 )
                 continue
             code = part.error_code
@@ -287,11 +305,15 @@ class Sender:
                 )
             elif error.invalid_metadata:
                 refresh_reasons.append(f"produce {type(error).__name__}")
+            elif code == OUT_OF_ORDER_SEQUENCE_NUMBER and self._acc.earlier_unresolved(batch):
+                # pipelined behind a batch that failed or is still out: not lost state
+                failed.append((batch, error, True, True))
+                continue
             # a transactional producer aborts instead (the transaction manager bumps the epoch)
             lost_state = code in LOST_PRODUCER_STATE and self._ids is not None and self._txn is None
             if lost_state and self._ids is not None:
                 self._ids.needs_bump = True  # retried after the epoch bump (KIP-360)
-            failed.append((batch, error, lost_state))
+            failed.append((batch, error, lost_state, False))
         if hints:
             if self._hints:
                 endpoints = [BrokerNode(e.node_id, e.host, e.port, e.rack) for e in response.node_endpoints]
@@ -301,5 +323,5 @@ class Sender:
         for reason in dict.fromkeys(refresh_reasons):
             store.request_refresh(reason)
         now = time.monotonic()
-        for batch, err, force in failed:  # after the hints: the next drain sees the new epoch
-            self._retry_or_fail(batch, err, now, force_retry=force)
+        for batch, err, force, behind in failed:  # after the hints: the next drain sees the new epoch
+            self._retry_or_fail(batch, err, now, force_retry=force, behind_earlier=behind)

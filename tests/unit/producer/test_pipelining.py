@@ -1,0 +1,124 @@
+"""Pipelining (DESIGN.md invariant 24): an idempotent producer keeps sending a partition's
+new batches while earlier ones are still out, on the node's one connection, and order holds
+across failures and leader moves.
+
+The fake broker, like a real one, reads one request per connection at a time; here every
+produce is delayed, as on a network with a round trip far longer than loopback's, so a
+request is still out (and overdue) when the next records arrive.
+"""
+
+from __future__ import annotations
+
+import time
+from typing import Any
+
+import anyio
+
+from aiokafka_lead.producer import AIOKafkaProducer
+from aiokafka_lead.testing.fake import FakeCluster
+from aiokafka_lead.testing.fake.intercept import Delay, Error
+
+PRODUCE = 0
+SLOW_S = 0.1  # every produce takes this long on the broker
+GAP_S = 0.03  # between two sends: each finds the previous request out and overdue (> 20 ms)
+
+
+def slow(node: int | None = None) -> Any:
+    def decide(node_id: int, _header: Any, _request: Any) -> Delay | None:
+        return Delay(SLOW_S) if node is None or node_id == node else None
+
+    return decide
+
+
+def carrying(value: bytes) -> Any:
+    def decide(_node: int, _header: Any, request: Any) -> Error | None:
+        raw = b"".join(p.records or b"" for t in request.topic_data for p in t.partition_data)
+        return Error(19) if value in raw else None  # NOT_ENOUGH_REPLICAS: retriable, not written
+
+    return decide
+
+
+def values(fc: FakeCluster, tp: tuple[str, int]) -> list[bytes]:
+    return [r[2] for r in fc.records(tp)]
+
+
+async def paced_sends(producer: AIOKafkaProducer, n: int, partition: int = 0) -> list[Any]:
+    handles = []
+    for i in range(n):
+        handles.append(await producer.send("t", f"r{i}".encode(), partition=partition))
+        await anyio.sleep(GAP_S)  # pacing the load, not waiting for an outcome
+    return handles
+
+
+async def test_a_partitions_batches_are_pipelined_in_order() -> None:
+    with anyio.fail_after(30):
+        async with FakeCluster(brokers=1) as fc:
+            fc.create_topic("t", partitions=1, replication_factor=1)
+            async with AIOKafkaProducer(bootstrap_servers=fc.bootstrap) as producer:
+                await producer.send_and_wait("t", b"warm", partition=0)
+                fc.intercept(PRODUCE, slow(), times=None)
+                handles = await paced_sends(producer, 20)
+                offsets = [(await h).offset for h in handles]
+                m = producer.metrics()
+                assert offsets == list(range(1, 21))
+                assert values(fc, ("t", 0)) == [b"warm"] + [f"r{i}".encode() for i in range(20)]
+                assert m["pipelined_batches"] >= 3, m
+                assert m["produce_requests"] < 21  # still batched: one request per ~20 ms, not per record
+                assert m["batches_retried"] == 0 and m["epoch_bumps"] == 0
+
+
+async def test_without_idempotence_a_partition_has_one_batch_in_flight() -> None:
+    with anyio.fail_after(30):
+        async with FakeCluster(brokers=1) as fc:
+            fc.create_topic("t", partitions=1, replication_factor=1)
+            async with AIOKafkaProducer(bootstrap_servers=fc.bootstrap, acks=1) as producer:
+                await producer.send_and_wait("t", b"warm", partition=0)
+                fc.intercept(PRODUCE, slow(), times=None)
+                handles = await paced_sends(producer, 10)
+                assert [(await h).offset for h in handles] == list(range(1, 11))
+                assert producer.metrics()["pipelined_batches"] == 0
+
+
+async def test_batches_behind_a_failed_one_follow_it_without_backoff_or_epoch_bump() -> None:
+    """r3's request fails (not written); the batches pipelined behind it reach the broker with
+    a sequence gap and get OUT_OF_ORDER_SEQUENCE_NUMBER. That is not lost producer state: they
+    go again as soon as r3 is written (no backoff of their own; retry_backoff_ms is 3 s
+    here), in order, once each."""
+    with anyio.fail_after(30):
+        async with FakeCluster(brokers=1) as fc:
+            fc.create_topic("t", partitions=1, replication_factor=1)
+            async with AIOKafkaProducer(
+                bootstrap_servers=fc.bootstrap, retry_backoff_ms=3000, retry_backoff_max_ms=3000
+            ) as producer:
+                await producer.send_and_wait("t", b"warm", partition=0)
+                fc.intercept(PRODUCE, carrying(b"r3"), times=1)  # consulted first: answered at once
+                fc.intercept(PRODUCE, slow(), times=None)
+                handles = await paced_sends(producer, 12)
+                resolved: dict[int, float] = {}
+                for i, h in enumerate(handles):
+                    h.add_done_callback(lambda _h, i=i: resolved.setdefault(i, time.monotonic()))
+                offsets = [(await h).offset for h in handles]
+                m = producer.metrics()
+                assert offsets == list(range(1, 13)), offsets
+                assert values(fc, ("t", 0)) == [b"warm"] + [f"r{i}".encode() for i in range(12)]
+                assert m["errors"].get("OutOfOrderSequenceNumberError", 0) >= 1, m["errors"]
+                assert m["epoch_bumps"] == 0
+                after_r3 = max(resolved.values()) - resolved[3]
+                assert after_r3 < 1.5, f"the batches behind r3 waited {after_r3:.2f}s more (a backoff?)"
+
+
+async def test_pipelined_batches_follow_a_leader_move_in_order() -> None:
+    with anyio.fail_after(30):
+        async with FakeCluster(brokers=2) as fc:
+            fc.create_topic("t", partitions=1, replication_factor=2, leaders=[1])
+            async with AIOKafkaProducer(bootstrap_servers=fc.bootstrap) as producer:
+                await producer.send_and_wait("t", b"warm", partition=0)
+                fc.intercept(PRODUCE, slow(node=1), times=None)
+                first = await paced_sends(producer, 6)
+                fc.move_leader(("t", 0), 2)  # batches still out on node 1 come back NOT_LEADER
+                rest = await paced_sends(producer, 6)
+                offsets = [(await h).offset for h in first + rest]
+                m = producer.metrics()
+                assert offsets == list(range(1, 13)), offsets
+                assert values(fc, ("t", 0)) == [b"warm"] + [f"r{i}".encode() for i in range(6)] * 2
+                assert m["immediate_retries"] >= 1 and m["epoch_bumps"] == 0
