@@ -20,7 +20,7 @@ from aiokafka_lead.testing.fake.intercept import Delay, Error
 
 PRODUCE = 0
 SLOW_S = 0.1  # every produce takes this long on the broker
-GAP_S = 0.03  # between two sends: each finds the previous request out and overdue (> 20 ms)
+GAP_S = 0.03  # between two sends: each finds the previous request out and overdue (> 10 ms)
 
 
 def slow(node: int | None = None) -> Any:
