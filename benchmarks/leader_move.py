@@ -57,6 +57,7 @@ LABELS = {
     "ours": report.OURS,
     "ours-nohints": report.OURS_OFF,
     "ours-2conn": report.OURS_TWO,
+    "ours-1inflight": report.OURS_SERIAL,
     "aiokafka": "aiokafka",
     "confluent": "confluent-kafka",
     "java": "Java client",

@@ -29,14 +29,14 @@ def go() -> None:
 
 
 async def run_ours(
-    args: argparse.Namespace, samples: Samples, *, hints: bool, connections: int
+    args: argparse.Namespace, samples: Samples, *, hints: bool, connections: int, in_flight: int
 ) -> dict[str, Any]:
     from aiokafka_lead import AIOKafkaProducer
     from aiokafka_lead.bench.load import paced_produce
 
     async with AIOKafkaProducer(
         bootstrap_servers=args.bootstrap_server, acks="all", linger_ms=0, enable_leader_hints=hints,
-        connections_per_broker=connections,
+        connections_per_broker=connections, max_in_flight_requests_per_connection=in_flight,
     ) as producer:
         await producer.partitions_for(args.topic)
         warm = Samples("warm-up")
@@ -132,7 +132,9 @@ def main() -> int:
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
     )
     parser.add_argument(
-        "--client", required=True, choices=["ours", "ours-nohints", "ours-2conn", "aiokafka", "confluent"]
+        "--client",
+        required=True,
+        choices=["ours", "ours-nohints", "ours-2conn", "ours-1inflight", "aiokafka", "confluent"],
     )
     parser.add_argument("--label", required=True)
     parser.add_argument("--bootstrap-server", required=True)
@@ -150,7 +152,10 @@ def main() -> int:
         extra = asyncio.run(run_aiokafka(args, samples))
     else:
         hints, connections = args.client != "ours-nohints", 2 if args.client == "ours-2conn" else 1
-        extra = asyncio.run(run_ours(args, samples, hints=hints, connections=connections))
+        in_flight = 1 if args.client == "ours-1inflight" else 5
+        extra = asyncio.run(
+            run_ours(args, samples, hints=hints, connections=connections, in_flight=in_flight)
+        )
     samples.extra = extra
     Path(args.out).write_text(json.dumps(samples.to_json()))
     return 0

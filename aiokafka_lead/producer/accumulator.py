@@ -241,6 +241,7 @@ class RecordAccumulator:
         held: Collection[TopicPartition] = (),
         unverified: Collection[TopicPartition] = (),
         lane0_out: Collection[int] = (),
+        pipelining: Collection[int] = (),
     ) -> DrainResult:
         """Pick the batches to send now, grouped by leader node (synchronous decision step).
 
@@ -251,6 +252,7 @@ class RecordAccumulator:
         ``held`` partitions are not sent yet (not yet added to the producer's transaction);
         ``unverified`` ones (in the transaction, nothing acknowledged yet) wait while their
         leader has a request out on lane 0 (``lane0_out``), so they go on lane 0 (lanes.py).
+        A partition may have several batches in flight only to a ``pipelining`` node.
         """
         now = time.monotonic()
         result = DrainResult()
@@ -259,9 +261,6 @@ class RecordAccumulator:
             if not queue or tp in held:
                 continue
             batch = queue[0]
-            flying = self._in_flight.get(tp)
-            if flying and not self._may_pipeline(batch, flying, tp in unverified):
-                continue  # a completion wakes the sender
             if now - batch.created_at >= self.delivery_timeout_s:
                 queue.popleft()
                 result.expired.append(batch)
@@ -279,6 +278,11 @@ class RecordAccumulator:
             if ready_at > now:
                 result.wake_in(ready_at - now)
                 continue
+            flying = self._in_flight.get(tp)
+            if flying and not (
+                leader.node_id in pipelining and self._may_pipeline(batch, flying, tp in unverified)
+            ):
+                continue  # a completion wakes the sender
             if tp in unverified and leader.node_id in lane0_out:
                 continue  # the lane-0 request's completion wakes the sender
             if leader.node_id in busy_nodes and not (
@@ -415,6 +419,9 @@ class RecordAccumulator:
     def queued(self, tp: TopicPartition) -> list[ProducerBatch]:
         """The partition's batches waiting to be sent, in order."""
         return list(self._queues.get(tp, ()))
+
+    def in_flight_count(self, tp: TopicPartition) -> int:
+        return len(self._in_flight.get(tp, ()))
 
     def in_flight_partitions(self) -> set[TopicPartition]:
         return set(self._in_flight)

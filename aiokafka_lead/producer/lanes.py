@@ -11,12 +11,12 @@ benchmark with Kafka's default brokers on loopback, two connections had a ~2 s s
 10 runs where one connection had none in 5 (docs/benchmarks.md); the cause is not yet found.
 
 One connection (the default; DESIGN.md invariant 24): requests to a node are pipelined on
-it, up to ``max_in_flight``. Natural batching (invariant 10) holds new, non-full batches
-while the node's newest request is younger than the overdue threshold below (with the
-floor ``MIN_PIPELINE_S``), so on loopback, where requests are answered within it, a node
-still gets one request per round trip; on a real network the next request goes out while
-the previous one is still on the wire or in the broker, instead of leaving the link idle
-for a round trip.
+it, up to ``max_in_flight``, when the link is far: the node's fastest recent request took
+at least ``PIPELINE_FLOOR_S``. Then natural batching (invariant 10) holds new, non-full
+batches only while the node's newest request is younger than the overdue threshold below
+(floor ``MIN_PIPELINE_S``), and the next request goes out while the previous one is still
+on the wire or in the broker, instead of leaving the link idle for a round trip. To a near
+node (loopback) one request is out at a time, and a partition has one batch out.
 
 Two connections (``connections_per_broker=2``), rules (DESIGN.md invariant 22):
 - lane 0 is the node's usual connection; a request goes there when lane 0 is idle,
@@ -50,6 +50,13 @@ MIN_OVERDUE_S = 0.02
 # kip-conditions network (10 ms round trip) 10 ms gave a p50 of 35 ms where 20 ms gave 45 ms;
 # on loopback requests are answered faster and nothing changes (docs/benchmarks.md).
 MIN_PIPELINE_S = 0.01
+# ... and only to a node whose fastest recent request (of the last FLOOR_SAMPLES) took at
+# least PIPELINE_FLOOR_S, i.e. a link with a round trip worth overlapping. On loopback
+# (floor ~1 ms) pipelining behind a request parked by a leader move split the backlog into
+# requests that each waited for the followers: p99.9 206 ms against 112 ms without it
+# (fast-followers brokers, 3 runs, session 5).
+PIPELINE_FLOOR_S = 0.005
+FLOOR_SAMPLES = 32
 OVERDUE_FACTOR = 0.5
 CLIP_FACTOR = 4.0  # samples above CLIP_FACTOR x EWMA count as that much
 EWMA_WEIGHT = 0.2
@@ -64,6 +71,8 @@ class _Lane:
 class _Node:
     lanes: tuple[_Lane, _Lane] = field(default_factory=lambda: (_Lane(), _Lane()))
     ewma_s: float | None = None
+    recent: collections.deque[float] = field(default_factory=lambda: collections.deque(maxlen=FLOOR_SAMPLES))
+    floor_s: float = 0.0  # the fastest of ``recent``
 
 
 class NodeLanes:
@@ -94,7 +103,7 @@ class NodeLanes:
             if not first.started:
                 continue
             if self._single:  # pipelining: the newest request decides
-                if len(first.started) >= self._max_in_flight:
+                if node.floor_s < PIPELINE_FLOOR_S or len(first.started) >= self._max_in_flight:
                     busy.add(node_id)
                     continue
                 age = now - first.started[-1]
@@ -109,6 +118,12 @@ class NodeLanes:
                 left = threshold - age
                 next_check = left if next_check is None else min(next_check, left)
         return busy, next_check
+
+    def pipelining(self) -> set[int]:
+        """Nodes a partition may have several batches in flight to (one connection, a far link)."""
+        if not self._single:
+            return set(self._nodes)
+        return {node_id for node_id, node in self._nodes.items() if node.floor_s >= PIPELINE_FLOOR_S}
 
     def lane0_out(self) -> set[int]:
         """Nodes whose lane 0 has a request out (none with one lane: there the broker
@@ -128,6 +143,8 @@ class NodeLanes:
         node = self._node(node_id)
         node.lanes[lane].started.remove(started)
         if latency_s is not None and lane == 0:
+            node.recent.append(latency_s)
+            node.floor_s = min(node.recent)
             if node.ewma_s is None:
                 node.ewma_s = latency_s
             else:  # a parked request must not raise the bar for spotting the next one

@@ -108,6 +108,7 @@ class Sender:
                         held=txn.held if txn is not None else (),
                         unverified=txn.unverified if txn is not None else (),
                         lane0_out=self._lanes.lane0_out() if txn is not None and txn.unverified else (),
+                        pipelining=self._lanes.pipelining(),
                     )
                     self._metrics.pipelined_batches += result.pipelined
                     for batch in result.expired:
@@ -312,6 +313,16 @@ class Sender:
             # a transactional producer aborts instead (the transaction manager bumps the epoch)
             lost_state = code in LOST_PRODUCER_STATE and self._ids is not None and self._txn is None
             if lost_state and self._ids is not None:
+                log.warning(
+                    "node %d answered %s for %s-%d (base sequence %d, %d in flight): its producer "
+                    "state for us is lost; bumping the epoch (KIP-360), the batch is retried after it",
+                    node_id,
+                    type(error).__name__,
+                    batch.tp.topic,
+                    batch.tp.partition,
+                    batch.base_sequence,
+                    self._acc.in_flight_count(batch.tp),
+                )
                 self._ids.needs_bump = True  # retried after the epoch bump (KIP-360)
             failed.append((batch, error, lost_state, False))
         if hints:

@@ -55,8 +55,8 @@ async def test_a_partitions_batches_are_pipelined_in_order() -> None:
         async with FakeCluster(brokers=1) as fc:
             fc.create_topic("t", partitions=1, replication_factor=1)
             async with AIOKafkaProducer(bootstrap_servers=fc.bootstrap) as producer:
-                await producer.send_and_wait("t", b"warm", partition=0)
                 fc.intercept(PRODUCE, slow(), times=None)
+                await producer.send_and_wait("t", b"warm", partition=0)
                 handles = await paced_sends(producer, 20)
                 offsets = [(await h).offset for h in handles]
                 m = producer.metrics()
@@ -67,13 +67,27 @@ async def test_a_partitions_batches_are_pipelined_in_order() -> None:
                 assert m["batches_retried"] == 0 and m["epoch_bumps"] == 0
 
 
+async def test_to_a_near_broker_a_partition_has_one_batch_in_flight() -> None:
+    """On loopback (every request answered in about a millisecond) nothing is pipelined: a
+    backlog waits for the request out and goes in the next one (lanes.PIPELINE_FLOOR_S)."""
+    with anyio.fail_after(30):
+        async with FakeCluster(brokers=1) as fc:
+            fc.create_topic("t", partitions=1, replication_factor=1)
+            async with AIOKafkaProducer(bootstrap_servers=fc.bootstrap, max_batch_size=1024) as producer:
+                await producer.send_and_wait("t", b"warm", partition=0)
+                handles = [await producer.send("t", bytes(600), partition=0) for _ in range(200)]
+                assert [(await h).offset for h in handles] == list(range(1, 201))
+                m = producer.metrics()
+                assert m["pipelined_batches"] == 0 and m["produce_requests"] < 100, m
+
+
 async def test_without_idempotence_a_partition_has_one_batch_in_flight() -> None:
     with anyio.fail_after(30):
         async with FakeCluster(brokers=1) as fc:
             fc.create_topic("t", partitions=1, replication_factor=1)
             async with AIOKafkaProducer(bootstrap_servers=fc.bootstrap, acks=1) as producer:
-                await producer.send_and_wait("t", b"warm", partition=0)
                 fc.intercept(PRODUCE, slow(), times=None)
+                await producer.send_and_wait("t", b"warm", partition=0)
                 handles = await paced_sends(producer, 10)
                 assert [(await h).offset for h in handles] == list(range(1, 11))
                 assert producer.metrics()["pipelined_batches"] == 0
@@ -90,9 +104,9 @@ async def test_batches_behind_a_failed_one_follow_it_without_backoff_or_epoch_bu
             async with AIOKafkaProducer(
                 bootstrap_servers=fc.bootstrap, retry_backoff_ms=3000, retry_backoff_max_ms=3000
             ) as producer:
-                await producer.send_and_wait("t", b"warm", partition=0)
                 fc.intercept(PRODUCE, carrying(b"r3"), times=1)  # consulted first: answered at once
                 fc.intercept(PRODUCE, slow(), times=None)
+                await producer.send_and_wait("t", b"warm", partition=0)
                 handles = await paced_sends(producer, 12)
                 resolved: dict[int, float] = {}
                 for i, h in enumerate(handles):
@@ -112,8 +126,8 @@ async def test_pipelined_batches_follow_a_leader_move_in_order() -> None:
         async with FakeCluster(brokers=2) as fc:
             fc.create_topic("t", partitions=1, replication_factor=2, leaders=[1])
             async with AIOKafkaProducer(bootstrap_servers=fc.bootstrap) as producer:
-                await producer.send_and_wait("t", b"warm", partition=0)
                 fc.intercept(PRODUCE, slow(node=1), times=None)
+                await producer.send_and_wait("t", b"warm", partition=0)
                 first = await paced_sends(producer, 6)
                 fc.move_leader(("t", 0), 2)  # batches still out on node 1 come back NOT_LEADER
                 rest = await paced_sends(producer, 6)
