@@ -18,6 +18,7 @@
 
 from __future__ import annotations
 
+import itertools
 import time
 from collections import deque
 from collections.abc import Callable, Collection, Sequence
@@ -331,7 +332,7 @@ class RecordAccumulator:
         """Is a batch sent before ``batch`` for its partition still in flight or queued for a
         resend? Then a broker that saw ``batch`` without it answers OUT_OF_ORDER_SEQUENCE_NUMBER
         and ``batch`` only has to wait for it."""
-        earlier = (b for b in (*self._in_flight.get(batch.tp, ()), *self._queues.get(batch.tp, ())))
+        earlier = itertools.chain(self._in_flight.get(batch.tp, ()), self._queues.get(batch.tp, ()))
         return any(b is not batch and b.sent and b.order < batch.order for b in earlier)
 
     # ---------------------------------------------------------------- outcomes
