@@ -243,6 +243,7 @@ class RecordAccumulator:
         unverified: Collection[TopicPartition] = (),
         lane0_out: Collection[int] = (),
         pipelining: Collection[int] = (),
+        confirmed: Collection[TopicPartition] = (),
     ) -> DrainResult:
         """Pick the batches to send now, grouped by leader node (synchronous decision step).
 
@@ -253,7 +254,8 @@ class RecordAccumulator:
         ``held`` partitions are not sent yet (not yet added to the producer's transaction);
         ``unverified`` ones (in the transaction, nothing acknowledged yet) wait while their
         leader has a request out on lane 0 (``lane0_out``), so they go on lane 0 (lanes.py).
-        A partition may have several batches in flight only to a ``pipelining`` node.
+        A partition may have several batches in flight only to a ``pipelining`` node, all to
+        the same one, and once its leader has confirmed our producer state (``confirmed``).
         """
         now = time.monotonic()
         result = DrainResult()
@@ -281,7 +283,10 @@ class RecordAccumulator:
                 continue
             flying = self._in_flight.get(tp)
             if flying and not (
-                leader.node_id in pipelining and self._may_pipeline(batch, flying, tp in unverified)
+                leader.node_id in pipelining
+                and tp in confirmed
+                and all(b.sent_to == leader.node_id for b in flying)
+                and self._may_pipeline(batch, flying, tp in unverified)
             ):
                 continue  # a completion wakes the sender
             if tp in unverified and leader.node_id in lane0_out:
@@ -301,6 +306,7 @@ class RecordAccumulator:
                 batch.close()
                 self._on_batch_closed(tp)
             batch.sent = True
+            batch.sent_to = leader.node_id
             if flying:
                 result.pipelined += 1
             self._in_flight.setdefault(tp, []).append(batch)

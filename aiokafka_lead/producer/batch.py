@@ -112,6 +112,7 @@ class ProducerBatch:
         # back in this order.
         self.order: tuple[int, ...] = (next(_creation_order),)
         self.sent = False  # drained at least once (split parts inherit it): a resend
+        self.sent_to = -1  # the node it was last sent to
         self.attempts = 0  # failed sends so far
         self.sent_epoch = -2  # leader epoch the store knew when the batch was last sent
         self.last_failure = 0.0

@@ -37,6 +37,10 @@ class IdempotenceState:
         self.needs_bump = False
         self.epoch_bumps = 0
         self._sequences: dict[TopicPartition, int] = {}
+        # partitions with a batch acknowledged at the current id and epoch: their leader has
+        # our producer state, so it refuses a sequence gap (a leader without it accepts any
+        # first sequence, so a later batch could overtake an earlier one there)
+        self.confirmed: set[TopicPartition] = set()
         self.transactional = False  # batches are stamped as transactional (KIP-98)
 
     async def init(self, reason: str = "start") -> None:
@@ -65,6 +69,7 @@ class IdempotenceState:
             refresh=self._core.refresh_metadata,
         )
         self._sequences.clear()
+        self.confirmed.clear()
         self.needs_bump = False
         log.debug("producer id %d epoch %d (%s)", self.producer_id, self.producer_epoch, reason)
 
@@ -73,11 +78,16 @@ class IdempotenceState:
         self.producer_id, self.producer_epoch = producer_id, producer_epoch
         self.transactional = transactional
         self._sequences.clear()
+        self.confirmed.clear()
         self.needs_bump = False
 
     async def bump_epoch(self) -> None:
         self.epoch_bumps += 1
         await self.init("epoch bump after lost producer state (KIP-360)")
+
+    def acknowledged(self, batch: ProducerBatch) -> None:
+        if (batch.producer_id, batch.producer_epoch) == (self.producer_id, self.producer_epoch):
+            self.confirmed.add(batch.tp)
 
     def stamp(self, batch: ProducerBatch) -> None:
         """Give a batch its sequence the first time it is sent (or after an epoch bump)."""

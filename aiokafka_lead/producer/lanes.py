@@ -122,7 +122,7 @@ class NodeLanes:
     def pipelining(self) -> set[int]:
         """Nodes a partition may have several batches in flight to (one connection, a far link)."""
         if not self._single:
-            return set(self._nodes)
+            return set()  # two connections to a node: a later request could be read first
         return {node_id for node_id, node in self._nodes.items() if node.floor_s >= PIPELINE_FLOOR_S}
 
     def lane0_out(self) -> set[int]:

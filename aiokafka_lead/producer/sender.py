@@ -109,6 +109,7 @@ class Sender:
                         unverified=txn.unverified if txn is not None else (),
                         lane0_out=self._lanes.lane0_out() if txn is not None and txn.unverified else (),
                         pipelining=self._lanes.pipelining(),
+                        confirmed=self._ids.confirmed if self._ids is not None else (),
                     )
                     self._metrics.pipelined_batches += result.pipelined
                     for batch in result.expired:
@@ -287,6 +288,8 @@ class Sender:
                 batch.complete(part.base_offset, part.log_append_time_ms, part.log_start_offset)
                 if self._txn is not None:
                     self._txn.batch_acknowledged(batch.tp)
+                if self._ids is not None:
+                    self._ids.acknowledged(batch)
                 self._done(batch)
                 continue
             if code == MESSAGE_TOO_LARGE and batch.record_count > 1:
