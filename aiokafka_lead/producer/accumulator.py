@@ -285,8 +285,7 @@ class RecordAccumulator:
             if flying and not (
                 leader.node_id in pipelining
                 and tp in confirmed
-                and all(b.sent_to == leader.node_id for b in flying)
-                and self._may_pipeline(batch, flying, tp in unverified)
+                and _may_pipeline(batch, flying, leader.node_id, self.partition_in_flight)
             ):
                 continue  # a completion wakes the sender
             if tp in unverified and leader.node_id in lane0_out:
@@ -312,20 +311,6 @@ class RecordAccumulator:
             self._in_flight.setdefault(tp, []).append(batch)
             result.by_node.setdefault(leader.node_id, []).append(batch)
         return result
-
-    def _may_pipeline(self, batch: ProducerBatch, flying: list[ProducerBatch], unverified: bool) -> bool:
-        """May ``batch`` go while ``flying`` (its partition's batches in flight) are out?
-
-        Only a first send, after every batch in flight, below the partition's limit. A resend
-        (a retry, a split batch's part) waits until nothing of its partition is in flight, so
-        it cannot overtake the batches sent after it once more; nor does the first batch of a
-        partition in a transaction (its broker-side verification, lanes.py)."""
-        return (
-            not batch.sent
-            and not unverified
-            and len(flying) < self.partition_in_flight
-            and batch.order > max(b.order for b in flying)
-        )
 
     def _landed(self, batch: ProducerBatch) -> None:
         flying = self._in_flight.get(batch.tp)
@@ -440,3 +425,16 @@ def _resend_position(queue: deque[ProducerBatch], batch: ProducerBatch) -> int:
     while at < len(queue) and queue[at].sent and queue[at].order < batch.order:
         at += 1
     return at
+
+
+def _may_pipeline(batch: ProducerBatch, flying: list[ProducerBatch], node_id: int, limit: int) -> bool:
+    """May ``batch`` go to ``node_id`` while ``flying`` (its partition's batches in flight) are out?
+
+    Only a first send, after every batch in flight, to the node they went to, below the
+    partition's limit. A resend (a retry, a split batch's part) waits until nothing of its
+    partition is in flight, so it cannot overtake the batches sent after it once more."""
+    return (
+        not batch.sent
+        and len(flying) < limit
+        and all(b.sent_to == node_id and b.order < batch.order for b in flying)
+    )
