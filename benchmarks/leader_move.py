@@ -102,11 +102,11 @@ def producer_command(
 
 async def run_one(
     kind: str, env: Environment, admin: AIOKafkaAdminClient, cfg: BenchConfig, *, raw: Path, java_cp: str,
-    consumers: tuple[str, ...] = (),
+    consumers: tuple[str, ...] = (), stamp_suffix: str = "",
 ) -> tuple[Samples, list[dict[str, Any]]]:  # fmt: skip
     """One production by ``kind`` while every leader moves (and ``consumers`` read it)."""
     topic = await fresh_topic(admin, f"lm-{kind}", cfg)
-    stamp = f"{env.scenario.name}-{kind}-{int(time.time())}"
+    stamp = f"{env.scenario.name}-{kind}-{int(time.time())}" + (f"-{stamp_suffix}" if stamp_suffix else "")
     out, errors = raw / f"{stamp}.json", raw / f"{stamp}.stderr"
     moves: list[tuple[float, float]] = []
     consumer_out = {c: raw / f"{stamp}-consumer-{c}.json" for c in consumers}
@@ -172,6 +172,11 @@ async def run_scenario(
             async with AIOKafkaAdminClient(bootstrap_servers=env.control_bootstrap) as admin:
                 if args.cluster_warmup > 0:
                     await warm_cluster(env.bootstrap, admin, cfg, args.cluster_warmup, say=say)
+                    # the first production after the warm-up ran slower in every series (the
+                    # cause is not found; docs/benchmarks.md): one the same as the measured
+                    # ones goes first, unmeasured
+                    say(f"settling: one unmeasured production ({LABELS[kinds[0]]})")
+                    await run_one(kinds[0], env, admin, cfg, raw=raw, java_cp=java_cp, stamp_suffix="settle")
                 for run in range(args.runs):
                     order = kinds if run % 2 == 0 else list(reversed(kinds))
                     names = ", ".join(LABELS[k] for k in order)

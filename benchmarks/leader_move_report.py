@@ -1,11 +1,20 @@
 """What benchmarks/leader_move.py reports: per-run summaries aggregated over runs (median
 and min-max), ratios of ours to every peer taken within each run, the consumer table, and
-all of it as markdown."""
+all of it as markdown.
+
+Run on its own, it pools the runs of several result files of one scenario (each run's
+ratios are still taken within that run):
+
+    python benchmarks/leader_move_report.py A.json B.json
+"""
 
 from __future__ import annotations
 
+import argparse
+import json
 import math
 import statistics
+from pathlib import Path
 from typing import Any
 
 from aiokafka_lead.bench.stats import Summary, percentile
@@ -136,3 +145,24 @@ def consumer_markdown(per_run: list[list[dict[str, Any]]]) -> str:
             + f" | {move_txt} |"
         )  # fmt: skip
     return "\n".join(lines)
+
+
+def pooled_markdown(paths: list[Path]) -> str:
+    """The producer and consumer tables over every run in ``paths`` (one scenario)."""
+    results = [json.loads(p.read_text()) for p in paths]
+    scenarios = {r["scenario"] for r in results}
+    if len(scenarios) != 1:
+        raise SystemExit(f"pool runs of one scenario, not {sorted(scenarios)}")
+    per_run = [[Summary(**row) for row in run] for r in results for run in r["runs"]]
+    consumers = [run for r in results for run in r["consumers"]]
+    text = f"{len(per_run)} run(s) of {scenarios.pop()} from {', '.join(p.name for p in paths)}\n\n"
+    text += producer_markdown(aggregate(per_run), ratios(per_run))
+    if consumers:
+        text += "\n\nConsumers:\n\n" + consumer_markdown(consumers)
+    return text
+
+
+if __name__ == "__main__":
+    parser = argparse.ArgumentParser(description="Pool the runs of several leader_move result files.")
+    parser.add_argument("results", nargs="+", type=Path, help="leader_move_<scenario>.json files")
+    print(pooled_markdown(parser.parse_args().results))

@@ -255,7 +255,9 @@ class RecordAccumulator:
         ``unverified`` ones (in the transaction, nothing acknowledged yet) wait while their
         leader has a request out on lane 0 (``lane0_out``), so they go on lane 0 (lanes.py).
         A partition may have several batches in flight only to a ``pipelining`` node, all to
-        the same one, and once its leader has confirmed our producer state (``confirmed``).
+        the same one, once its leader has confirmed our producer state (``confirmed``) and,
+        in a transaction, a batch of the partition was acknowledged (not ``unverified``: the
+        first one waits for the broker's check with the coordinator, KIP-890).
         """
         now = time.monotonic()
         result = DrainResult()
@@ -285,6 +287,7 @@ class RecordAccumulator:
             if flying and not (
                 leader.node_id in pipelining
                 and tp in confirmed
+                and tp not in unverified
                 and _may_pipeline(batch, flying, leader.node_id, self.partition_in_flight)
             ):
                 continue  # a completion wakes the sender

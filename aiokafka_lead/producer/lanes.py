@@ -43,7 +43,10 @@ Two connections (``connections_per_broker=2``), rules (DESIGN.md invariant 22):
 from __future__ import annotations
 
 import collections
+import logging
 from dataclasses import dataclass, field
+
+log = logging.getLogger(__name__)
 
 MIN_OVERDUE_S = 0.02
 # One connection: the floor before the next request is pipelined behind the newest. On the
@@ -54,7 +57,10 @@ MIN_PIPELINE_S = 0.01
 # least PIPELINE_FLOOR_S, i.e. a link with a round trip worth overlapping. On loopback
 # (floor ~1 ms) pipelining behind a request parked by a leader move split the backlog into
 # requests that each waited for the followers: p99.9 206 ms against 112 ms without it
-# (fast-followers brokers, 3 runs, session 5).
+# (fast-followers brokers, 3 runs, session 5). A leader move can still make the last 32
+# requests slow and turn pipelining on for its duration on loopback; session 6 tried a
+# window of 10 s instead (no pipelining at moves) and loopback-defaults got worse (p99.9
+# 175 ms against 119, 5 runs each; docs/benchmarks.md), so the 32 requests stay.
 PIPELINE_FLOOR_S = 0.005
 FLOOR_SAMPLES = 32
 OVERDUE_FACTOR = 0.5
@@ -143,8 +149,17 @@ class NodeLanes:
         node = self._node(node_id)
         node.lanes[lane].started.remove(started)
         if latency_s is not None and lane == 0:
+            was_far = node.floor_s >= PIPELINE_FLOOR_S
             node.recent.append(latency_s)
             node.floor_s = min(node.recent)
+            if (node.floor_s >= PIPELINE_FLOOR_S) != was_far:
+                log.debug(
+                    "node %d is %s: the fastest of its last %d produce requests took %.1f ms",
+                    node_id,
+                    "near (no pipelining)" if was_far else "far (pipelining)",
+                    len(node.recent),
+                    node.floor_s * 1000,
+                )
             if node.ewma_s is None:
                 node.ewma_s = latency_s
             else:  # a parked request must not raise the bar for spotting the next one

@@ -142,10 +142,7 @@ class AIOKafkaProducer:
         self._request_timeout_ms = request_timeout_ms
         self._leader_hints = enable_leader_hints
         self._connections_per_broker = connections_per_broker
-        # Pipelining (DESIGN.md invariant 24) is not used by a transactional producer yet: in
-        # session 5's CI two transactional integration tests (a chaos copy and back-to-back
-        # transactions) broke with it (OUT_OF_ORDER_SEQUENCE_NUMBER, records out of order).
-        self._max_in_flight = 1 if transactional_id is not None else max_in_flight_requests_per_connection
+        self._max_in_flight = max_in_flight_requests_per_connection
         self._partitioner: Partitioner = partitioner or DefaultPartitioner()
         self._default_partitioner = (
             self._partitioner if isinstance(self._partitioner, DefaultPartitioner) else None

@@ -22,6 +22,7 @@ import pytest
 from aiokafka_lead import AIOKafkaConsumer, AIOKafkaProducer
 from aiokafka_lead.admin import AIOKafkaAdminClient, NewTopic
 from aiokafka_lead.errors import KafkaError
+from aiokafka_lead.producer import lanes
 from aiokafka_lead.producer.batch import DeliveryHandle
 from aiokafka_lead.producer.partitioner import partition_for_key
 from aiokafka_lead.runtime import ClientClosedError, ClientFailedError
@@ -194,7 +195,19 @@ def log_step(record: StepRecord) -> None:
 # --------------------------------------------------------------------------- producer
 
 
-async def test_idempotent_producer_through_chaos(kafka_node_control: KafkaCluster) -> None:
+@pytest.fixture(params=["one-batch", "pipelined"])
+def pipelining(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> bool:
+    """"pipelined": every broker counts as far (``lanes.PIPELINE_FLOOR_S`` 0), so on this
+    loopback cluster the producer keeps several batches of a partition in flight, as it
+    does across a real network (DESIGN.md invariant 24); "one-batch" is loopback's own
+    behaviour (pipelining may still start when a loaded machine slows every request)."""
+    if request.param == "pipelined":
+        monkeypatch.setattr(lanes, "PIPELINE_FLOOR_S", 0.0)
+        return True
+    return False
+
+
+async def test_idempotent_producer_through_chaos(kafka_node_control: KafkaCluster, pipelining: bool) -> None:
     """Every acknowledged record is in the log exactly once, at the offset acknowledged, in
     per-key order; every send resolved; the producer's buffer and the process stay bounded."""
     cluster = kafka_node_control
@@ -285,10 +298,11 @@ async def test_idempotent_producer_through_chaos(kafka_node_control: KafkaCluste
                 "leader_hints_ignored",
                 "epoch_bumps",
                 "produce_requests",
+                "pipelined_batches",
             )
         },
     }
-    report("producer", numbers)
+    report("producer-pipelined" if pipelining else "producer", numbers)
     assert pending == 0, numbers
     assert len(acked) + sum(errors.values()) == total, numbers
     assert lost == 0 and duplicated == 0 and out_of_order == 0, numbers
@@ -296,6 +310,7 @@ async def test_idempotent_producer_through_chaos(kafka_node_control: KafkaCluste
     assert len(runner.report.steps) == len(runner.schedule), numbers
     assert produced.peak_buffer <= BUFFER_MEMORY, numbers
     assert peak_rss_mib() - rss_before < 512, numbers  # 100k handles are kept: generous, but bounded
+    assert metrics["pipelined_batches"] > 0 or not pipelining, numbers
 
 
 async def transactional_writes(
@@ -340,7 +355,9 @@ async def transactional_writes(
     return aborts
 
 
-async def test_transactional_producer_through_chaos(kafka_node_control: KafkaCluster) -> None:
+async def test_transactional_producer_through_chaos(
+    kafka_node_control: KafkaCluster, pipelining: bool
+) -> None:
     """The read_committed view holds every committed record exactly once, in per-key order,
     and nothing of an aborted transaction, through the same chaos schedule."""
     cluster = kafka_node_control
@@ -397,13 +414,15 @@ async def test_transactional_producer_through_chaos(kafka_node_control: KafkaClu
                 "transaction_retries",
                 "batches_retried",
                 "errors",
+                "pipelined_batches",
             )
         },
     }
-    report("transactional producer", numbers)
+    report("transactional producer-pipelined" if pipelining else "transactional producer", numbers)
     assert numbers["lost"] == 0 and numbers["duplicated"] == 0 and numbers["unexpected"] == 0, numbers
     assert numbers["out_of_order"] == 0, numbers
     assert len(runner.report.steps) == len(runner.schedule), numbers
+    assert metrics["pipelined_batches"] > 0 or not pipelining, numbers
 
 
 # --------------------------------------------------------------------------- group

@@ -172,6 +172,7 @@ class FakeBroker:
         if isinstance(action, Respond):
             response = action.response
         elif isinstance(action, Error):
+            await anyio.sleep(action.after_s)
             response = error_response(request, header.api_version, action.error_code)
         else:
             response = await self.handle(header, request)

@@ -23,9 +23,11 @@ class Respond:
 
 @dataclass(frozen=True, slots=True)
 class Error:
-    """Answer with a response of the request's API carrying ``error_code`` everywhere."""
+    """Answer with a response of the request's API carrying ``error_code`` everywhere,
+    ``after_s`` seconds later (the connection stays busy meanwhile)."""
 
     error_code: int
+    after_s: float = 0.0
 
 
 @dataclass(frozen=True, slots=True)

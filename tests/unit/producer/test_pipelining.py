@@ -16,8 +16,10 @@ import anyio
 import pytest
 
 from aiokafka_lead.producer import AIOKafkaProducer
+from aiokafka_lead.structs import TopicPartition
 from aiokafka_lead.testing.fake import FakeCluster
 from aiokafka_lead.testing.fake.intercept import Delay, Error
+from tests.support.txn import read_committed
 
 PRODUCE = 0
 SLOW_S = 0.1  # every produce takes this long on the broker
@@ -31,10 +33,10 @@ def slow(node: int | None = None) -> Any:
     return decide
 
 
-def carrying(value: bytes) -> Any:
+def carrying(value: bytes, after_s: float = 0.0) -> Any:
     def decide(_node: int, _header: Any, request: Any) -> Error | None:
         raw = b"".join(p.records or b"" for t in request.topic_data for p in t.partition_data)
-        return Error(19) if value in raw else None  # NOT_ENOUGH_REPLICAS: retriable, not written
+        return Error(19, after_s) if value in raw else None  # NOT_ENOUGH_REPLICAS: retriable, not written
 
     return decide
 
@@ -43,10 +45,10 @@ def values(fc: FakeCluster, tp: tuple[str, int]) -> list[bytes]:
     return [r[2] for r in fc.records(tp)]
 
 
-async def paced_sends(producer: AIOKafkaProducer, n: int, partition: int = 0) -> list[Any]:
+async def paced_sends(producer: AIOKafkaProducer, n: int, partition: int = 0, prefix: str = "r") -> list[Any]:
     handles = []
     for i in range(n):
-        handles.append(await producer.send("t", f"r{i}".encode(), partition=partition))
+        handles.append(await producer.send("t", f"{prefix}{i}".encode(), partition=partition))
         await anyio.sleep(GAP_S)  # pacing the load, not waiting for an outcome
     return handles
 
@@ -145,3 +147,37 @@ async def test_pipelined_batches_follow_a_leader_move_in_order(warm: bool) -> No
                 sent = [f"r{i}".encode() for i in range(6)] * 2
                 assert values(fc, ("t", 0)) == ([b"warm"] if warm else []) + sent
                 assert m["epoch_bumps"] == 0
+
+
+@pytest.mark.parametrize("version", [1, 2])
+async def test_a_transactional_producer_pipelines_once_a_partition_is_acknowledged(version: int) -> None:
+    """In a transaction a partition's first produce is checked by the broker with the
+    coordinator (KIP-890); if that check fails, batches pipelined behind it would come back
+    OUT_OF_ORDER. So a partition pipelines only once a batch of it was acknowledged in this
+    transaction (under protocol 1 the producer epoch, and with it ``confirmed``, survives
+    the commit; under 2 every EndTxn bumps it)."""
+    with anyio.fail_after(30):
+        async with FakeCluster(brokers=1) as fc:
+            fc.txns.transaction_version = version
+            fc.create_topic("t", partitions=1, replication_factor=1)
+            async with AIOKafkaProducer(
+                bootstrap_servers=fc.bootstrap, transactional_id="tx", retry_backoff_ms=10
+            ) as producer:
+                fc.intercept(PRODUCE, carrying(b"b0", after_s=SLOW_S), times=1)  # consulted first
+                fc.intercept(PRODUCE, slow(), times=None)
+                async with producer.transaction():
+                    first = await paced_sends(producer, 8, prefix="a")
+                pipelined = producer.metrics()["pipelined_batches"]
+                async with producer.transaction():
+                    second = await paced_sends(producer, 8, prefix="b")
+                for h in first + second:
+                    await h
+                m = producer.metrics()
+            got = await read_committed(fc.bootstrap, [TopicPartition("t", 0)])
+    assert [r.value for r in got[TopicPartition("t", 0)]] == [
+        f"{x}{i}".encode() for x in "ab" for i in range(8)
+    ]
+    assert pipelined >= 2, m
+    assert m["transactions_committed"] == 2 and m["epoch_bumps"] == 0
+    assert m["errors"] == {"NotEnoughReplicasError": 1}, m["errors"]
+
