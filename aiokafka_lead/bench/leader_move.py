@@ -54,8 +54,9 @@ async def warm_cluster(
     between them, so that the brokers' first topic deletion happens under warm-up load, not
     just before the first measured production. (Session 6: the first production after a
     one-topic warm-up was the slowest of its client in every series, once ~15 s at 5x its
-    usual latency; with two topics it was still somewhat slower. Cause not found; the first
-    production is always ours, hints on, so whatever remains counts against ours.)"""
+    usual latency; with two topics it still was in most series. Cause not found; the first
+    production is always ours, hints on, so it counts against ours: benchmarks/leader_move.py
+    also runs one unmeasured production first.)"""
     say(f"warming the cluster up for {seconds:.0f}s: two topics, leaders moving twice on each (unmeasured)")
     warm = dataclasses.replace(cfg, duration_s=seconds / 2, move_at=(0.3, 0.6))
     for _ in range(2):
