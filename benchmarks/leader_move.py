@@ -195,9 +195,7 @@ async def run_scenario(
                     last = sorted(samples_this_run, key=lambda s: list(LABELS.values()).index(s.client))
                     per_run.append([summarize(s) for s in last])
     rows, ratio_rows = report.aggregate(per_run), report.ratios(per_run)
-    text = report.producer_markdown(rows, ratio_rows)
-    if consumer_runs:
-        text += "\n\nConsumers:\n\n" + report.consumer_markdown(consumer_runs)
+    text = report.scenario_markdown(rows, ratio_rows, consumer_runs)
     say("\n" + "\n".join(conditions) + "\n\n" + text)
     title = f"{scenario.name}: produce latency from the schedule, last run"
     say(plot(last, f"leader_move_{scenario.name}.png", title))

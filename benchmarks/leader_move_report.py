@@ -147,6 +147,16 @@ def consumer_markdown(per_run: list[list[dict[str, Any]]]) -> str:
     return "\n".join(lines)
 
 
+def scenario_markdown(
+    rows: list[dict[str, Any]], ratio_rows: list[dict[str, Any]], consumer_runs: list[list[dict[str, Any]]]
+) -> str:
+    """The producer table, the ratios and (when consumers ran) the consumer table."""
+    text = producer_markdown(rows, ratio_rows)
+    if consumer_runs:
+        text += "\n\nConsumers:\n\n" + consumer_markdown(consumer_runs)
+    return text
+
+
 def pooled_markdown(paths: list[Path]) -> str:
     """The producer and consumer tables over every run in ``paths`` (one scenario)."""
     results = [json.loads(p.read_text()) for p in paths]
@@ -155,11 +165,8 @@ def pooled_markdown(paths: list[Path]) -> str:
         raise SystemExit(f"pool runs of one scenario, not {sorted(scenarios)}")
     per_run = [[Summary(**row) for row in run] for r in results for run in r["runs"]]
     consumers = [run for r in results for run in r["consumers"]]
-    text = f"{len(per_run)} run(s) of {scenarios.pop()} from {', '.join(p.name for p in paths)}\n\n"
-    text += producer_markdown(aggregate(per_run), ratios(per_run))
-    if consumers:
-        text += "\n\nConsumers:\n\n" + consumer_markdown(consumers)
-    return text
+    title = f"{len(per_run)} run(s) of {scenarios.pop()} from {', '.join(p.name for p in paths)}"
+    return title + "\n\n" + scenario_markdown(aggregate(per_run), ratios(per_run), consumers)
 
 
 if __name__ == "__main__":

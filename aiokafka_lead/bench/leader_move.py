@@ -59,10 +59,10 @@ async def warm_cluster(
     also runs one unmeasured production first.)"""
     say(f"warming the cluster up for {seconds:.0f}s: two topics, leaders moving twice on each (unmeasured)")
     warm = dataclasses.replace(cfg, duration_s=seconds / 2, move_at=(0.3, 0.6))
-    for _ in range(2):
-        topic = await fresh_topic(admin, "lm-warmup", cfg)
-        try:
-            async with AIOKafkaProducer(bootstrap_servers=bootstrap, acks="all", linger_ms=0) as producer:
+    async with AIOKafkaProducer(bootstrap_servers=bootstrap, acks="all", linger_ms=0) as producer:
+        for _ in range(2):
+            topic = await fresh_topic(admin, "lm-warmup", cfg)
+            try:
                 await producer.partitions_for(topic)
                 moving = functools.partial(
                     run_moves, admin, topic, warm, started=time.time(), moves=[], say=say
@@ -73,8 +73,8 @@ async def warm_cluster(
                         producer, topic, rate=cfg.rate, duration_s=warm.duration_s,
                         record_size=cfg.record_size, samples=Samples("cluster warm-up"),
                     )  # fmt: skip
-        finally:
-            await admin.delete_topics([topic])
+            finally:
+                await admin.delete_topics([topic])
 
 
 async def run_moves(

@@ -80,6 +80,11 @@ class _Node:
     recent: collections.deque[float] = field(default_factory=lambda: collections.deque(maxlen=FLOOR_SAMPLES))
     floor_s: float = 0.0  # the fastest of ``recent``
 
+    @property
+    def far(self) -> bool:
+        """A link with a round trip worth overlapping: requests to it are pipelined."""
+        return self.floor_s >= PIPELINE_FLOOR_S
+
 
 class NodeLanes:
     def __init__(self, lanes: int = 1, *, max_in_flight: int = 5) -> None:
@@ -109,7 +114,7 @@ class NodeLanes:
             if not first.started:
                 continue
             if self._single:  # pipelining: the newest request decides
-                if node.floor_s < PIPELINE_FLOOR_S or len(first.started) >= self._max_in_flight:
+                if not node.far or len(first.started) >= self._max_in_flight:
                     busy.add(node_id)
                     continue
                 age = now - first.started[-1]
@@ -129,7 +134,7 @@ class NodeLanes:
         """Nodes a partition may have several batches in flight to (one connection, a far link)."""
         if not self._single:
             return set()  # two connections to a node: a later request could be read first
-        return {node_id for node_id, node in self._nodes.items() if node.floor_s >= PIPELINE_FLOOR_S}
+        return {node_id for node_id, node in self._nodes.items() if node.far}
 
     def lane0_out(self) -> set[int]:
         """Nodes whose lane 0 has a request out (none with one lane: there the broker
@@ -149,10 +154,10 @@ class NodeLanes:
         node = self._node(node_id)
         node.lanes[lane].started.remove(started)
         if latency_s is not None and lane == 0:
-            was_far = node.floor_s >= PIPELINE_FLOOR_S
+            was_far = node.far
             node.recent.append(latency_s)
             node.floor_s = min(node.recent)
-            if (node.floor_s >= PIPELINE_FLOOR_S) != was_far:
+            if node.far != was_far:
                 log.debug(
                     "node %d is %s: the fastest of its last %d produce requests took %.1f ms",
                     node_id,
