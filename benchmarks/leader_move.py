@@ -12,8 +12,11 @@ factor 3, min.insync.replicas 2); acks=all, linger 0, 1 KiB records at 2,000/s a
 warm-up; leadership of all partitions is rotated (reorder replicas + preferred election) at
 25%, 50% and 75% of the run. Every record is measured from its scheduled time
 (start + i / rate); the time send() blocked is reported beside it. Clients alternate order
-between runs. With ``--consumers``, each run adds one more production (ours, hints on)
-read at the same time by aiokafka_lead, aiokafka and confluent-kafka consumers.
+between runs. With ``--consumers``, as many productions more (ours, hints on) follow the
+producer runs, each read at the same time by aiokafka_lead, aiokafka and confluent-kafka
+consumers (last: confluent-kafka's consumer creates __consumer_offsets). The cluster is bare
+(only the measured topics) unless ``--offsets-topic`` creates __consumer_offsets first: idle
+partitions make every move wait up to replica.fetch.wait.max.ms longer (docs/kip-951.md).
 
     python benchmarks/leader_move.py                           # every scenario, 3 runs
     python benchmarks/leader_move.py --scenarios kip-conditions --runs 3 --duration 40
@@ -156,13 +159,13 @@ def plot(runs: list[Samples], name: str, title: str) -> str:
 
 
 async def run_scenario(
-    scenario: Scenario, args: argparse.Namespace, cfg: BenchConfig, java_cp: str, raw: Path
+    scenario: Scenario, args: argparse.Namespace, cfg: BenchConfig, java_cp: str, raw: Path, *, suffix: str
 ) -> dict[str, Any]:
     kinds = args.clients.split(",")
     consumers = tuple(CONSUMER_LABELS) if args.consumers else ()
     with tempfile.TemporaryDirectory(prefix="leader-move-") as tmp:
         async with cluster_for(scenario, Path(tmp), rate=cfg.rate, record_size=cfg.record_size,
-                               benchmark=True, say=say) as env:  # fmt: skip
+                               benchmark=True, offsets_topic=args.offsets_topic, say=say) as env:  # fmt: skip
             conditions = env.describe()
             for line in conditions:
                 say(line)
@@ -186,19 +189,22 @@ async def run_scenario(
                         samples, _ = await run_one(kind, env, admin, cfg, raw=raw, java_cp=java_cp)
                         samples_this_run.append(samples)
                         say(table([summarize(samples)]).splitlines()[-1])
-                    if consumers:
-                        say("  consumers: aiokafka_lead, aiokafka, confluent-kafka reading one production")
-                        _, read = await run_one(
-                            "ours", env, admin, cfg, raw=raw, java_cp=java_cp, consumers=consumers
-                        )
-                        consumer_runs.append(read)
                     last = sorted(samples_this_run, key=lambda s: list(LABELS.values()).index(s.client))
                     per_run.append([summarize(s) for s in last])
+                # after every producer run: confluent-kafka's consumer looks up a group
+                # coordinator, which creates __consumer_offsets and changes the cluster's state
+                for run in range(args.runs if consumers else 0):
+                    say(f"\n{scenario.name} consumers {run + 1}/{args.runs}: aiokafka_lead, aiokafka, "
+                        "confluent-kafka reading one production (ours)")  # fmt: skip
+                    _, read = await run_one(
+                        "ours", env, admin, cfg, raw=raw, java_cp=java_cp, consumers=consumers
+                    )
+                    consumer_runs.append(read)
     rows, ratio_rows = report.aggregate(per_run), report.ratios(per_run)
     text = report.scenario_markdown(rows, ratio_rows, consumer_runs)
     say("\n" + "\n".join(conditions) + "\n\n" + text)
     title = f"{scenario.name}: produce latency from the schedule, last run"
-    say(plot(last, f"leader_move_{scenario.name}.png", title))
+    say(plot(last, f"leader_move_{scenario.name}{suffix}.png", title))
     return {"scenario": scenario.name, "conditions": conditions, "rows": rows, "ratios": ratio_rows,
             "runs": [[s.row() for s in r] for r in per_run], "consumers": consumer_runs,
             "markdown": text}  # fmt: skip
@@ -221,13 +227,15 @@ async def main(args: argparse.Namespace) -> int:
         "latency from "
         f"each record's scheduled time. Cells: median (min-max over runs). Machine: {args.machine}."
     )
+    suffix = "_offsets-topic" if args.offsets_topic else ""
     for name in args.scenarios.split(","):  # each scenario's results are written as it ends
-        r = await run_scenario(SCENARIOS[name], args, cfg, java_cp, raw)
+        r = await run_scenario(SCENARIOS[name], args, cfg, java_cp, raw, suffix=suffix)
         md = [intro, "", f"### {r['scenario']}", "", *(f"- {c}" for c in r["conditions"]), "", r["markdown"]]
-        (RESULTS / f"leader_move_{name}.md").write_text("\n".join(md) + "\n")
+        stem = f"leader_move_{name}{suffix}"
+        (RESULTS / f"{stem}.md").write_text("\n".join(md) + "\n")
         summary = json.dumps({"config": repr(cfg), "machine": args.machine, **r}, indent=1)
-        (RESULTS / f"leader_move_{name}.json").write_text(summary)
-        say(f"\nresults: {RESULTS / f'leader_move_{name}.md'}")
+        (RESULTS / f"{stem}.json").write_text(summary)
+        say(f"\nresults: {RESULTS / f'{stem}.md'}")
     return 0
 
 
@@ -238,6 +246,12 @@ if __name__ == "__main__":
     parser.add_argument("--scenarios", default=",".join(SCENARIOS), help=", ".join(SCENARIOS))
     parser.add_argument("--clients", default="ours,ours-nohints,ours-2conn,aiokafka,confluent,java")
     parser.add_argument("--consumers", action="store_true", help="also the consumer comparison")
+    parser.add_argument(
+        "--offsets-topic",
+        action="store_true",
+        help="create __consumer_offsets first (50 idle partitions, as on a used cluster); results "
+        "go to leader_move_<scenario>_offsets-topic.*",
+    )
     parser.add_argument("--runs", type=int, default=3)
     parser.add_argument("--duration", type=float, default=60)
     parser.add_argument("--warmup", type=float, default=5, help="per-client warm-up seconds")

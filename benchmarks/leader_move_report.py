@@ -153,7 +153,10 @@ def scenario_markdown(
     """The producer table, the ratios and (when consumers ran) the consumer table."""
     text = producer_markdown(rows, ratio_rows)
     if consumer_runs:
-        text += "\n\nConsumers:\n\n" + consumer_markdown(consumer_runs)
+        text += (
+            "\n\nConsumers (after the producer runs, with __consumer_offsets present: "
+            "confluent-kafka's consumer creates it):\n\n" + consumer_markdown(consumer_runs)
+        )
     return text
 
 

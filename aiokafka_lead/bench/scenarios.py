@@ -7,6 +7,12 @@
 - ``loopback-defaults``: Kafka's defaults, clients on loopback.
 - ``loopback-fast-followers``: the ``fast-followers`` broker profile, clients on loopback.
 
+Orthogonal to the scenario, the cluster's state: *bare* (only the measured topics) or with
+``__consumer_offsets`` (``offsets_topic=True``: 50 idle partitions, as on any cluster a
+consumer group has used). Idle partitions on the brokers make every leader move wait up to
+``replica.fetch.wait.max.ms`` longer (a follower's fetch holding only idle partitions parks
+that long before it can fetch the partitions it just started to follow; docs/kip-951.md).
+
 ``cluster_for`` starts the cluster (and the proxies) of a scenario and yields the
 bootstrap string clients use; leader moves and topic set-up go around the emulated
 network (the operator's side is not what is measured).
@@ -22,9 +28,11 @@ from pathlib import Path
 
 import anyio
 
+from aiokafka_lead.admin import AIOKafkaAdminClient
 from aiokafka_lead.testing.cluster import KafkaCluster
 from aiokafka_lead.testing.netem import LinkConditions, Toxiproxy, proxy_cluster, toxiproxy_server
 
+OFFSETS_TOPIC_PARTITIONS = 50  # Kafka's default offsets.topic.num.partitions
 LINK_FILL = 0.75  # share of a link's bandwidth the benchmark load fills
 LATENCY_MS = 5
 JITTER_MS = 1
@@ -68,6 +76,7 @@ class Environment:
     link: LinkConditions | None
     settings: dict[str, str]  # broker settings that differ from Kafka's defaults
     note: str = ""  # e.g. why the network emulation fell back to loopback
+    offsets_topic: bool = False  # __consumer_offsets created before anything is measured
 
     def describe(self) -> list[str]:
         lines = [f"scenario: {self.scenario.name} ({self.scenario.summary})"]
@@ -77,6 +86,13 @@ class Environment:
             lines.append(f"network: Toxiproxy {self.link.describe()}")
         else:
             lines.append("network: loopback (no emulation)")
+        lines.append(
+            f"cluster state: __consumer_offsets present ({OFFSETS_TOPIC_PARTITIONS} idle partitions, "
+            "as on any cluster a consumer group has used)"
+            if self.offsets_topic
+            else "cluster state: bare (the measured topics only, no __consumer_offsets; idle partitions "
+            "would add up to replica.fetch.wait.max.ms to every move)"
+        )
         changed = ", ".join(f"{k}={v}" for k, v in self.settings.items())
         lines.append(
             f"broker profile: {self.scenario.profile}"
@@ -94,9 +110,11 @@ async def cluster_for(
     record_size: int,
     brokers: int = 3,
     benchmark: bool = False,
+    offsets_topic: bool = False,
     say: Callable[[str], None],
 ) -> AsyncIterator[Environment]:
-    """Start a local cluster (and Toxiproxy) for ``scenario``; stop everything after."""
+    """Start a local cluster (and Toxiproxy) for ``scenario``; stop everything after. With
+    ``offsets_topic`` a group coordinator lookup creates ``__consumer_offsets`` first."""
     binary, why = (None, "")
     if scenario.emulated:
         binary, why = await anyio.to_thread.run_sync(toxiproxy_server)
@@ -109,15 +127,20 @@ async def cluster_for(
     await anyio.to_thread.run_sync(cluster.up)
     try:
         direct = cluster.bootstrap()
+        if offsets_topic:
+            say(f"creating __consumer_offsets ({OFFSETS_TOPIC_PARTITIONS} partitions)")
+            async with AIOKafkaAdminClient(bootstrap_servers=direct) as admin:
+                await admin.find_coordinator("aiokafka-lead-benchmark")
+        settings = cluster.non_default_settings()
         if binary is None:
-            yield Environment(scenario, direct, direct, None, cluster.non_default_settings(), note)
+            yield Environment(scenario, direct, direct, None, settings, note, offsets_topic)
             return
         link = link_for(rate, record_size, brokers)
         toxiproxy = Toxiproxy(binary, directory / "toxiproxy.log")
         await anyio.to_thread.run_sync(toxiproxy.start)
         try:
             bootstrap = await anyio.to_thread.run_sync(proxy_cluster, toxiproxy, cluster, link)
-            yield Environment(scenario, bootstrap, direct, link, cluster.non_default_settings())
+            yield Environment(scenario, bootstrap, direct, link, settings, offsets_topic=offsets_topic)
         finally:
             with anyio.CancelScope(shield=True):
                 await anyio.to_thread.run_sync(toxiproxy.stop)

@@ -37,6 +37,12 @@ def add_parser(sub: Any) -> None:
         choices=sorted(SCENARIOS),
         help="conditions of the local cluster (default kip-conditions; see docs/kip-951.md)",
     )
+    p.add_argument(
+        "--offsets-topic",
+        action="store_true",
+        help="create __consumer_offsets first, as on a used cluster: its idle partitions make every "
+        "move wait for the followers' parked fetches (docs/kip-951.md)",
+    )
     p.add_argument("--duration", type=float, default=25.0, help="seconds per run (default 25)")
     p.add_argument("--rate", type=float, default=1000.0, help="records per second (default 1000)")
     p.add_argument("--partitions", type=int, default=12)
@@ -117,8 +123,9 @@ async def run(args: argparse.Namespace, client_kwargs: dict[str, Any]) -> int:
         return await demo_on(args.bootstrap_server, client_kwargs, args, conditions)
     with tempfile.TemporaryDirectory(prefix="aiokafka-lead-demo-") as tmp:
         async with cluster_for(
-            SCENARIOS[args.scenario], Path(tmp), rate=args.rate, record_size=1024, say=_say
-        ) as env:
+            SCENARIOS[args.scenario], Path(tmp), rate=args.rate, record_size=1024,
+            offsets_topic=args.offsets_topic, say=_say,
+        ) as env:  # fmt: skip
             conditions = env.describe()
             for line in conditions:
                 _say(line)

@@ -10,6 +10,7 @@ import anyio
 import pytest
 
 from aiokafka_lead.admin import AIOKafkaAdminClient, NewTopic
+from aiokafka_lead.bench.scenarios import SCENARIOS, cluster_for
 from aiokafka_lead.producer import AIOKafkaProducer
 from aiokafka_lead.testing.cluster import KafkaCluster
 from aiokafka_lead.testing.netem import LinkConditions, Toxiproxy, proxy_cluster, toxiproxy_server
@@ -53,3 +54,20 @@ async def test_clients_reach_a_broker_only_through_the_emulated_link(tmp_path: P
     finally:
         await anyio.to_thread.run_sync(toxiproxy.stop)
         await anyio.to_thread.run_sync(cluster.down)
+
+
+async def test_a_scenario_cluster_carries_the_offsets_topic_when_asked(tmp_path: Path) -> None:
+    """``--offsets-topic`` (benchmark and demo): __consumer_offsets exists before anything is
+    measured, and the conditions say so; a bare cluster has only what the test creates."""
+    with anyio.fail_after(180):
+        for wanted in (True, False):
+            async with cluster_for(
+                SCENARIOS["loopback-defaults"], tmp_path / str(wanted), rate=100, record_size=100,
+                brokers=1, offsets_topic=wanted, say=lambda _: None,
+            ) as env:  # fmt: skip
+                async with AIOKafkaAdminClient(bootstrap_servers=env.control_bootstrap) as admin:
+                    topics = await admin.list_topics()
+                state = next(line for line in env.describe() if line.startswith("cluster state:"))
+                assert ("__consumer_offsets" in topics) is wanted
+                expected = "__consumer_offsets present" if wanted else "bare"
+                assert state.startswith(f"cluster state: {expected}")

@@ -10,7 +10,7 @@ import anyio
 import pytest
 
 from aiokafka_lead.bench.load import Pacer, paced_async
-from aiokafka_lead.bench.scenarios import LINK_FILL, WIRE_OVERHEAD_B, link_for
+from aiokafka_lead.bench.scenarios import LINK_FILL, SCENARIOS, WIRE_OVERHEAD_B, Environment, link_for
 from aiokafka_lead.bench.stats import Samples, summarize
 from aiokafka_lead.testing.cluster import config
 from aiokafka_lead.testing.cluster.config import NodePorts, SecurityFiles
@@ -96,3 +96,13 @@ def test_links_are_sized_so_the_load_fills_three_quarters() -> None:
     assert link.bandwidth_kb_s == math.ceil(load_kb_s / LINK_FILL)
     assert 0.74 <= load_kb_s / link.bandwidth_kb_s <= 0.76
     assert (link.latency_ms, link.jitter_ms) == (5, 1)
+
+
+def test_the_cluster_state_is_printed_with_the_conditions() -> None:
+    scenario = SCENARIOS["loopback-defaults"]
+    bare = Environment(scenario, "b:1", "b:1", None, {})
+    used = Environment(scenario, "b:1", "b:1", None, {}, offsets_topic=True)
+    bare_text, used_text = "\n".join(bare.describe()), "\n".join(used.describe())
+    assert "cluster state: bare (the measured topics only, no __consumer_offsets" in bare_text
+    assert "cluster state: __consumer_offsets present (50 idle partitions" in used_text
+    assert bare.describe()[1] == "network: loopback (no emulation)"
