@@ -158,8 +158,13 @@ def plot(runs: list[Samples], name: str, title: str) -> str:
     return f"plot: {plot_runs(runs, ROOT / 'docs' / 'img' / name, title)}"
 
 
+def result_stem(scenario: str, args: argparse.Namespace) -> str:
+    """``leader_move_<scenario>``, and ``_offsets-topic`` for a used cluster's results."""
+    return f"leader_move_{scenario}" + ("_offsets-topic" if args.offsets_topic else "")
+
+
 async def run_scenario(
-    scenario: Scenario, args: argparse.Namespace, cfg: BenchConfig, java_cp: str, raw: Path, *, suffix: str
+    scenario: Scenario, args: argparse.Namespace, cfg: BenchConfig, java_cp: str, raw: Path
 ) -> dict[str, Any]:
     kinds = args.clients.split(",")
     consumers = tuple(CONSUMER_LABELS) if args.consumers else ()
@@ -193,7 +198,7 @@ async def run_scenario(
                     per_run.append([summarize(s) for s in last])
                 # after every producer run: confluent-kafka's consumer looks up a group
                 # coordinator, which creates __consumer_offsets and changes the cluster's state
-                for run in range(args.runs if consumers else 0):
+                for run in range(args.runs) if consumers else ():
                     say(f"\n{scenario.name} consumers {run + 1}/{args.runs}: aiokafka_lead, aiokafka, "
                         "confluent-kafka reading one production (ours)")  # fmt: skip
                     _, read = await run_one(
@@ -204,7 +209,7 @@ async def run_scenario(
     text = report.scenario_markdown(rows, ratio_rows, consumer_runs)
     say("\n" + "\n".join(conditions) + "\n\n" + text)
     title = f"{scenario.name}: produce latency from the schedule, last run"
-    say(plot(last, f"leader_move_{scenario.name}{suffix}.png", title))
+    say(plot(last, f"{result_stem(scenario.name, args)}.png", title))
     return {"scenario": scenario.name, "conditions": conditions, "rows": rows, "ratios": ratio_rows,
             "runs": [[s.row() for s in r] for r in per_run], "consumers": consumer_runs,
             "markdown": text}  # fmt: skip
@@ -227,11 +232,10 @@ async def main(args: argparse.Namespace) -> int:
         "latency from "
         f"each record's scheduled time. Cells: median (min-max over runs). Machine: {args.machine}."
     )
-    suffix = "_offsets-topic" if args.offsets_topic else ""
     for name in args.scenarios.split(","):  # each scenario's results are written as it ends
-        r = await run_scenario(SCENARIOS[name], args, cfg, java_cp, raw, suffix=suffix)
+        r = await run_scenario(SCENARIOS[name], args, cfg, java_cp, raw)
         md = [intro, "", f"### {r['scenario']}", "", *(f"- {c}" for c in r["conditions"]), "", r["markdown"]]
-        stem = f"leader_move_{name}{suffix}"
+        stem = result_stem(name, args)
         (RESULTS / f"{stem}.md").write_text("\n".join(md) + "\n")
         summary = json.dumps({"config": repr(cfg), "machine": args.machine, **r}, indent=1)
         (RESULTS / f"{stem}.json").write_text(summary)

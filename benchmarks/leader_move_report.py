@@ -154,8 +154,8 @@ def scenario_markdown(
     text = producer_markdown(rows, ratio_rows)
     if consumer_runs:
         text += (
-            "\n\nConsumers (after the producer runs, with __consumer_offsets present: "
-            "confluent-kafka's consumer creates it):\n\n" + consumer_markdown(consumer_runs)
+            "\n\nConsumers (with __consumer_offsets present: confluent-kafka's consumer "
+            "creates it):\n\n" + consumer_markdown(consumer_runs)
         )
     return text
 

@@ -133,7 +133,7 @@ async def cluster_for(
                 await admin.find_coordinator("aiokafka-lead-benchmark")
         settings = cluster.non_default_settings()
         if binary is None:
-            yield Environment(scenario, direct, direct, None, settings, note, offsets_topic)
+            yield Environment(scenario, direct, direct, None, settings, note, offsets_topic=offsets_topic)
             return
         link = link_for(rate, record_size, brokers)
         toxiproxy = Toxiproxy(binary, directory / "toxiproxy.log")
