@@ -432,8 +432,12 @@ class AIOKafkaProducer:
             raise IllegalStateError("transactions need a producer created with transactional_id=")
         return self._txn
 
-    def begin_transaction(self) -> None:
-        """Start a transaction: every record sent until commit/abort belongs to it."""
+    async def begin_transaction(self) -> None:
+        """Start a transaction: every record sent until commit/abort belongs to it.
+
+        Nothing goes to the broker here (the partitions join the transaction as records are
+        sent); it is ``async`` like aiokafka's, so ``await producer.begin_transaction()``.
+        """
         self._transaction_manager().begin()
 
     async def commit_transaction(self) -> None:
