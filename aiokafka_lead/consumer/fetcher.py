@@ -532,8 +532,7 @@ class Fetcher:
     def _out_of_range(self, tp: TopicPartition, st: PartitionState, offset: int) -> None:
         strategy = self._subs.default_reset
         if strategy == ResetStrategy.NONE:
-            st.retry_at = math.inf  # until the user seeks
-            self._report_error(OffsetOutOfRangeConsumerError({tp: offset}))
+            self._subs.fail_partition(tp, OffsetOutOfRangeConsumerError({tp: offset}))
             return
         log.info(
             "fetch offset %d out of range for %s-%d; resetting to %s",
