@@ -1,4 +1,4 @@
-"""The consumer against the real 3-node KRaft cluster (issue 7).
+"""The consumer against the real 3-node KRaft cluster.
 
 Test data comes from a deliberately dumb producer (plain ProduceRequests with acks=all,
 re-reading metadata after any error) so these tests do not depend on the producer under

@@ -34,7 +34,7 @@ pytestmark = pytest.mark.integration
 ROOT = Path(__file__).resolve().parents[2]
 CONSOLE_CONSUMER = "org.apache.kafka.tools.consumer.ConsoleConsumer"
 JAVA_COPIER = "org.apache.kafka.tools.TransactionalMessageCopier"
-#: records the chaos copy moves (the issue asks for 100,000; ~30 s of copying here)
+#: records the chaos copy moves (~30 s of copying here)
 COPY_RECORDS = int(os.environ.get("AIOKAFKA_LEAD_TXN_COPY_RECORDS", "100000"))
 COPY_PARTITIONS = 5
 
