@@ -85,3 +85,20 @@ async def test_remove_done_callback_unregisters() -> None:
 
 def test_begin_transaction_is_a_coroutine_function_like_aiokafkas() -> None:
     assert inspect.iscoroutinefunction(AIOKafkaProducer.begin_transaction)
+
+
+async def test_unclosed_producer_warns_and_loop_is_deprecated() -> None:
+    import gc
+    import warnings
+
+    with anyio.fail_after(DEADLINE):
+        async with FakeCluster(brokers=1) as fc:
+            with pytest.warns(DeprecationWarning, match="loop"):
+                producer = AIOKafkaProducer(bootstrap_servers=fc.bootstrap, loop=object())
+            await producer.start()
+            await producer._core.close()  # its tasks end; the producer itself was never stopped
+            with warnings.catch_warnings(record=True) as caught:
+                warnings.simplefilter("always")
+                del producer
+                gc.collect()
+            assert any(issubclass(w.category, ResourceWarning) for w in caught)
