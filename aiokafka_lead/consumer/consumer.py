@@ -559,6 +559,10 @@ class AIOKafkaConsumer(Generic[KT, VT]):
     def last_stable_offset(self, partition: TopicPartition) -> int | None:
         return self._subs.state(partition).last_stable_offset
 
+    def last_poll_timestamp(self, partition: TopicPartition) -> int | None:
+        """When the last fetch answer for ``partition`` came (ms since the epoch; None: none yet)."""
+        return self._subs.state(partition).last_fetch_ms
+
     def paused(self) -> set[TopicPartition]:
         return self._subs.paused()
 

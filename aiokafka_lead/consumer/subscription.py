@@ -42,6 +42,8 @@ class PartitionState:
     highwater: int | None = None
     last_stable_offset: int | None = None
     log_start_offset: int | None = None
+    #: wall-clock ms of the last fetch answer for this partition (aiokafka's last_poll_timestamp)
+    last_fetch_ms: int | None = None
     #: no fetch before this time.monotonic() value (backoff after an error)
     retry_at: float = 0.0
     failures: int = 0

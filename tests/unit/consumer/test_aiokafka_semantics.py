@@ -195,3 +195,20 @@ async def test_unclosed_consumer_warns_and_loop_is_deprecated() -> None:
                 await stopped.stop()
                 del stopped
                 gc.collect()
+
+
+async def test_last_poll_timestamp_follows_fetch_answers() -> None:
+    import time
+
+    tp = TopicPartition("t", 0)
+    with anyio.fail_after(DEADLINE):
+        async with FakeCluster(brokers=1) as fc:
+            fc.create_topic("t", partitions=1)
+            produce(fc, tp, [b"x"])
+            async with consumer(fc) as c:
+                c.assign([tp])
+                assert c.last_poll_timestamp(tp) is None
+                before = int(time.time() * 1000)
+                await c.getone()
+                stamp = c.last_poll_timestamp(tp)
+                assert stamp is not None and before <= stamp <= int(time.time() * 1000)
