@@ -142,7 +142,7 @@ class PositionManager:
                 spec = EARLIEST if self._subs.default_reset == ResetStrategy.EARLIEST else LATEST
                 self._subs.request_reset(tp, spec)
         if missing:
-            self._report_error(NoOffsetForPartitionError(missing))
+            self._report_error(NoOffsetForPartitionError(partitions=missing))
 
     # ------------------------------------------------------------------ resets
     async def _reset(self, tps: list[TopicPartition]) -> None:

@@ -20,8 +20,7 @@ import anyio.lowlevel
 
 from aiokafka_lead.backoff import ExponentialBackoff
 from aiokafka_lead.client import ClientCore, connection_config, guarded
-from aiokafka_lead.consumer.errors import IllegalStateError
-from aiokafka_lead.errors import KafkaTimeoutError, MessageSizeTooLargeError, error_for_code
+from aiokafka_lead.errors import IllegalOperation, KafkaTimeoutError, MessageSizeTooLargeError, error_for_code
 from aiokafka_lead.metadata import HintOutcome
 from aiokafka_lead.producer.accumulator import (
     BACKLOG_FACTOR,
@@ -429,7 +428,7 @@ class AIOKafkaProducer:
     def _transaction_manager(self) -> TransactionManager:
         self._check_open()
         if self._txn is None:
-            raise IllegalStateError("transactions need a producer created with transactional_id=")
+            raise IllegalOperation("transactions need a producer created with transactional_id=")
         return self._txn
 
     def begin_transaction(self) -> None:
