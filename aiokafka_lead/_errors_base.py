@@ -1,4 +1,4 @@
-"""Every exception that is not one broker error code (public through :mod:`aiokafka_lead.errors`).
+r"""Every exception that is not one broker error code (public through :mod:`aiokafka_lead.errors`).
 
 The hierarchy is aiokafka's where aiokafka has the name: ``KafkaError`` is a
 ``RuntimeError``; ``ConsumerStoppedError`` and ``IllegalOperation`` are plain
@@ -140,7 +140,7 @@ class IllegalArgumentError(KafkaError):
     """An argument that cannot work (aiokafka's ``NewTopic`` raises it for contradictory settings)."""
 
 
-class IllegalOperation(Exception):  # noqa: N818 - aiokafka's name
+class IllegalOperation(Exception):
     """An operation the client's configuration does not allow (not a ``KafkaError``, as in aiokafka).
 
     ``commit()`` / ``committed()`` of a consumer without ``group_id``; transactional calls of
@@ -175,7 +175,7 @@ class RecordTooLargeError(KafkaError):
     """A record larger than the fetch size allows (aiokafka's name; brokers of Kafka 4 never cause it)."""
 
 
-class ProducerClosed(KafkaError):  # noqa: N818 - aiokafka's name
+class ProducerClosed(KafkaError):
     """The producer is closed."""
 
 
@@ -185,7 +185,7 @@ _FENCED = (
 )
 
 
-class ProducerFenced(KafkaError):  # noqa: N818 - aiokafka's name
+class ProducerFenced(KafkaError):
     """Another producer with the same transactional id took over (or the transaction timed out).
 
     The broker codes that mean it (``ProducerFencedError``, ``InvalidProducerEpochError``)
@@ -196,7 +196,7 @@ class ProducerFenced(KafkaError):  # noqa: N818 - aiokafka's name
         super().__init__(msg, *args)
 
 
-class NoBrokersAvailable(KafkaError):  # noqa: N818 - aiokafka's name
+class NoBrokersAvailable(KafkaError):
     """No broker could be reached."""
 
     retriable = True
@@ -215,40 +215,40 @@ class CorrelationIdError(KafkaProtocolError):
     retriable = True
 
 
-class Cancelled(KafkaError):  # noqa: N818 - aiokafka's name
+class Cancelled(KafkaError):
     """A request was cancelled."""
 
     retriable = True
 
 
-class TooManyInFlightRequests(KafkaError):  # noqa: N818 - aiokafka's name
+class TooManyInFlightRequests(KafkaError):
     """A connection has too many requests in flight."""
 
     retriable = True
 
 
-class StaleMetadata(KafkaError):  # noqa: N818 - aiokafka's name
+class StaleMetadata(KafkaError):
     """The metadata does not know a node or partition it should."""
 
     retriable = True
     invalid_metadata = True
 
 
-class MetadataEmptyBrokerList(KafkaError):  # noqa: N818 - aiokafka's name
+class MetadataEmptyBrokerList(KafkaError):
     """A metadata response listed no brokers."""
 
     retriable = True
 
 
-class UnrecognizedBrokerVersion(KafkaError):  # noqa: N818 - aiokafka's name
+class UnrecognizedBrokerVersion(KafkaError):
     """The broker's version could not be told."""
 
 
-class IncompatibleBrokerVersion(KafkaError):  # noqa: N818 - aiokafka's name
+class IncompatibleBrokerVersion(KafkaError):
     """The broker does not support a request version this call needs."""
 
 
-class AuthenticationMethodNotSupported(KafkaError):  # noqa: N818 - aiokafka's name
+class AuthenticationMethodNotSupported(KafkaError):
     """The SASL mechanism asked for is not supported."""
 
 

@@ -47,7 +47,8 @@ class OffsetAndMetadata(_OffsetAndMetadataFields):
 
     def _replace(self, **changes: Any) -> Self:
         epoch = changes.pop("leader_epoch", self.leader_epoch)
-        return type(self)(*super()._replace(**changes), leader_epoch=epoch)
+        fields = super()._replace(**changes)
+        return type(self)(fields.offset, fields.metadata, epoch)
 
 
 class _OffsetAndTimestampFields(NamedTuple):
@@ -71,13 +72,14 @@ class OffsetAndTimestamp(_OffsetAndTimestampFields):
 
     def _replace(self, **changes: Any) -> Self:
         epoch = changes.pop("leader_epoch", self.leader_epoch)
-        return type(self)(*super()._replace(**changes), leader_epoch=epoch)
+        fields = super()._replace(**changes)
+        return type(self)(fields.offset, fields.timestamp, epoch)
 
 
 class BrokerMetadata(NamedTuple):
     """A broker as metadata describes it (aiokafka.structs.BrokerMetadata)."""
 
-    nodeId: int | str  # noqa: N815 - aiokafka's field name
+    nodeId: int | str
     host: str
     port: int
     rack: str | None

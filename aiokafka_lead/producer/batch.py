@@ -16,7 +16,7 @@ from __future__ import annotations
 import itertools
 import time
 from collections.abc import Callable, Generator, Sequence
-from typing import Any
+from typing import Any, NamedTuple
 
 import anyio
 
@@ -26,6 +26,20 @@ from aiokafka_lead.structs import RecordMetadata, TopicPartition
 LOG_APPEND_TIME = 1
 CREATE_TIME = 0
 _creation_order = itertools.count()
+
+
+class BatchAppendMetadata(NamedTuple):
+    """What ``BatchBuilder.append()`` returns for a record that fit (aiokafka's record metadata).
+
+    ``offset`` is the record's offset within the batch, ``size`` the bytes it added (an
+    estimate while a compressed batch is open), ``timestamp`` in ms; ``crc`` is None
+    (a v2 batch has one CRC for all its records).
+    """
+
+    offset: int
+    size: int
+    timestamp: int
+    crc: int | None = None
 
 
 class DeliveryHandle:
