@@ -253,7 +253,7 @@ class AiokafkaAssignorAdapter(PartitionAssignor):
             given = value
             if isinstance(value, bytes | bytearray):
                 given = ConsumerProtocolMemberAssignment.decode(bytes(value))
-            if not isinstance(given, ConsumerProtocolMemberAssignment):
+            if not callable(getattr(given, "partitions", None)):
                 raise TypeError(
                     f"assignor {self.name!r}: the assignment of {member_id!r} is a {type(given).__name__}, "
                     "not a ConsumerProtocolMemberAssignment"
@@ -261,9 +261,10 @@ class AiokafkaAssignorAdapter(PartitionAssignor):
             if member_id not in out:
                 log.warning("assignor %r assigned partitions to %r: not a group member", self.name, member_id)
                 continue
-            out[member_id] = given.partitions()
-            if given.user_data:
-                self._user_data[member_id] = bytes(given.user_data)
+            out[member_id] = [TopicPartition(tp[0], tp[1]) for tp in given.partitions()]
+            user_data = getattr(given, "user_data", None)
+            if user_data:
+                self._user_data[member_id] = bytes(user_data)
         return out
 
     def assignment_user_data(self, member_id: str) -> bytes | None:

@@ -17,9 +17,9 @@ group leader:
 3. gives each unclaimed partition (those with the fewest eligible members first) to the
    eligible member holding the fewest;
 4. while some member holds a partition that an eligible member with two or more fewer
-   could take, moves one (to its previous owner if that one qualifies; a partition the
-   holder did not have before rather than one it keeps). Each move lowers the sum of the
-   squared counts, so this ends, and when it ends no such pair is left.
+   could take, moves one (back to its previous owner if that one qualifies, else the
+   holder's newest). Each move lowers the sum of the squared counts, so this ends, and
+   when it ends no such pair is left.
 
 Like aiokafka's, it revokes everything before each rebalance (eager); for incremental
 rebalances use ``CooperativeStickyAssignor``.
@@ -181,9 +181,8 @@ class StickyPartitionAssignor(PartitionAssignor):
                 if partitions_per_topic.get(topic, 0) > 0:
                     subscribers.setdefault(topic, []).append(member_id)
         current, previous_owner = _claims(partitions_per_topic, members)
-        kept = {member_id: set(tps) for member_id, tps in current.items()}
         _assign_unclaimed(partitions_per_topic, subscribers, current, order)
-        _balance(subscribers, current, kept, previous_owner, order)
+        _balance(subscribers, current, previous_owner, order)
         return {member_id: sorted(tps) for member_id, tps in current.items()}
 
 
@@ -237,7 +236,6 @@ def _assign_unclaimed(
 def _balance(
     subscribers: Mapping[str, list[str]],
     current: dict[str, list[TopicPartition]],
-    kept: Mapping[str, set[TopicPartition]],
     previous_owner: Mapping[TopicPartition, ConsumerGenerationPair],
     order: Mapping[str, int],
 ) -> None:
@@ -249,7 +247,7 @@ def _balance(
             for topic in sorted({tp.topic for tp in current[giver]}):
                 taker = min(subscribers[topic], key=lambda m: (len(current[m]), order[m]))
                 if len(current[taker]) + 1 < held:
-                    move = (taker, _pick(current[giver], topic, taker, kept[giver], previous_owner))
+                    move = (taker, _pick(current[giver], topic, taker, previous_owner))
                     break
             if move is not None:
                 taker, tp = move
@@ -264,17 +262,16 @@ def _pick(
     held: list[TopicPartition],
     topic: str,
     taker: str,
-    kept: set[TopicPartition],
     previous_owner: Mapping[TopicPartition, ConsumerGenerationPair],
 ) -> TopicPartition:
-    """Which partition of ``topic`` moves: back to its previous owner, else one the holder is new to."""
+    """Which partition of ``topic`` moves: back to its previous owner, else the holder's
+    newest (unclaimed partitions were appended after its own claims)."""
     candidates = [tp for tp in held if tp.topic == topic]
     for tp in candidates:
         owner = previous_owner.get(tp)
         if owner is not None and owner.consumer == taker:
             return tp
-    fresh = [tp for tp in candidates if tp not in kept]
-    return (fresh or candidates)[-1]
+    return candidates[-1]
 
 
 __all__ = [
