@@ -149,6 +149,16 @@ def test_every_public_name_of_aiokafka_exists_in_aiokafka_lead() -> None:
     assert missing == []
 
 
+@pytest.mark.parametrize(
+    "module_name", [m for m in PUBLIC_MODULES if hasattr(importlib.import_module(m), "__all__")]
+)
+def test_star_imports_give_aiokafka_names(module_name: str) -> None:
+    """``from aiokafka_lead.x import *`` brings every name ``from aiokafka.x import *`` does."""
+    theirs = set(importlib.import_module(module_name).__all__)
+    mine = set(importlib.import_module("aiokafka_lead" + module_name[len("aiokafka") :]).__all__)
+    assert sorted(name for name in theirs - mine if f"{module_name}.{name}" not in EXCEPTIONS) == []
+
+
 def test_every_exception_is_really_missing_and_still_in_aiokafka() -> None:
     names = set(all_public_names())
     assert sorted(set(EXCEPTIONS) - names) == []
