@@ -294,6 +294,7 @@ def _aiokafka_style(strategy: object) -> bool:
 
 
 def _by_name() -> dict[str, type[PartitionAssignor]]:
+    # imported here: the sticky assignor's module imports this one
     from aiokafka_lead.consumer.sticky_assignor import StickyPartitionAssignor
 
     return {
