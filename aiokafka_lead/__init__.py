@@ -6,6 +6,7 @@ constructor keywords and methods.
 
 from aiokafka_lead._version import __version__
 from aiokafka_lead.admin import AdminClient, AIOKafkaAdminClient
+from aiokafka_lead.errors import IllegalOperation
 from aiokafka_lead.producer import AIOKafkaProducer, Producer
 from aiokafka_lead.structs import ConsumerRecord, OffsetAndMetadata, RecordMetadata, TopicPartition
 
@@ -14,6 +15,7 @@ __all__ = [
     "AIOKafkaProducer",
     "AdminClient",
     "ConsumerRecord",
+    "IllegalOperation",
     "OffsetAndMetadata",
     "Producer",
     "RecordMetadata",

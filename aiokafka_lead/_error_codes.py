@@ -3,7 +3,7 @@
 
 from __future__ import annotations
 
-from aiokafka_lead._errors_base import BrokerResponseError, CorruptRecordError
+from aiokafka_lead._errors_base import BrokerResponseError, CorruptRecordError, ProducerFenced
 
 
 class UnknownServerError(BrokerResponseError):
@@ -259,7 +259,7 @@ class DuplicateSequenceNumberError(BrokerResponseError):
     error_name = "DUPLICATE_SEQUENCE_NUMBER"
 
 
-class InvalidProducerEpochError(BrokerResponseError):
+class InvalidProducerEpochError(BrokerResponseError, ProducerFenced):
     errno = 47
     error_name = "INVALID_PRODUCER_EPOCH"
 
@@ -493,7 +493,7 @@ class ThrottlingQuotaExceededError(BrokerResponseError):
     retriable = True
 
 
-class ProducerFencedError(BrokerResponseError):
+class ProducerFencedError(BrokerResponseError, ProducerFenced):
     errno = 90
     error_name = "PRODUCER_FENCED"
 

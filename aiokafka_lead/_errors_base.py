@@ -1,12 +1,21 @@
-"""Base classes of the exception hierarchy (public through :mod:`aiokafka_lead.errors`)."""
+r"""Every exception that is not one broker error code (public through :mod:`aiokafka_lead.errors`).
+
+The hierarchy is aiokafka's where aiokafka has the name: ``KafkaError`` is a
+``RuntimeError``; ``ConsumerStoppedError`` and ``IllegalOperation`` are plain
+``Exception``\ s, not ``KafkaError``\ s.
+"""
 
 from __future__ import annotations
 
-from typing import ClassVar
+from collections.abc import Collection
+from typing import TYPE_CHECKING, ClassVar
+
+if TYPE_CHECKING:
+    from aiokafka_lead.structs import TopicPartition
 
 
-class KafkaError(Exception):
-    """Base of every error this client raises."""
+class KafkaError(RuntimeError):
+    """Base of every error this client raises (a RuntimeError, as aiokafka's)."""
 
     retriable: bool = False
     invalid_metadata: bool = False
@@ -25,8 +34,7 @@ class CorruptRecordError(KafkaError):
 
     def __init__(
         self,
-        message: str,
-        *,
+        *args: object,
         topic: str | None = None,
         partition: int | None = None,
         offset: int | None = None,
@@ -38,16 +46,19 @@ class CorruptRecordError(KafkaError):
             where.append(f"partition={partition}")
         if offset is not None:
             where.append(f"offset={offset}")
-        super().__init__(f"{message} ({', '.join(where)})" if where else message)
+        if args and where:
+            args = (f"{args[0]} ({', '.join(where)})", *args[1:])
+        super().__init__(*args)
         self.topic = topic
         self.partition = partition
         self.offset = offset
 
 
-class UnsupportedCodecError(KafkaError, RuntimeError):
+class UnsupportedCodecError(KafkaError):
     """A compression codec is needed whose library is not installed.
 
-    Also a RuntimeError: what aiokafka raises at construction for a missing codec library.
+    A RuntimeError (as every KafkaError): what aiokafka raises at construction for a
+    missing codec library.
     """
 
 
@@ -69,15 +80,34 @@ class KafkaTimeoutError(KafkaError):
 
 
 class BrokerResponseError(KafkaError):
-    """An error code returned by a broker in a response."""
+    """An error code returned by a broker in a response.
+
+    As in aiokafka, ``message`` is the Kafka name of the code (``"OFFSET_OUT_OF_RANGE"``,
+    also ``error_name``) and ``description`` a sentence about it (empty where there is
+    none); the arguments are the broker's text or whatever the caller passed.
+    """
 
     errno: ClassVar[int] = -1
     error_name: ClassVar[str] = "UNKNOWN_SERVER_ERROR"
+    message: ClassVar[str] = "UNKNOWN_SERVER_ERROR"
+    description: ClassVar[str] = ""
 
-    def __init__(self, message: str | None = None) -> None:
+    def __init_subclass__(cls, **kwargs: object) -> None:
+        super().__init_subclass__(**kwargs)
+        if "message" not in cls.__dict__:
+            cls.message = cls.error_name
+
+    def __init__(self, *args: object) -> None:
+        if len(args) == 1 and args[0] is None:
+            args = ()
+        super().__init__(*args)
+
+    def __str__(self) -> str:
         text = f"[Error {self.errno}] {self.error_name}"
-        super().__init__(f"{text}: {message}" if message else text)
-        self.message = message
+        if not self.args:
+            return text
+        detail = self.args[0] if len(self.args) == 1 else self.args
+        return f"{text}: {detail}"
 
 
 class ClientClosedError(KafkaError):
@@ -96,3 +126,139 @@ class ClientFailedError(KafkaError):
     def __init__(self, message: str, cause: BaseException) -> None:
         super().__init__(message)
         self.cause = cause
+
+
+# ---------------------------------------------------------------------------------------
+# aiokafka's client-side errors (same names, bases and ``retriable`` / ``invalid_metadata``)
+
+
+class IllegalStateError(KafkaError):
+    """A call that does not fit the client's current state (e.g. assign() after subscribe())."""
+
+
+class IllegalArgumentError(KafkaError):
+    """An argument that cannot work (aiokafka's ``NewTopic`` raises it for contradictory settings)."""
+
+
+class IllegalOperation(Exception):
+    """An operation the client's configuration does not allow (not a ``KafkaError``, as in aiokafka).
+
+    ``commit()`` / ``committed()`` of a consumer without ``group_id``; transactional calls of
+    a producer without ``transactional_id``; ``send()`` of a transactional producer outside
+    a transaction.
+    """
+
+
+class ConsumerStoppedError(Exception):
+    """The consumer was stopped while a call waited on it (not a ``KafkaError``, as in aiokafka)."""
+
+
+class CommitFailedError(KafkaError):
+    """The commit cannot complete: the group rebalanced and the partitions may have moved."""
+
+
+class NoOffsetForPartitionError(KafkaError):
+    """``auto_offset_reset="none"`` and a partition has no committed offset to start from.
+
+    ``partitions`` names them (empty when raised by user code with aiokafka's arguments).
+    """
+
+    def __init__(self, *args: object, partitions: Collection[TopicPartition] = ()) -> None:
+        if not args and partitions:
+            names = ", ".join(f"{tp.topic}-{tp.partition}" for tp in sorted(partitions))
+            args = (f"no committed offset and auto_offset_reset='none' for {names}",)
+        super().__init__(*args)
+        self.partitions = set(partitions)
+
+
+class RecordTooLargeError(KafkaError):
+    """A record larger than the fetch size allows (aiokafka's name; brokers of Kafka 4 never cause it)."""
+
+
+class ProducerClosed(KafkaError):
+    """The producer is closed."""
+
+
+_FENCED = (
+    "there is a newer producer with the same transactional_id, or the transaction timed out "
+    "(keep processing below transaction_timeout_ms)"
+)
+
+
+class ProducerFenced(KafkaError):
+    """Another producer with the same transactional id took over (or the transaction timed out).
+
+    The broker codes that mean it (``ProducerFencedError``, ``InvalidProducerEpochError``)
+    are subclasses, so ``except ProducerFenced`` catches what the producer raises.
+    """
+
+    def __init__(self, msg: object = _FENCED, *args: object) -> None:
+        super().__init__(msg, *args)
+
+
+class NoBrokersAvailable(KafkaError):
+    """No broker could be reached."""
+
+    retriable = True
+    invalid_metadata = True
+
+
+class NodeNotReadyError(KafkaError):
+    """The connection to a node is not ready yet."""
+
+    retriable = True
+
+
+class CorrelationIdError(KafkaProtocolError):
+    """A response did not carry the correlation id of the request it answers."""
+
+    retriable = True
+
+
+class Cancelled(KafkaError):
+    """A request was cancelled."""
+
+    retriable = True
+
+
+class TooManyInFlightRequests(KafkaError):
+    """A connection has too many requests in flight."""
+
+    retriable = True
+
+
+class StaleMetadata(KafkaError):
+    """The metadata does not know a node or partition it should."""
+
+    retriable = True
+    invalid_metadata = True
+
+
+class MetadataEmptyBrokerList(KafkaError):
+    """A metadata response listed no brokers."""
+
+    retriable = True
+
+
+class UnrecognizedBrokerVersion(KafkaError):
+    """The broker's version could not be told."""
+
+
+class IncompatibleBrokerVersion(KafkaError):
+    """The broker does not support a request version this call needs."""
+
+
+class AuthenticationMethodNotSupported(KafkaError):
+    """The SASL mechanism asked for is not supported."""
+
+
+class AuthenticationFailedError(KafkaError):
+    """Authentication failed."""
+
+
+class KafkaUnavailableError(KafkaError):
+    """Kafka is unavailable."""
+
+
+class QuotaViolationError(KafkaError):
+    """A client quota was exceeded."""

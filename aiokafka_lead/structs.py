@@ -1,10 +1,19 @@
-"""Small value types shared across the client (aiokafka-compatible names)."""
+"""Small value types shared across the client (aiokafka-compatible names).
+
+``OffsetAndMetadata`` and ``OffsetAndTimestamp`` are aiokafka's 2-field tuples (equality,
+hash, ``len``, unpacking and ``repr`` are the tuple's) that also carry the leader epoch
+(KIP-320) as an attribute outside the tuple: ``leader_epoch``, -1 when unknown.
+``ConsumerRecord.leader_epoch`` likewise takes no part in equality or ``repr``.
+"""
 
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
-from typing import Generic, NamedTuple, TypeVar
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any, Generic, NamedTuple, Self, TypeVar
+
+if TYPE_CHECKING:
+    from aiokafka_lead.errors import KafkaError
 
 KT = TypeVar("KT")
 VT = TypeVar("VT")
@@ -17,12 +26,74 @@ class TopicPartition(NamedTuple):
     partition: int
 
 
-class OffsetAndMetadata(NamedTuple):
-    """A committed offset (aiokafka.structs.OffsetAndMetadata), with its leader epoch (KIP-320)."""
-
+class _OffsetAndMetadataFields(NamedTuple):
     offset: int
-    metadata: str = ""
+    metadata: str
+
+
+class OffsetAndMetadata(_OffsetAndMetadataFields):
+    """A committed offset (aiokafka.structs.OffsetAndMetadata), with its leader epoch (KIP-320).
+
+    ``OffsetAndMetadata(5, "")`` equals aiokafka's; ``leader_epoch`` is an attribute only.
+    """
+
     leader_epoch: int = -1
+
+    def __new__(cls, offset: int, metadata: str = "", leader_epoch: int = -1) -> Self:
+        self = super().__new__(cls, offset, metadata)
+        if leader_epoch != -1:
+            self.leader_epoch = leader_epoch
+        return self
+
+    def _replace(self, **changes: Any) -> Self:
+        epoch = changes.pop("leader_epoch", self.leader_epoch)
+        fields = super()._replace(**changes)
+        return type(self)(fields.offset, fields.metadata, epoch)
+
+
+class _OffsetAndTimestampFields(NamedTuple):
+    offset: int
+    timestamp: int | None
+
+
+class OffsetAndTimestamp(_OffsetAndTimestampFields):
+    """An ``offsets_for_times()`` result (aiokafka.structs.OffsetAndTimestamp), with the leader epoch.
+
+    ``OffsetAndTimestamp(5, 1000)`` equals aiokafka's; ``leader_epoch`` is an attribute only.
+    """
+
+    leader_epoch: int = -1
+
+    def __new__(cls, offset: int, timestamp: int | None, leader_epoch: int = -1) -> Self:
+        self = super().__new__(cls, offset, timestamp)
+        if leader_epoch != -1:
+            self.leader_epoch = leader_epoch
+        return self
+
+    def _replace(self, **changes: Any) -> Self:
+        epoch = changes.pop("leader_epoch", self.leader_epoch)
+        fields = super()._replace(**changes)
+        return type(self)(fields.offset, fields.timestamp, epoch)
+
+
+class BrokerMetadata(NamedTuple):
+    """A broker as metadata describes it (aiokafka.structs.BrokerMetadata)."""
+
+    nodeId: int | str
+    host: str
+    port: int
+    rack: str | None
+
+
+class PartitionMetadata(NamedTuple):
+    """A partition as a metadata response describes it (aiokafka.structs.PartitionMetadata)."""
+
+    topic: str
+    partition: int
+    leader: int
+    replicas: list[int]
+    isr: list[int]
+    error: KafkaError | None
 
 
 class ConsumerGroupMetadata(NamedTuple):
@@ -65,4 +136,18 @@ class ConsumerRecord(Generic[KT, VT]):
     serialized_key_size: int
     serialized_value_size: int
     headers: Sequence[tuple[str, bytes]]
-    leader_epoch: int = -1
+    leader_epoch: int = field(default=-1, compare=False, repr=False)
+
+
+__all__ = [
+    "KT",
+    "VT",
+    "BrokerMetadata",
+    "ConsumerGroupMetadata",
+    "ConsumerRecord",
+    "OffsetAndMetadata",
+    "OffsetAndTimestamp",
+    "PartitionMetadata",
+    "RecordMetadata",
+    "TopicPartition",
+]

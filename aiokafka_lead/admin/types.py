@@ -6,18 +6,34 @@ import enum
 import uuid
 from dataclasses import dataclass, field
 
+from aiokafka_lead.errors import IllegalArgumentError
 from aiokafka_lead.structs import TopicPartition
 
 
 @dataclass(slots=True)
 class NewTopic:
-    """A topic to create (aiokafka.admin.NewTopic)."""
+    """A topic to create (aiokafka.admin.NewTopic: same positional order and keywords).
+
+    ``num_partitions`` / ``replication_factor`` of -1 leave them to the broker's defaults
+    (KIP-464), or to ``replica_assignments`` ({partition: [broker ids]}), which cannot be
+    combined with both counts (``IllegalArgumentError``, as aiokafka). ``replica_assignments``
+    and ``topic_configs`` are ``{}`` when not given.
+    """
 
     name: str
     num_partitions: int = -1
     replication_factor: int = -1
-    replica_assignments: dict[int, list[int]] | None = None
-    topic_configs: dict[str, str] | None = None
+    replica_assignments: dict[int, list[int]] = field(default_factory=dict)
+    topic_configs: dict[str, str] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        self.replica_assignments = self.replica_assignments or {}
+        self.topic_configs = self.topic_configs or {}
+        if self.replica_assignments and self.num_partitions != -1 and self.replication_factor != -1:
+            raise IllegalArgumentError(
+                f"topic {self.name!r}: either num_partitions/replication_factor or replica_assignments "
+                "(set the counts to -1 with replica_assignments)"
+            )
 
 
 @dataclass(slots=True)
@@ -39,17 +55,48 @@ class ConfigResourceType(enum.IntEnum):
 
 @dataclass(slots=True)
 class ConfigResource:
-    """A resource whose configuration to describe or alter (aiokafka.admin.ConfigResource)."""
+    """A resource whose configuration to describe or alter (aiokafka.admin.ConfigResource).
 
-    resource_type: ConfigResourceType | str
+    ``resource_type`` may be given as the enum, its name (``"topic"``, any case) or its
+    code; it is stored as a :class:`ConfigResourceType`, as aiokafka does.
+    """
+
+    resource_type: ConfigResourceType
     name: str
     configs: dict[str, str | None] | None = None
 
+    def __init__(
+        self,
+        resource_type: ConfigResourceType | str | int,
+        name: str,
+        configs: dict[str, str | None] | None = None,
+    ) -> None:
+        self.resource_type = _resource_type(resource_type)
+        self.name = name
+        self.configs = configs
+
     @property
     def type_code(self) -> int:
-        if isinstance(self.resource_type, str):
-            return int(ConfigResourceType[self.resource_type.upper()])
         return int(self.resource_type)
+
+
+def _resource_type(value: ConfigResourceType | str | int) -> ConfigResourceType:
+    try:
+        if isinstance(value, ConfigResourceType):
+            return value
+        if isinstance(value, str):
+            return ConfigResourceType[value.upper()]
+        return ConfigResourceType(value)
+    except (KeyError, ValueError):
+        known = ", ".join(t.name for t in ConfigResourceType)
+        raise ValueError(f"unknown config resource type {value!r} (known: {known})") from None
+
+
+@dataclass(slots=True)
+class RecordsToDelete:
+    """Delete the records of a partition before ``before_offset`` (aiokafka.admin.RecordsToDelete)."""
+
+    before_offset: int
 
 
 class AlterConfigOp(enum.IntEnum):

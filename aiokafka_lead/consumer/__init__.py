@@ -4,11 +4,13 @@ Module map: ``consumer`` (public class), ``subscription`` (assignment and positi
 ``fetcher`` (Fetch per leader node, bounded prefetch), ``session`` (KIP-227 fetch
 sessions), ``buffer`` (lazy decode, read_committed), ``offsets`` (starting positions,
 resets, KIP-320 validation), ``coordinator`` (group membership and commits),
-``assignors`` (range, roundrobin, cooperative-sticky), ``errors``.
+``assignors`` (range, roundrobin, cooperative-sticky, the aiokafka-style adapter),
+``sticky_assignor`` (eager sticky), ``errors``.
 """
 
 from aiokafka_lead.consumer.assignors import (
     CooperativeStickyAssignor,
+    MemberAssignment,
     MemberSubscription,
     PartitionAssignor,
     RangePartitionAssignor,
@@ -25,6 +27,7 @@ from aiokafka_lead.consumer.errors import (
     NoOffsetForPartitionError,
     OffsetOutOfRangeConsumerError,
 )
+from aiokafka_lead.consumer.sticky_assignor import StickyPartitionAssignor
 
 __all__ = [
     "AIOKafkaConsumer",
@@ -35,6 +38,7 @@ __all__ = [
     "CooperativeStickyAssignor",
     "IllegalStateError",
     "LogTruncationError",
+    "MemberAssignment",
     "MemberSubscription",
     "NoOffsetForPartitionError",
     "OffsetAndTimestamp",
@@ -43,4 +47,5 @@ __all__ = [
     "RangePartitionAssignor",
     "RebalanceProtocol",
     "RoundRobinPartitionAssignor",
+    "StickyPartitionAssignor",
 ]

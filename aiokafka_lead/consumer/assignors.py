@@ -1,4 +1,5 @@
-"""Partition assignors for the classic group protocol: range, roundrobin, cooperative-sticky.
+"""Partition assignors for the classic group protocol: range, roundrobin, cooperative-sticky
+(sticky: :mod:`.sticky_assignor`), and the adapter that runs aiokafka-style assignors.
 
 The group leader runs one assignor over every member's subscription (decoded from the
 JoinGroup metadata, ``ConsumerProtocolSubscription``) and the partition counts it knows.
@@ -10,15 +11,30 @@ each valid owned partition with its owner up to a balanced quota, spreads the re
 then withholds every partition that would move from one member to another. The old owner
 revokes it and rejoins at once; the second rebalance hands it to the new owner. So no
 partition is ever owned by two members, and unaffected partitions are never revoked.
+
+aiokafka-style assignors (``coordinator.assignors.abstract.AbstractPartitionAssignor``
+subclasses, or anything with ``name``, ``metadata()``, ``assign()`` and ``on_assignment()``)
+run through :class:`AiokafkaAssignorAdapter`: their subscription user data, the leader's
+``assign(cluster, members)`` in aiokafka's shapes, the assignment user data they return,
+and ``on_assignment()`` on every member.
 """
 
 from __future__ import annotations
 
 import enum
+import logging
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from typing import Any
 
+from aiokafka_lead.coordinator.assignors.abstract import AbstractPartitionAssignor, AssignmentCluster
+from aiokafka_lead.coordinator.protocol import (
+    ConsumerProtocolMemberAssignment,
+    ConsumerProtocolMemberMetadata,
+)
 from aiokafka_lead.structs import TopicPartition
+
+log = logging.getLogger(__name__)
 
 
 class RebalanceProtocol(enum.Enum):
@@ -37,11 +53,22 @@ class MemberSubscription:
     generation_id: int = -1
     rack_id: str | None = None
     user_data: bytes | None = None
+    #: the ConsumerProtocolSubscription version the member sent
+    version: int = 0
 
     def sort_key(self) -> tuple[int, str]:
         if self.group_instance_id is not None:
             return (0, self.group_instance_id)
         return (1, self.member_id)
+
+
+@dataclass(frozen=True, slots=True)
+class MemberAssignment:
+    """What SyncGroup gave this member: its partitions, the leader's user data, the version."""
+
+    partitions: tuple[TopicPartition, ...]
+    user_data: bytes | None = None
+    version: int = 0
 
 
 Assignment = dict[str, list[TopicPartition]]
@@ -61,6 +88,17 @@ class PartitionAssignor:
     def user_data(self) -> bytes | None:
         """Extra bytes to put in this member's subscription (none by default)."""
         return None
+
+    def subscription_user_data(self, topics: Sequence[str]) -> bytes | None:
+        """The user data of this member's subscription to ``topics`` (default: :meth:`user_data`)."""
+        return self.user_data()
+
+    def assignment_user_data(self, member_id: str) -> bytes | None:
+        """Leader: the user data to send with ``member_id``'s share of the last :meth:`assign`."""
+        return None
+
+    def on_assignment(self, assignment: MemberAssignment, generation_id: int) -> None:
+        """Every member, after each SyncGroup of this protocol: what it was given."""
 
 
 def _ordered(members: Mapping[str, MemberSubscription]) -> list[MemberSubscription]:
@@ -183,25 +221,106 @@ def _valid_owners(
     return {tp: member_id for tp, (_, member_id) in owners.items()}
 
 
-ASSIGNORS: dict[str, type[PartitionAssignor]] = {
-    "range": RangePartitionAssignor,
-    "roundrobin": RoundRobinPartitionAssignor,
-    "cooperative-sticky": CooperativeStickyAssignor,
-}
+class AiokafkaAssignorAdapter(PartitionAssignor):
+    """Runs an aiokafka-style assignor (the class or an instance, called as given)."""
+
+    rebalance_protocol = RebalanceProtocol.EAGER
+
+    def __init__(self, assignor: Any) -> None:
+        self.assignor = assignor
+        self.name = str(assignor.name)
+        self._user_data: dict[str, bytes] = {}
+
+    def subscription_user_data(self, topics: Sequence[str]) -> bytes | None:
+        meta = self.assignor.metadata(list(topics))
+        if isinstance(meta, bytes | bytearray):
+            meta = ConsumerProtocolMemberMetadata.decode(bytes(meta))
+        return bytes(meta.user_data) if meta.user_data else None
+
+    def assign(
+        self, partitions_per_topic: Mapping[str, int], members: Mapping[str, MemberSubscription]
+    ) -> Assignment:
+        subscriptions = {
+            member_id: ConsumerProtocolMemberMetadata(m.version, list(m.topics), m.user_data or b"")
+            for member_id, m in members.items()
+        }
+        result = self.assignor.assign(AssignmentCluster(partitions_per_topic), subscriptions)
+        if not isinstance(result, Mapping):
+            raise TypeError(f"assignor {self.name!r}: assign() returned {type(result).__name__}, not a dict")
+        out: Assignment = {member_id: [] for member_id in members}
+        self._user_data = {}
+        for member_id, value in result.items():
+            given = value
+            if isinstance(value, bytes | bytearray):
+                given = ConsumerProtocolMemberAssignment.decode(bytes(value))
+            if not callable(getattr(given, "partitions", None)):
+                raise TypeError(
+                    f"assignor {self.name!r}: the assignment of {member_id!r} is a {type(given).__name__}, "
+                    "not a ConsumerProtocolMemberAssignment"
+                )
+            if member_id not in out:
+                log.warning("assignor %r assigned partitions to %r: not a group member", self.name, member_id)
+                continue
+            out[member_id] = [TopicPartition(tp[0], tp[1]) for tp in given.partitions()]
+            user_data = getattr(given, "user_data", None)
+            if user_data:
+                self._user_data[member_id] = bytes(user_data)
+        return out
+
+    def assignment_user_data(self, member_id: str) -> bytes | None:
+        return self._user_data.get(member_id)
+
+    def on_assignment(self, assignment: MemberAssignment, generation_id: int) -> None:
+        by_topic: dict[str, list[int]] = {}
+        for tp in assignment.partitions:
+            by_topic.setdefault(tp.topic, []).append(tp.partition)
+        given = ConsumerProtocolMemberAssignment(
+            assignment.version, by_topic.items(), assignment.user_data or b""
+        )
+        self.assignor.on_assignment(given)
+        on_generation = getattr(self.assignor, "on_generation_assignment", None)
+        if callable(on_generation):
+            on_generation(generation_id)
+
+
+def _aiokafka_style(strategy: object) -> bool:
+    if isinstance(strategy, AbstractPartitionAssignor) or (
+        isinstance(strategy, type) and issubclass(strategy, AbstractPartitionAssignor)
+    ):
+        return True
+    return isinstance(getattr(strategy, "name", None), str) and all(
+        callable(getattr(strategy, attr, None)) for attr in ("assign", "metadata", "on_assignment")
+    )
+
+
+def _by_name() -> dict[str, type[PartitionAssignor]]:
+    # imported here: the sticky assignor's module imports this one
+    from aiokafka_lead.consumer.sticky_assignor import StickyPartitionAssignor
+
+    return {
+        "range": RangePartitionAssignor,
+        "roundrobin": RoundRobinPartitionAssignor,
+        "sticky": StickyPartitionAssignor,
+        "cooperative-sticky": CooperativeStickyAssignor,
+    }
 
 
 def resolve_assignors(strategies: Sequence[object]) -> list[PartitionAssignor]:
-    """Accept assignor instances, classes or names ("range", "roundrobin", "cooperative-sticky")."""
+    """Accept assignor instances, classes or names ("range", "roundrobin", "sticky",
+    "cooperative-sticky"), and aiokafka-style assignors (classes or instances)."""
+    known = _by_name()
     out: list[PartitionAssignor] = []
     for s in strategies:
         if isinstance(s, PartitionAssignor):
             out.append(s)
         elif isinstance(s, type) and issubclass(s, PartitionAssignor):
             out.append(s())
-        elif isinstance(s, str) and s in ASSIGNORS:
-            out.append(ASSIGNORS[s]())
+        elif isinstance(s, str) and s in known:
+            out.append(known[s]())
+        elif _aiokafka_style(s):
+            out.append(AiokafkaAssignorAdapter(s))
         else:
-            raise ValueError(f"unknown partition assignment strategy {s!r}; known: {sorted(ASSIGNORS)}")
+            raise ValueError(f"unknown partition assignment strategy {s!r}; known: {sorted(known)}")
     if not out:
         raise ValueError("partition_assignment_strategy is empty")
     return out

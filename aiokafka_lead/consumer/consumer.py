@@ -18,7 +18,7 @@ import time
 import warnings
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterable, Iterator, Mapping, Sequence
 from types import TracebackType
-from typing import Any, Generic, NamedTuple, Self, TypeVar
+from typing import Any, Generic, Self, TypeVar
 
 import anyio
 import anyio.abc
@@ -30,7 +30,7 @@ from aiokafka_lead.consumer.assignors import PartitionAssignor
 from aiokafka_lead.consumer.buffer import Chunk
 from aiokafka_lead.consumer.consumer_protocol import ConsumerGroupMember
 from aiokafka_lead.consumer.coordinator import ConsumerRebalanceListener, topics_needed
-from aiokafka_lead.consumer.errors import ConsumerStoppedError, IllegalStateError
+from aiokafka_lead.consumer.errors import ConsumerStoppedError, IllegalOperation, IllegalStateError
 from aiokafka_lead.consumer.fetcher import FetchConfig, Fetcher
 from aiokafka_lead.consumer.group_common import GroupMember
 from aiokafka_lead.consumer.group_protocols import create_group_member
@@ -41,21 +41,19 @@ from aiokafka_lead.metadata import MetadataChange
 from aiokafka_lead.protocol.messages import MetadataRequest
 from aiokafka_lead.records import native
 from aiokafka_lead.runtime import ClientClosedError
-from aiokafka_lead.structs import ConsumerGroupMetadata, ConsumerRecord, OffsetAndMetadata, TopicPartition
+from aiokafka_lead.structs import (
+    ConsumerGroupMetadata,
+    ConsumerRecord,
+    OffsetAndMetadata,
+    OffsetAndTimestamp,
+    TopicPartition,
+)
 from aiokafka_lead.validation import options_of, validate_options, warn_loop_argument
 
 log = logging.getLogger(__name__)
 
 KT = TypeVar("KT")
 VT = TypeVar("VT")
-
-
-class OffsetAndTimestamp(NamedTuple):
-    """offsets_for_times() result (aiokafka.structs.OffsetAndTimestamp), plus the leader epoch."""
-
-    offset: int
-    timestamp: int
-    leader_epoch: int = -1
 
 
 @contextlib.contextmanager
@@ -521,6 +519,8 @@ class AIOKafkaConsumer(Generic[KT, VT]):
 
     @guarded
     async def seek_to_committed(self, *partitions: TopicPartition) -> dict[TopicPartition, int | None]:
+        if self._group_id is None:
+            raise IllegalOperation("seek_to_committed() needs a group_id")
         tps = self._assigned_targets(partitions)
         committed = await self._positions.committed(tps)
         out: dict[TopicPartition, int | None] = {}
@@ -581,7 +581,7 @@ class AIOKafkaConsumer(Generic[KT, VT]):
     async def committed(self, partition: TopicPartition) -> int | None:
         """The group's committed offset for ``partition`` (None if there is none)."""
         if self._group_id is None:
-            raise IllegalStateError("committed() needs a group_id")
+            raise IllegalOperation("committed() needs a group_id")
         self._require_started()
         c = (await self._positions.committed([partition])).get(partition)
         return None if c is None else c.offset
@@ -592,7 +592,7 @@ class AIOKafkaConsumer(Generic[KT, VT]):
     ) -> None:
         """Commit ``offsets`` (default: the positions of every assigned partition)."""
         if self._coordinator is None:
-            raise IllegalStateError("commit() needs a group_id")
+            raise IllegalOperation("commit() needs a group_id")
         self._require_group_call()
         if self._subs.kind == SubscriptionType.NONE:
             raise IllegalStateError("Not subscribed to any topics")

@@ -25,7 +25,12 @@ import anyio
 import anyio.abc
 
 from aiokafka_lead.client import ClientCore
-from aiokafka_lead.consumer.assignors import MemberSubscription, PartitionAssignor, RebalanceProtocol
+from aiokafka_lead.consumer.assignors import (
+    MemberAssignment,
+    MemberSubscription,
+    PartitionAssignor,
+    RebalanceProtocol,
+)
 from aiokafka_lead.consumer.commits import CommitIdentity
 from aiokafka_lead.consumer.errors import CommitFailedError
 from aiokafka_lead.consumer.group_common import (
@@ -186,9 +191,10 @@ class GroupCoordinator(GroupMemberBase):
         if assignor.rebalance_protocol == RebalanceProtocol.COOPERATIVE:
             for tp in sorted(self._subs.assigned()):
                 owned.setdefault(tp.topic, []).append(tp.partition)
+        topics = sorted(self._subs.topics)
         return ConsumerProtocolSubscription(
-            topics=sorted(self._subs.topics),
-            user_data=assignor.user_data(),
+            topics=topics,
+            user_data=assignor.subscription_user_data(topics),
             owned_partitions=[
                 ConsumerProtocolSubscription.TopicPartition(topic=t, partitions=ps) for t, ps in owned.items()
             ],
@@ -260,10 +266,18 @@ class GroupCoordinator(GroupMemberBase):
             self._need_rejoin = True
             self._join_error(response.error_code, "SyncGroup")
         assigned: set[TopicPartition] = set()
+        given = MemberAssignment(())
         if response.assignment:
-            _, decoded = ConsumerProtocolAssignment.decode_with_version(response.assignment)
-            assigned = {TopicPartition(t.topic, p) for t in decoded.assigned_partitions for p in t.partitions}
+            version, decoded = ConsumerProtocolAssignment.decode_with_version(response.assignment)
+            partitions = tuple(
+                TopicPartition(t.topic, p) for t in decoded.assigned_partitions for p in t.partitions
+            )
+            assigned = set(partitions)
+            given = MemberAssignment(partitions, decoded.user_data, version)
         self.rebalances += 1
+        for assignor in self._assignors:
+            if assignor.name == self.protocol_name:
+                assignor.on_assignment(given, self.generation_id)
         await self._on_assignment(assigned)
 
     def _join_error(self, code: int, what: str) -> None:
@@ -301,7 +315,7 @@ class GroupCoordinator(GroupMemberBase):
             )
         subs: dict[str, MemberSubscription] = {}
         for m in members:
-            _, meta = ConsumerProtocolSubscription.decode_with_version(m.metadata)
+            version, meta = ConsumerProtocolSubscription.decode_with_version(m.metadata)
             subs[m.member_id] = MemberSubscription(
                 member_id=m.member_id,
                 topics=tuple(meta.topics),
@@ -312,6 +326,7 @@ class GroupCoordinator(GroupMemberBase):
                 generation_id=meta.generation_id,
                 rack_id=meta.rack_id,
                 user_data=meta.user_data,
+                version=version,
             )
         topics = {t for s in subs.values() for t in s.topics}
         if not topics <= self.group_topics or any(
@@ -334,7 +349,8 @@ class GroupCoordinator(GroupMemberBase):
                 assigned_partitions=[
                     ConsumerProtocolAssignment.TopicPartition(topic=t, partitions=ps)
                     for t, ps in by_topic.items()
-                ]
+                ],
+                user_data=assignor.assignment_user_data(member_id),
             ).encode_with_version(ASSIGNMENT_VERSION)
             out.append(SyncGroupRequest.SyncGroupRequestAssignment(member_id=member_id, assignment=data))
         return out

@@ -1,32 +1,20 @@
-"""Consumer-side errors (aiokafka's names where aiokafka has one)."""
+"""Consumer-side errors. aiokafka's (``ConsumerStoppedError``, ``CommitFailedError``, ...)
+live in :mod:`aiokafka_lead.errors` and are re-exported here: one class each."""
 
 from __future__ import annotations
 
 from collections.abc import Mapping
 
-from aiokafka_lead.errors import KafkaError, OffsetOutOfRangeError
+from aiokafka_lead.errors import (
+    CommitFailedError,
+    ConsumerStoppedError,
+    IllegalOperation,
+    IllegalStateError,
+    KafkaError,
+    NoOffsetForPartitionError,
+    OffsetOutOfRangeError,
+)
 from aiokafka_lead.structs import TopicPartition
-
-
-class IllegalStateError(KafkaError):
-    """An API call that does not fit the consumer's current mode (e.g. assign after subscribe)."""
-
-
-class CommitFailedError(KafkaError):
-    """The commit cannot complete: the group rebalanced and the partitions may have moved."""
-
-
-class ConsumerStoppedError(KafkaError):
-    """The consumer was stopped while a call waited for records."""
-
-
-class NoOffsetForPartitionError(KafkaError):
-    """auto_offset_reset="none" and the partition has no committed offset to start from."""
-
-    def __init__(self, partitions: set[TopicPartition]) -> None:
-        names = ", ".join(f"{tp.topic}-{tp.partition}" for tp in sorted(partitions))
-        super().__init__(f"no committed offset and auto_offset_reset='none' for {names}")
-        self.partitions = partitions
 
 
 class OffsetOutOfRangeConsumerError(OffsetOutOfRangeError):
@@ -58,3 +46,14 @@ class LogTruncationError(KafkaError):
     def divergent_offsets(self) -> dict[TopicPartition, int]:
         """Where each partition's log now diverges: the position to seek to, to resume."""
         return {tp: start for tp, (start, _) in self.lost.items()}
+
+
+__all__ = [
+    "CommitFailedError",
+    "ConsumerStoppedError",
+    "IllegalOperation",
+    "IllegalStateError",
+    "LogTruncationError",
+    "NoOffsetForPartitionError",
+    "OffsetOutOfRangeConsumerError",
+]

@@ -134,7 +134,7 @@ class PositionManager:
                 validated = -1 if c.leader_epoch >= 0 else store.leader_epoch(tp)
                 self._subs.seek(tp, c.offset, c.leader_epoch, validated_epoch=validated)
             elif self._subs.default_reset == ResetStrategy.NONE:
-                self._subs.fail_partition(tp, NoOffsetForPartitionError({tp}))
+                self._subs.fail_partition(tp, NoOffsetForPartitionError(partitions={tp}))
             else:
                 spec = EARLIEST if self._subs.default_reset == ResetStrategy.EARLIEST else LATEST
                 self._subs.request_reset(tp, spec)

@@ -17,7 +17,7 @@ import asyncio
 import itertools
 import time
 from collections.abc import Callable, Generator, Sequence
-from typing import Any
+from typing import Any, NamedTuple
 
 import anyio
 
@@ -27,6 +27,20 @@ from aiokafka_lead.structs import RecordMetadata, TopicPartition
 LOG_APPEND_TIME = 1
 CREATE_TIME = 0
 _creation_order = itertools.count()
+
+
+class BatchAppendMetadata(NamedTuple):
+    """What ``BatchBuilder.append()`` returns for a record that fit (aiokafka's record metadata).
+
+    ``offset`` is the record's offset within the batch, ``size`` the bytes it added (an
+    estimate while a compressed batch is open), ``timestamp`` in ms; ``crc`` is None
+    (a v2 batch has one CRC for all its records).
+    """
+
+    offset: int
+    size: int
+    timestamp: int
+    crc: int | None = None
 
 
 class DeliveryHandle:

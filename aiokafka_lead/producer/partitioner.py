@@ -63,8 +63,8 @@ class DefaultPartitioner:
     def __call__(
         self, key: bytes | None, all_partitions: Sequence[int], available_partitions: Sequence[int]
     ) -> int:
-        if key is not None:
-            return partition_for_key(key, len(all_partitions))
+        if key is not None:  # aiokafka's: an index into all_partitions (sorted by id)
+            return all_partitions[partition_for_key(key, len(all_partitions))]
         return self._rng.choice(list(available_partitions or all_partitions))
 
     def partition(

@@ -21,8 +21,7 @@ import anyio.lowlevel
 
 from aiokafka_lead.backoff import ExponentialBackoff
 from aiokafka_lead.client import ClientCore, connection_config, guarded
-from aiokafka_lead.consumer.errors import IllegalStateError
-from aiokafka_lead.errors import KafkaTimeoutError, MessageSizeTooLargeError, error_for_code
+from aiokafka_lead.errors import IllegalOperation, KafkaTimeoutError, MessageSizeTooLargeError, error_for_code
 from aiokafka_lead.metadata import HintOutcome
 from aiokafka_lead.producer.accumulator import (
     BACKLOG_FACTOR,
@@ -30,7 +29,7 @@ from aiokafka_lead.producer.accumulator import (
     RecordAccumulator,
     estimate_record_size,
 )
-from aiokafka_lead.producer.batch import DeliveryHandle
+from aiokafka_lead.producer.batch import BatchAppendMetadata, DeliveryHandle
 from aiokafka_lead.producer.idempotence import IdempotenceState
 from aiokafka_lead.producer.metrics import ProducerMetrics
 from aiokafka_lead.producer.partitioner import DefaultPartitioner, Partitioner
@@ -66,19 +65,32 @@ class BatchBuilder:
         self._builder = builder
         self._key_serializer = key_serializer
         self._value_serializer = value_serializer
+        self._closed = False
         self.reserved = 0
 
     def append(
         self, *, key: Any = None, value: Any = None, timestamp: int | None = None, headers: Headers = ()
-    ) -> int | None:
-        """Add a record; returns its offset delta, or None when the batch is full."""
+    ) -> BatchAppendMetadata | None:
+        """Add a record: its metadata, or None when the batch is full (which closes it) or closed."""
+        if self._closed:
+            return None
         k = self._key_serializer(key) if self._key_serializer and key is not None else key
         v = self._value_serializer(value) if self._value_serializer and value is not None else value
         ts = int(time.time() * 1000) if timestamp is None else timestamp
-        delta = self._builder.append(ts, k, v, list(headers))
-        if delta is not None:
-            self.reserved += estimate_record_size(k, v, headers)
-        return delta
+        before = self._builder.size_in_bytes()
+        delta = self._builder.append(ts, k, v, list(headers or ()))
+        if delta is None:
+            self._closed = True
+            return None
+        self.reserved += estimate_record_size(k, v, headers or ())
+        return BatchAppendMetadata(delta, self._builder.size_in_bytes() - before, ts)
+
+    def close(self) -> None:
+        """No more records: later ``append()`` calls return None (sending is not affected)."""
+        self._closed = True
+
+    def closed(self) -> bool:
+        return self._closed
 
     def record_count(self) -> int:
         return self._builder.record_count
@@ -440,7 +452,7 @@ class AIOKafkaProducer:
     def _transaction_manager(self) -> TransactionManager:
         self._check_open()
         if self._txn is None:
-            raise IllegalStateError("transactions need a producer created with transactional_id=")
+            raise IllegalOperation("transactions need a producer created with transactional_id=")
         return self._txn
 
     async def begin_transaction(self) -> None:

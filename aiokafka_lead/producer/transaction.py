@@ -15,7 +15,9 @@ States and transitions follow the Java client's ``TransactionManager``::
   was fenced by a rebalance), TRANSACTION_ABORTABLE, lost producer state: only
   ``abort_transaction()`` is allowed, after which the producer works again.
 * The coordinator moving is retried underneath (see :mod:`.txn_requests`).
-* Calls in the wrong state raise :class:`IllegalStateError` at once.
+* Calls in the wrong state raise at once: ``send()`` and ``send_offsets_to_transaction()``
+  outside an open transaction raise aiokafka's :class:`IllegalOperation`, the other calls
+  :class:`IllegalStateError`.
 
 Transaction version 1 adds each partition with AddPartitionsToTxn before its first batch
 goes out: ``send()`` registers the partition, a background task sends one request for all
@@ -36,9 +38,10 @@ from typing import TYPE_CHECKING, Any
 import anyio
 import anyio.abc
 
-from aiokafka_lead.consumer.errors import IllegalStateError
 from aiokafka_lead.errors import (
     ERROR_CLASSES,
+    IllegalOperation,
+    IllegalStateError,
     KafkaError,
     KafkaProtocolError,
     KafkaTimeoutError,
@@ -157,6 +160,21 @@ class TransactionManager:
             f"{', '.join(s.value for s in states)})"
         )
 
+    def _require_transaction(self, what: str) -> None:
+        """``send()`` / ``send_offsets_to_transaction()``: outside an open transaction they
+        raise aiokafka's :class:`IllegalOperation` (after a fatal error, the cause's class)."""
+        if self.state is _IN_TRANSACTION:
+            return
+        if self.state is TxnState.FATAL_ERROR:
+            self._raise_if_failed(what)
+        if self.state is TxnState.ABORTABLE_ERROR:
+            raise IllegalOperation(
+                f"{what}: the transaction failed ({self.last_error!r}); only abort_transaction() "
+                "is allowed now"
+            ) from self.last_error
+        hint = "; call begin_transaction() first" if self.state is TxnState.READY else ""
+        raise IllegalOperation(f"{what} needs an open transaction (state {self.state.value}){hint}")
+
     def _fatal(self, error: BaseException) -> BaseException:
         if self.state is not TxnState.FATAL_ERROR:
             log.error("transactional id %s: fatal error %r", self.transactional_id, error)
@@ -189,9 +207,7 @@ class TransactionManager:
     def add_partition(self, tp: TopicPartition) -> None:
         """``send()`` calls this for every record: the partition joins the transaction."""
         if self.state is not _IN_TRANSACTION:
-            if self.state is TxnState.READY:
-                raise IllegalStateError("send() on a transactional producer needs begin_transaction() first")
-            self._require("send()", TxnState.IN_TRANSACTION)
+            self._require_transaction("send()")
         if tp in self._partitions:
             return
         if self.version >= 2:
@@ -320,7 +336,7 @@ class TransactionManager:
         offsets: Mapping[TopicPartition, OffsetAndMetadata | int],
         group: str | ConsumerGroupMetadata,
     ) -> None:
-        self._require("send_offsets_to_transaction()", TxnState.IN_TRANSACTION)
+        self._require_transaction("send_offsets_to_transaction()")
         meta = ConsumerGroupMetadata(group) if isinstance(group, str) else group
         normalized = {
             tp: om if isinstance(om, OffsetAndMetadata) else OffsetAndMetadata(int(om), "")

@@ -11,9 +11,10 @@ import anyio
 import pytest
 
 from aiokafka_lead import AIOKafkaConsumer, AIOKafkaProducer
-from aiokafka_lead.consumer.errors import IllegalStateError
 from aiokafka_lead.errors import (
     IllegalGenerationError,
+    IllegalOperation,
+    IllegalStateError,
     KafkaTimeoutError,
     ProducerFencedError,
     TopicAuthorizationFailedError,
@@ -135,13 +136,13 @@ async def test_version_1_offsets_use_add_offsets_to_txn() -> None:
 async def test_calls_in_the_wrong_state_raise_at_once() -> None:
     with anyio.fail_after(DEADLINE):
         async with cluster(2) as fc, txn_producer(fc) as producer:
-            with pytest.raises(IllegalStateError, match="begin_transaction"):
+            with pytest.raises(IllegalOperation, match="begin_transaction"):
                 await producer.send("t", b"x")
             with pytest.raises(IllegalStateError, match=r"commit_transaction.*ready"):
                 await producer.commit_transaction()
             with pytest.raises(IllegalStateError, match=r"abort_transaction.*ready"):
                 await producer.abort_transaction()
-            with pytest.raises(IllegalStateError, match="send_offsets"):
+            with pytest.raises(IllegalOperation, match="send_offsets"):
                 await producer.send_offsets_to_transaction({TP0: 1}, "g")
             await producer.begin_transaction()
             with pytest.raises(IllegalStateError, match=r"begin_transaction.*in_transaction"):
@@ -149,7 +150,12 @@ async def test_calls_in_the_wrong_state_raise_at_once() -> None:
             await producer.commit_transaction()  # an empty transaction sends nothing
             assert fc.count(END_TXN) == 0
             async with AIOKafkaProducer(bootstrap_servers=fc.bootstrap) as plain:
-                with pytest.raises(IllegalStateError, match="transactional_id"):
+                for call in (plain.commit_transaction, plain.abort_transaction):
+                    with pytest.raises(IllegalOperation, match="transactional_id"):
+                        await call()
+                with pytest.raises(IllegalOperation, match="transactional_id"):
+                    await plain.send_offsets_to_transaction({TP0: 1}, "g")
+                with pytest.raises(IllegalOperation, match="transactional_id"):
                     await plain.begin_transaction()
     with pytest.raises(ValueError, match="enable_idempotence"):
         AIOKafkaProducer(transactional_id="x", enable_idempotence=False)
@@ -219,7 +225,7 @@ async def test_rejected_offset_commit_is_abortable_then_the_producer_works_again
             assert producer.metrics()["transaction_state"] == "abortable_error"
             with pytest.raises(IllegalStateError, match="only abort_transaction"):
                 await producer.commit_transaction()
-            with pytest.raises(IllegalStateError, match="only abort_transaction"):
+            with pytest.raises(IllegalOperation, match="only abort_transaction"):
                 await producer.send("t", b"more", partition=0)
             await producer.abort_transaction()
             async with producer.transaction():
@@ -330,7 +336,7 @@ async def test_commit_that_timed_out_may_be_retried() -> None:
             with pytest.raises(KafkaTimeoutError, match="EndTxn"):
                 await producer.commit_transaction()
             assert producer.metrics()["transaction_state"] == "committing_transaction"
-            with pytest.raises(IllegalStateError, match="committing"):
+            with pytest.raises(IllegalOperation, match="committing"):
                 await producer.send("t", b"y", partition=0)
             fc.clear_intercepts()
             await producer.commit_transaction()  # the same commit, again
