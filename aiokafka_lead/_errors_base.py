@@ -175,8 +175,8 @@ class RecordTooLargeError(KafkaError):
     """A record larger than the fetch size allows (aiokafka's name; brokers of Kafka 4 never cause it)."""
 
 
-class ProducerClosed(KafkaError):
-    """The producer is closed."""
+class ProducerClosed(ClientClosedError):
+    """The producer is closed (a ClientClosedError, raised by a stopped producer's calls)."""
 
 
 _FENCED = (

@@ -21,7 +21,13 @@ import anyio.lowlevel
 
 from aiokafka_lead.backoff import ExponentialBackoff
 from aiokafka_lead.client import ClientCore, connection_config, guarded
-from aiokafka_lead.errors import IllegalOperation, KafkaTimeoutError, MessageSizeTooLargeError, error_for_code
+from aiokafka_lead.errors import (
+    IllegalOperation,
+    KafkaTimeoutError,
+    MessageSizeTooLargeError,
+    ProducerClosed,
+    error_for_code,
+)
 from aiokafka_lead.metadata import HintOutcome
 from aiokafka_lead.producer.accumulator import (
     BACKLOG_FACTOR,
@@ -270,7 +276,7 @@ class AIOKafkaProducer:
         finally:
             self._acc.closed = True
             await self._core.close()
-            self._acc.fail_all(ClientClosedError("the producer was stopped before delivery"))
+            self._acc.fail_all(ProducerClosed("the producer was stopped before delivery"))
 
     async def __aenter__(self) -> Self:
         self._core.extra_setup = self._setup
@@ -292,6 +298,8 @@ class AIOKafkaProducer:
         if not self._running:
             if self._core.host.failure() is not None:
                 raise self._core.host.failed_error()
+            if self._closed:
+                raise ProducerClosed("the producer is stopped")
             raise ClientClosedError("the producer is not running (call start() or use async with)")
 
     def _batch_closed(self, tp: TopicPartition) -> None:

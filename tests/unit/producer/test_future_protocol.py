@@ -102,3 +102,17 @@ async def test_unclosed_producer_warns_and_loop_is_deprecated() -> None:
                 del producer
                 gc.collect()
             assert any(issubclass(w.category, ResourceWarning) for w in caught)
+
+
+async def test_a_stopped_producer_raises_producer_closed() -> None:
+    from aiokafka_lead.errors import ClientClosedError, ProducerClosed
+
+    with anyio.fail_after(DEADLINE):
+        async with FakeCluster(brokers=1) as fc:
+            fc.create_topic("t", partitions=1)
+            producer = AIOKafkaProducer(bootstrap_servers=fc.bootstrap)
+            await producer.start()
+            await producer.stop()
+            with pytest.raises(ProducerClosed):
+                await producer.send("t", b"v")
+            assert issubclass(ProducerClosed, ClientClosedError)
