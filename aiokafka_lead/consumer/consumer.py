@@ -248,7 +248,11 @@ class AIOKafkaConsumer(Generic[KT, VT]):
 
     async def _begin(self, start: Callable[[], Awaitable[None]]) -> None:
         self._state = "running"
-        await start()
+        try:
+            await start()
+        except BaseException:
+            self._state = "stopped"  # the core closed itself: nothing is left running
+            raise
         try:
             await self._until_first_assignment()
         except BaseException:
@@ -263,7 +267,8 @@ class AIOKafkaConsumer(Generic[KT, VT]):
             return
         while True:
             version = self._subs.version
-            self._raise_pending()
+            if self._errors:  # a partition's own error ("none") waits for the first poll
+                raise self._errors.pop(0)
             if member.assignment_done and all(self._position_settled(tp) for tp in self._subs.assigned()):
                 return
             await self._subs.wait_for_change(version)

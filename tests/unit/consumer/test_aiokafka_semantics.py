@@ -212,3 +212,36 @@ async def test_last_poll_timestamp_follows_fetch_answers() -> None:
                 await c.getone()
                 stamp = c.last_poll_timestamp(tp)
                 assert stamp is not None and before <= stamp <= int(time.time() * 1000)
+
+
+async def test_start_under_none_leaves_the_missing_offset_to_the_first_poll() -> None:
+    from aiokafka_lead.errors import NoOffsetForPartitionError
+
+    tp = TopicPartition("t", 0)
+    with anyio.fail_after(DEADLINE):
+        async with FakeCluster(brokers=1) as fc:
+            fc.create_topic("t", partitions=1)
+            produce(fc, tp, [b"x", b"y"])
+            c = group_consumer(fc, "t", auto_offset_reset="none", enable_auto_commit=False)
+            await c.start()  # no committed offset: not start()'s error, the poll's
+            try:
+                assert c.assignment() == {tp}
+                with pytest.raises(NoOffsetForPartitionError):
+                    await c.getmany(timeout_ms=1000)
+                c.seek(tp, 1)
+                assert [r.value for r in (await c.getmany(tp, timeout_ms=5000))[tp]] == [b"y"]
+            finally:
+                await c.stop()
+
+
+async def test_a_failed_start_leaves_no_resource_warning() -> None:
+    c = AIOKafkaConsumer(bootstrap_servers="127.0.0.1:1", request_timeout_ms=200, retry_backoff_ms=10)
+    from aiokafka_lead.errors import KafkaConnectionError, KafkaTimeoutError
+
+    with pytest.raises((KafkaConnectionError, KafkaTimeoutError)):  # nothing listens there
+        await c.start()
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        del c
+        gc.collect()
+    assert not [w for w in caught if issubclass(w.category, ResourceWarning)]
