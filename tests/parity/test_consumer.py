@@ -193,6 +193,18 @@ async def test_async_for_and_deserializers(f: Flavour, ctx: Context) -> None:
         ctx.out(f"record {r.offset}", r, volatile=("checksum",))
     await ctx.step("getone continues after the break", c.getone(), volatile=("checksum",))
 
+    limited = ctx.consumer(enable_auto_commit=False, auto_offset_reset="earliest", max_poll_records=2)
+    await limited.start()
+    limited.assign([tp0])
+
+    async def first_batch() -> Any:
+        while not (batch := await limited.getmany(timeout_ms=1000)):
+            pass
+        return values(batch)
+
+    await ctx.step("getmany with max_poll_records=2", first_batch())
+    await ctx.step("getmany(timeout_ms=0) returns at once", limited.getmany(timeout_ms=0), within=1)
+
     bad = ctx.consumer(
         enable_auto_commit=False, auto_offset_reset="earliest", value_deserializer=lambda b: 1 / 0
     )
@@ -210,6 +222,10 @@ async def test_consumer_start_and_constructor(f: Flavour, ctx: Context) -> None:
     ctx.sync("assignment: every partition", c.assignment)
     ctx.sync("subscription", c.subscription)
     await ctx.step("start twice", c.start)
+    async with C(t, bootstrap_servers=ctx.bootstrap, enable_auto_commit=False) as entered:
+        ctx.out("async with: the consumer itself", type(entered).__name__)
+        ctx.sync("async with: assignment", entered.assignment)
+    await ctx.step("getone after async with", entered.getone, within=5)
     for label, kwargs in (
         ("auto_offset_reset='middle'", {"auto_offset_reset": "middle"}),
         ("isolation_level='x'", {"isolation_level": "x"}),

@@ -191,6 +191,7 @@ async def test_commit_inside_on_partitions_revoked(f: Flavour, ctx: Context) -> 
     ctx.out("first member's listener calls", calls)
     await ctx.step("stop the second member", c2.stop())
     await ctx.step("stop the first member", c1.stop())
+    ctx.out("first member's listener calls after stop", calls)
     tps = [f.structs.TopicPartition(t, p) for p in (0, 1)]
     checker = group_consumer(ctx, group=group)
     await checker.start()
@@ -249,3 +250,23 @@ async def test_start_raises_join_errors(f: Flavour, ctx: Context) -> None:
     await ctx.step("stop", c.stop())
     bad = group_consumer(ctx, t, group="")
     await ctx.step("start with group_id ''", bad.start())
+
+
+@scenario
+async def test_group_id_with_manual_assignment(f: Flavour, ctx: Context) -> None:
+    t = await ctx.topic(partitions=2)
+    await ctx.fill(t, RECORDS)
+    tp0, tp1 = (f.structs.TopicPartition(t, p) for p in (0, 1))
+    group = ctx.name("g")
+    c = group_consumer(ctx, group=group, auto_offset_reset="earliest")
+    await c.start()
+    ctx.sync("assign([tp0])", c.assign, [tp0])
+    await ctx.step("getmany(tp0)", c.getmany(tp0, timeout_ms=5000))
+    await ctx.step("commit()", c.commit())
+    await ctx.step("committed(tp0)", c.committed(tp0))
+    await ctx.step("committed(tp1), not assigned", c.committed(tp1))
+    await ctx.step("stop", c.stop())
+    again = group_consumer(ctx, group=group, auto_offset_reset="earliest")
+    await again.start()
+    again.assign([tp0, tp1])
+    await ctx.step("a new consumer resumes from the commit", drain(again, 2))

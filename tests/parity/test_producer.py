@@ -153,6 +153,19 @@ async def test_partition_and_key_routing(f: Flavour, ctx: Context) -> None:
     ctx.out("no key: partitions in range", all(0 <= m.partition < 4 for m in mds))
     await ctx.step("partition 4 of a 4-partition topic", p.send(t, b"v", partition=4))
     await ctx.step("partition -1", p.send(t, b"v", partition=-1))
+    calls: list[Any] = []
+
+    def last_partition(key: bytes | None, all_partitions: list[int], available: list[int]) -> int:
+        calls.append((key, sorted(all_partitions), sorted(available)))
+        return all_partitions[-1]
+
+    fresh = await ctx.topic("fresh", partitions=4)
+    custom = ctx.producer(**PLAIN, partitioner=last_partition)
+    await custom.start()
+    await ctx.step(
+        "custom partitioner", custom.send_and_wait(fresh, b"v", key=b"k"), volatile=METADATA_VOLATILE
+    )
+    ctx.out("partitioner calls", calls)
 
 
 @scenario
