@@ -7,6 +7,8 @@ sorted replica lists and whether the leader is one of them.
 
 from __future__ import annotations
 
+import asyncio
+from collections.abc import Awaitable, Callable
 from typing import Any
 
 import pytest
@@ -24,6 +26,16 @@ def new_topic_name(ctx: Context, key: str) -> str:
     name = ctx.name(key, "t")
     ctx.setup.created_topics.append(name)
     return name
+
+
+async def until(what: Callable[[], Awaitable[Any]], done: Callable[[Any], bool]) -> Any:
+    """``await what()`` until ``done(result)``: aiokafka's admin does not wait for brokers
+    to learn a change, and asks a random broker (bounded by the step's limit)."""
+    while True:
+        result = await what()
+        if done(result):
+            return result
+        await asyncio.sleep(0.1)
 
 
 def topic_shape(described: dict[str, Any]) -> Any:
@@ -76,13 +88,19 @@ async def test_create_topics_response(f: Flavour, ctx: Context) -> None:
         "create_topics 0 partitions", admin.create_topics([NewTopic(new_topic_name(ctx, "z"), 0, 1)])
     )
     await ctx.step("create_topics bad name", admin.create_topics([NewTopic("bad name!", 1, 1)]))
-    listed = await ctx.step("list_topics", admin.list_topics(), record=False)
     mine = {a, b, c}
+    listed = await ctx.step(
+        "list_topics", until(admin.list_topics, lambda got: mine <= set(got)), record=False
+    )
     ctx.out(
         "list_topics: a list with the created topics (not the validate_only one)",
         (type(listed).__name__, sorted(mine & set(listed or ()))),
     )
-    described = await ctx.step("describe_topics", admin.describe_topics([c]), record=False)
+    described = await ctx.step(
+        "describe_topics",
+        until(lambda: admin.describe_topics([c]), lambda got: len(got[0]["partitions"]) == 2),
+        record=False,
+    )
     ctx.out("describe_topics of the assigned topic", [topic_shape(d) for d in described or ()])
     ctx.sync("NewTopic with partitions and assignments", NewTopic, "x", 1, 1, replica_assignments={0: [1]})
     ctx.sync(
@@ -100,8 +118,9 @@ async def test_delete_topics_response(f: Flavour, ctx: Context) -> None:
     await admin.start()
     await ctx.step("delete_topics", admin.delete_topics([t]))
     await ctx.step("delete_topics again: UNKNOWN_TOPIC_OR_PARTITION", admin.delete_topics([t]))
-    listed = await admin.list_topics()
-    ctx.out("deleted topic listed", t in listed)
+    await ctx.step(
+        "list_topics stops listing it", until(admin.list_topics, lambda got: t not in got), record=False
+    )
 
 
 @scenario
@@ -147,8 +166,14 @@ async def test_create_partitions(f: Flavour, ctx: Context) -> None:
     admin = ctx.admin_client()
     await admin.start()
     await ctx.step("create_partitions", admin.create_partitions({t: NewPartitions(3)}))
-    described = await admin.describe_topics([t])
-    ctx.out("partitions after", sorted(p["partition"] for p in described[0]["partitions"]))
+    described = await ctx.step(
+        "describe_topics shows 3 partitions",
+        until(lambda: admin.describe_topics([t]), lambda got: len(got[0]["partitions"]) == 3),
+        record=False,
+    )
+    ctx.out(
+        "partitions after", sorted(p["partition"] for p in described[0]["partitions"]) if described else None
+    )
     await ctx.step(
         "create_partitions validate_only", admin.create_partitions({t: NewPartitions(4)}, validate_only=True)
     )
@@ -214,22 +239,28 @@ async def test_alter_configs(f: Flavour, ctx: Context) -> None:
     admin = ctx.admin_client()
     await admin.start()
     keys = {"retention.ms": None, "cleanup.policy": None, "max.message.bytes": None}
+
+    def value_of(key: str, value: str) -> Callable[[Any], bool]:
+        def done(got: Any) -> bool:
+            entries = got[0].resources[0][4]
+            return any(e[0] == key and e[1] == value for e in entries)
+
+        return done
+
+    def describe() -> Awaitable[Any]:
+        return admin.describe_configs([ConfigResource(ConfigResourceType.TOPIC, t, keys)])
+
     await ctx.step(
         "alter_configs",
         admin.alter_configs([ConfigResource(ConfigResourceType.TOPIC, t, {"retention.ms": "100000"})]),
     )
-    await ctx.step(
-        "describe after", admin.describe_configs([ConfigResource(ConfigResourceType.TOPIC, t, keys)])
-    )
+    await ctx.step("describe after", until(describe, value_of("retention.ms", "100000")))
     # AlterConfigs (not the incremental one) replaces the resource's whole configuration
     await ctx.step(
         "alter_configs another key",
         admin.alter_configs([ConfigResource(ConfigResourceType.TOPIC, t, {"max.message.bytes": "2000"})]),
     )
-    await ctx.step(
-        "describe after the second alter",
-        admin.describe_configs([ConfigResource(ConfigResourceType.TOPIC, t, keys)]),
-    )
+    await ctx.step("describe after the second alter", until(describe, value_of("max.message.bytes", "2000")))
     await ctx.step(
         "alter_configs unknown key",
         admin.alter_configs([ConfigResource(ConfigResourceType.TOPIC, t, {"no.such.config": "1"})]),
