@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import difflib
 import ssl
+import warnings
 from collections.abc import Callable, Collection, Mapping, Sequence
 from numbers import Real
 from typing import Any
@@ -81,6 +82,16 @@ CLASSIC_ONLY = ("partition_assignment_strategy", "session_timeout_ms", "heartbea
 #: the classic defaults when those keywords are not given
 CLASSIC_SESSION_TIMEOUT_MS = 10_000
 CLASSIC_HEARTBEAT_INTERVAL_MS = 3000
+
+
+def warn_loop_argument(loop: object) -> None:
+    """aiokafka still takes ``loop=`` with a DeprecationWarning; so do we (and ignore it)."""
+    if loop is not None:
+        warnings.warn(
+            "The loop argument is deprecated and ignored: clients use the running event loop",
+            DeprecationWarning,
+            stacklevel=3,
+        )
 
 
 def options_of(arguments: Mapping[str, Any]) -> dict[str, Any]:

@@ -8,8 +8,8 @@ each of the three original members every time a poll returned records.
 
 Variants (``--variant``): ``eager`` (classic, range), ``cooperative`` (classic,
 cooperative-sticky), ``consumer`` (KIP-848, the broker's default assignor). Classic members
-use session 10 s and heartbeat 3 s in both clients; consumer-protocol members take the
-broker's heartbeat interval.
+use a session timeout of 10 s and a heartbeat interval of 3 s in both clients;
+consumer-protocol members take the broker's heartbeat interval.
 """
 
 from __future__ import annotations

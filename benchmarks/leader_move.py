@@ -180,9 +180,9 @@ async def run_scenario(
             async with AIOKafkaAdminClient(bootstrap_servers=env.control_bootstrap) as admin:
                 if args.cluster_warmup > 0:
                     await warm_cluster(env.bootstrap, admin, cfg, args.cluster_warmup, say=say)
-                    # the first production after the warm-up ran slower in every series (the
-                    # cause is not found; docs/benchmarks.md): one the same as the measured
-                    # ones goes first, unmeasured
+                    # the first production after the warm-up is often its client's slowest
+                    # (the cause is not found): one the same as the measured ones goes
+                    # first, unmeasured
                     say(f"settling: one unmeasured production ({LABELS[kinds[0]]})")
                     await run_one(kinds[0], env, admin, cfg, raw=raw, java_cp=java_cp, stamp_suffix="settle")
                 for run in range(args.runs):

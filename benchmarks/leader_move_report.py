@@ -21,10 +21,10 @@ from aiokafka_lead.bench.stats import Summary, percentile
 
 OURS = "aiokafka_lead hints on"
 OURS_OFF = "aiokafka_lead hints off"
-# connections_per_broker=2 (opt-in since session 4; "hints on" and "hints off" use the
-# default, one connection per broker)
+# connections_per_broker=2 (opt-in; "hints on" and "hints off" use the default, one
+# connection per broker)
 OURS_TWO = "aiokafka_lead hints on, 2 conn"
-# max_in_flight_requests_per_connection=1: no pipelining (ours until session 5)
+# max_in_flight_requests_per_connection=1: no pipelining
 OURS_SERIAL = "aiokafka_lead hints on, 1 in flight"
 
 

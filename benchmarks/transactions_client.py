@@ -75,7 +75,7 @@ async def run_ours(args: argparse.Namespace, payload: bytes, run: Run) -> None:
         await producer.partitions_for(args.topic)
         run.start()
         for start in range(0, args.records, args.per_txn):
-            producer.begin_transaction()
+            await producer.begin_transaction()
             for _ in range(min(args.per_txn, args.records - start)):
                 await producer.send(args.topic, payload)
             t = run.commit_timer()

@@ -52,11 +52,11 @@ async def warm_cluster(
     hot paths (elections, fetchers re-pointing among them), and without this the first
     client measured would pay for it. Two productions on two topics, the first deleted
     between them, so that the brokers' first topic deletion happens under warm-up load, not
-    just before the first measured production. (Session 6: the first production after a
-    one-topic warm-up was the slowest of its client in every series, once ~15 s at 5x its
-    usual latency; with two topics it still was in most series. Cause not found; the first
-    production is always ours, hints on, so it counts against ours: benchmarks/leader_move.py
-    also runs one unmeasured production first.)"""
+    just before the first measured production. (After a one-topic warm-up the first
+    production was its client's slowest in every set of runs, once ~15 s at 5x its usual
+    latency; after two topics it still often is. Cause not found; the first production is
+    always ours, hints on, so it counts against ours: benchmarks/leader_move.py also runs one
+    unmeasured production first.)"""
     say(f"warming the cluster up for {seconds:.0f}s: two topics, leaders moving twice on each (unmeasured)")
     warm = dataclasses.replace(cfg, duration_s=seconds / 2, move_at=(0.3, 0.6))
     async with AIOKafkaProducer(bootstrap_servers=bootstrap, acks="all", linger_ms=0) as producer:

@@ -15,7 +15,8 @@ import logging
 import re
 import ssl
 import time
-from collections.abc import AsyncIterator, Callable, Iterable, Iterator, Mapping, Sequence
+import warnings
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterable, Iterator, Mapping, Sequence
 from types import TracebackType
 from typing import Any, Generic, NamedTuple, Self, TypeVar
 
@@ -29,7 +30,7 @@ from aiokafka_lead.consumer.assignors import PartitionAssignor
 from aiokafka_lead.consumer.buffer import Chunk
 from aiokafka_lead.consumer.consumer_protocol import ConsumerGroupMember
 from aiokafka_lead.consumer.coordinator import ConsumerRebalanceListener, topics_needed
-from aiokafka_lead.consumer.errors import ConsumerStoppedError, IllegalStateError, NoOffsetForPartitionError
+from aiokafka_lead.consumer.errors import ConsumerStoppedError, IllegalStateError
 from aiokafka_lead.consumer.fetcher import FetchConfig, Fetcher
 from aiokafka_lead.consumer.group_common import GroupMember
 from aiokafka_lead.consumer.group_protocols import create_group_member
@@ -41,7 +42,7 @@ from aiokafka_lead.protocol.messages import MetadataRequest
 from aiokafka_lead.records import native
 from aiokafka_lead.runtime import ClientClosedError
 from aiokafka_lead.structs import ConsumerGroupMetadata, ConsumerRecord, OffsetAndMetadata, TopicPartition
-from aiokafka_lead.validation import options_of, validate_options
+from aiokafka_lead.validation import options_of, validate_options, warn_loop_argument
 
 log = logging.getLogger(__name__)
 
@@ -124,6 +125,7 @@ class AIOKafkaConsumer(Generic[KT, VT]):
         client_rack: str | None = None,
         group_protocol: str = "classic",
         group_remote_assignor: str | None = None,
+        loop: Any = None,
         **unsupported: Any,
     ) -> None:
         """aiokafka's keywords, plus ``group_protocol`` ("classic", the default, or "consumer"
@@ -134,6 +136,9 @@ class AIOKafkaConsumer(Generic[KT, VT]):
         session_timeout_ms, heartbeat_interval_ms) are refused, as Java refuses them: the
         broker decides those.
         """
+        self._state = "new"  # first: __del__ reads it even when the checks below fail
+        warn_loop_argument(loop)
+        del loop
         validate_options("consumer", options_of(locals()), unsupported)
         del api_version, consumer_timeout_ms  # versions are negotiated; waits are event-driven
         self._group_id = group_id
@@ -145,7 +150,6 @@ class AIOKafkaConsumer(Generic[KT, VT]):
         self._backoff = ExponentialBackoff(retry_backoff_ms, max(retry_backoff_max_ms, retry_backoff_ms))
         self._subs = SubscriptionState(ResetStrategy(auto_offset_reset))
         self._errors: list[KafkaError] = []
-        self._closed = False
         self._listening = False
         self._last_poll = time.monotonic()
         self._in_poll = 0
@@ -224,6 +228,8 @@ class AIOKafkaConsumer(Generic[KT, VT]):
             )
         if topics:
             self._subs.subscribe(topics)
+        # a poll waits for records or an error: partition errors ("none") wake it too
+        self._subs.listeners.append(self._fetcher.notify_data)
 
     # ----------------------------------------------------------------- lifecycle
     async def _setup(self, tg: anyio.abc.TaskGroup) -> None:
@@ -235,38 +241,82 @@ class AIOKafkaConsumer(Generic[KT, VT]):
         self._on_metadata(MetadataChange("start"))
 
     async def start(self) -> None:
-        """Connect, fetch metadata and start the background tasks (asyncio)."""
-        self._closed = False
-        await self._core.start()
+        """Connect, fetch metadata, start the background tasks and, as aiokafka's start(),
+        join the group: with a group_id and a subscription it returns once the first
+        assignment is in and every assigned partition has its starting position (so
+        records produced after start() returns are consumed under "latest"); errors of
+        the join (e.g. InvalidSessionTimeoutError) are raised here."""
+        await self._begin(self._core.start)
+
+    async def _begin(self, start: Callable[[], Awaitable[None]]) -> None:
+        self._state = "running"
+        await start()
+        try:
+            await self._until_first_assignment()
+        except BaseException:
+            with anyio.CancelScope(shield=True):
+                await self._shutdown(leave=False)
+            raise
+
+    async def _until_first_assignment(self) -> None:
+        member = self._coordinator
+        auto = (SubscriptionType.AUTO_TOPICS, SubscriptionType.AUTO_PATTERN)
+        if member is None or self._subs.kind not in auto:
+            return
+        while True:
+            version = self._subs.version
+            self._raise_pending()
+            if member.assignment_done and all(self._position_settled(tp) for tp in self._subs.assigned()):
+                return
+            await self._subs.wait_for_change(version)
+
+    def _position_settled(self, tp: TopicPartition) -> bool:
+        """A starting position is known, or the user must give one (auto_offset_reset="none")."""
+        st = self._subs.get(tp)
+        if st is None or st.error is not None:
+            return True
+        return st.has_valid_position and not self._positions.busy(tp)
 
     async def stop(self) -> None:
-        """Commit (if auto-commit), leave the group, and stop every background task."""
+        """Commit (if auto-commit), leave the group, and stop every background task.
+
+        A getmany() waiting at that moment returns {} and a waiting getone() (or
+        ``async for``) ends, as in aiokafka; the rebalance listener is not called.
+        """
         await self._shutdown(leave=True)
 
     close = stop
 
+    @property
+    def _closed(self) -> bool:
+        return self._state in ("stopping", "stopped")
+
     async def _shutdown(self, *, leave: bool) -> None:
-        if self._closed:
+        if self._state in ("stopping", "stopped"):
             return
-        self._closed = True
+        self._state = "stopping"
         self._fetcher.notify_data()
         try:
             if leave and self._coordinator is not None and self._core.host.running:
                 with anyio.move_on_after(self._request_timeout_ms / 1000, shield=True):
                     await self._coordinator.close()
         finally:
+            self._state = "stopped"
             if self._listening:
                 self._listening = False
                 self._core.store.remove_listener(self._on_metadata)
             await self._core.close()
+
+    def __del__(self) -> None:
+        if getattr(self, "_state", "stopped") in ("running", "stopping"):
+            warnings.warn(f"Unclosed AIOKafkaConsumer {self!r}", ResourceWarning, source=self, stacklevel=1)
 
     async def _abandon(self) -> None:
         """Stop like a crashed process: no commit, no LeaveGroup (tests of session expiry)."""
         await self._shutdown(leave=False)
 
     async def __aenter__(self) -> Self:
-        self._closed = False
-        await self._core.enter()
+        await self._begin(self._core.enter)
         return self
 
     async def __aexit__(
@@ -282,6 +332,12 @@ class AIOKafkaConsumer(Generic[KT, VT]):
             raise ConsumerStoppedError("the consumer is stopped")
         self._core.host.require_running()
 
+    def _require_group_call(self) -> None:
+        """Commits may still run while stop() leaves the group (its final auto-commit)."""
+        if self._state == "stopped":
+            raise ConsumerStoppedError("the consumer is stopped")
+        self._core.host.require_running()
+
     # -------------------------------------------------------------- internals
     def _report_error(self, error: KafkaError) -> None:
         log.debug("consumer error for the user: %r", error)
@@ -291,9 +347,12 @@ class AIOKafkaConsumer(Generic[KT, VT]):
         self._fetcher.notify_data()
         self._subs.notify()
 
-    def _raise_pending(self) -> None:
+    def _raise_pending(self, only: set[TopicPartition] | None = None) -> None:
         if self._errors:
             raise self._errors.pop(0)
+        error = self._subs.partition_error(only)
+        if error is not None:
+            raise error
 
     def _on_metadata(self, change: MetadataChange) -> None:
         if self._coordinator is not None:
@@ -385,11 +444,23 @@ class AIOKafkaConsumer(Generic[KT, VT]):
         pattern: str | re.Pattern[str] | None = None,
         listener: ConsumerRebalanceListener | None = None,
     ) -> None:
-        """Subscribe to topics or a regex pattern; with a group_id, partitions come from the group."""
-        if isinstance(topics, str):
-            raise TypeError("topics must be a collection of names, not a string")
-        if bool(list(topics)) == (pattern is not None):
-            raise ValueError("give either topics or pattern")
+        """Subscribe to topics or a regex pattern; with a group_id, partitions come from the group.
+
+        A pattern matches a topic as ``re.match`` does (from the start of the name, as aiokafka).
+        """
+        if not (topics or pattern):
+            raise TypeError("You should provide either `topics` or `pattern`")
+        if topics and pattern:
+            raise TypeError("You can't provide both `topics` and `pattern`")
+        if topics and not isinstance(topics, (tuple, set, frozenset, list)):
+            raise TypeError("Topics should be list of strings")
+        if pattern is not None and not isinstance(pattern, re.Pattern):
+            try:
+                pattern = re.compile(pattern)
+            except (re.error, TypeError) as err:
+                raise ValueError(f"{pattern!r} is not a valid pattern: {err}") from err
+        if listener is not None and not isinstance(listener, ConsumerRebalanceListener):
+            raise TypeError("listener should be an instance of ConsumerRebalanceListener")
         self._subs.subscribe(topics, pattern)
         if self._coordinator is not None:
             self._coordinator.listener = listener
@@ -423,33 +494,34 @@ class AIOKafkaConsumer(Generic[KT, VT]):
 
     # --------------------------------------------------------------- positions
     def seek(self, partition: TopicPartition, offset: int) -> None:
-        if offset < 0:
-            raise ValueError("offset must be >= 0")
+        """The next getmany()/getone() starts at ``offset`` (it also answers a pending
+        NoOffsetForPartitionError or OffsetOutOfRangeError of that partition)."""
+        if isinstance(offset, bool) or not isinstance(offset, int) or offset < 0:
+            raise ValueError("Offset must be a positive integer")
         self._subs.seek(partition, offset, -1, validated_epoch=self._core.store.leader_epoch(partition))
-        self._forget_missing_offset(partition)
 
-    def _forget_missing_offset(self, partition: TopicPartition) -> None:
-        """A position set by the user answers a pending "no offset to start from" error."""
-        kept: list[KafkaError] = []
-        for error in self._errors:
-            if isinstance(error, NoOffsetForPartitionError) and partition in error.partitions:
-                error.partitions.discard(partition)
-                if not error.partitions:
-                    continue
-            kept.append(error)
-        self._errors = kept
+    def _assigned_targets(self, partitions: tuple[TopicPartition, ...]) -> list[TopicPartition]:
+        """seek_to_*'s partitions: TopicPartitions, all assigned (default: the whole assignment)."""
+        if not all(isinstance(p, TopicPartition) for p in partitions):
+            raise TypeError("partitions must be TopicPartition instances")
+        if not partitions:
+            return sorted(self._subs.assigned())
+        not_assigned = set(partitions) - self._subs.assigned()
+        if not_assigned:
+            raise IllegalStateError(f"Partitions {not_assigned} are not assigned")
+        return list(partitions)
 
     async def seek_to_beginning(self, *partitions: TopicPartition) -> None:
-        for tp in partitions or tuple(self._subs.assigned()):
+        for tp in self._assigned_targets(partitions):
             self._subs.request_reset(tp, EARLIEST)
 
     async def seek_to_end(self, *partitions: TopicPartition) -> None:
-        for tp in partitions or tuple(self._subs.assigned()):
+        for tp in self._assigned_targets(partitions):
             self._subs.request_reset(tp, LATEST)
 
     @guarded
     async def seek_to_committed(self, *partitions: TopicPartition) -> dict[TopicPartition, int | None]:
-        tps = list(partitions or self._subs.assigned())
+        tps = self._assigned_targets(partitions)
         committed = await self._positions.committed(tps)
         out: dict[TopicPartition, int | None] = {}
         for tp in tps:
@@ -487,13 +559,21 @@ class AIOKafkaConsumer(Generic[KT, VT]):
     def last_stable_offset(self, partition: TopicPartition) -> int | None:
         return self._subs.state(partition).last_stable_offset
 
+    def last_poll_timestamp(self, partition: TopicPartition) -> int | None:
+        """When the last fetch answer for ``partition`` came (ms since the epoch; None: none yet)."""
+        return self._subs.state(partition).last_fetch_ms
+
     def paused(self) -> set[TopicPartition]:
         return self._subs.paused()
 
     def pause(self, *partitions: TopicPartition) -> None:
+        if not all(isinstance(p, TopicPartition) for p in partitions):
+            raise TypeError("partitions must be TopicPartition namedtuples")
         self._subs.pause(partitions)
 
     def resume(self, *partitions: TopicPartition) -> None:
+        if not all(isinstance(p, TopicPartition) for p in partitions):
+            raise TypeError("partitions must be TopicPartition namedtuples")
         self._subs.resume(partitions)
 
     # ----------------------------------------------------------------- commits
@@ -513,18 +593,16 @@ class AIOKafkaConsumer(Generic[KT, VT]):
         """Commit ``offsets`` (default: the positions of every assigned partition)."""
         if self._coordinator is None:
             raise IllegalStateError("commit() needs a group_id")
-        self._require_started()
+        self._require_group_call()
+        if self._subs.kind == SubscriptionType.NONE:
+            raise IllegalStateError("Not subscribed to any topics")
         self._raise_pending()
         normalized: dict[TopicPartition, OffsetAndMetadata] | None = None
         if offsets is not None:
-            normalized = {}
-            for tp, value in offsets.items():
-                if isinstance(value, int):
-                    normalized[tp] = OffsetAndMetadata(value, "", -1)
-                elif isinstance(value, OffsetAndMetadata):
-                    normalized[tp] = value
-                else:
-                    normalized[tp] = OffsetAndMetadata(*value)
+            normalized = _commit_offsets(offsets)
+            for tp in normalized:
+                if not self._subs.is_assigned(tp):
+                    raise IllegalStateError(f"Partition {tp} is not assigned")
         try:
             await self._coordinator.commit(normalized)
         except ClientClosedError:
@@ -589,7 +667,14 @@ class AIOKafkaConsumer(Generic[KT, VT]):
     async def getmany(
         self, *partitions: TopicPartition, timeout_ms: float = 0, max_records: int | None = None
     ) -> dict[TopicPartition, list[ConsumerRecord[KT, VT]]]:
-        """Records per partition, waiting up to ``timeout_ms`` for the first ones."""
+        """Records per partition, waiting up to ``timeout_ms`` for the first ones ({} if the
+        consumer is stopped meanwhile)."""
+        if not all(isinstance(p, TopicPartition) for p in partitions):
+            raise TypeError("partitions must be TopicPartition instances")
+        if max_records is not None and (
+            isinstance(max_records, bool) or not isinstance(max_records, int) or max_records < 1
+        ):
+            raise ValueError("`max_records` must be a positive Integer")
         self._require_started()
         self._last_poll = time.monotonic()
         if self._coordinator is not None:
@@ -608,7 +693,9 @@ class AIOKafkaConsumer(Generic[KT, VT]):
         only = set(partitions) if partitions else None
         deadline = time.monotonic() + timeout_ms / 1000
         while True:
-            self._raise_pending()
+            if self._closed:
+                return {}
+            self._raise_pending(only)
             with _gc_paused():
                 drained = self._fetcher.drain(limit, only)
             if drained:
@@ -620,17 +707,19 @@ class AIOKafkaConsumer(Generic[KT, VT]):
                 return {}
             with anyio.move_on_after(remaining):
                 await self._fetcher.wait_for_data()
-            if self._closed:
-                raise ConsumerStoppedError("the consumer was stopped")
 
     async def getone(self, *partitions: TopicPartition) -> ConsumerRecord[KT, VT]:
-        """The next record (waits as long as it takes)."""
+        """The next record (waits as long as it takes; ConsumerStoppedError if stopped meanwhile)."""
         while True:
             batch = await self.getmany(*partitions, timeout_ms=60_000, max_records=1)
             for records in batch.values():
                 return records[0]
+            if self._closed:
+                raise ConsumerStoppedError("the consumer was stopped")
 
     def __aiter__(self) -> AsyncIterator[ConsumerRecord[KT, VT]]:
+        if self._closed:
+            raise ConsumerStoppedError("the consumer is stopped")
         return self
 
     async def __anext__(self) -> ConsumerRecord[KT, VT]:
@@ -668,6 +757,32 @@ class AIOKafkaConsumer(Generic[KT, VT]):
     @property
     def positions(self) -> PositionManager:
         return self._positions
+
+
+def _commit_offsets(
+    offsets: Mapping[TopicPartition, int | OffsetAndMetadata | tuple[Any, ...]],
+) -> dict[TopicPartition, OffsetAndMetadata]:
+    """commit()'s ``offsets`` in aiokafka's forms: an offset, (offset, metadata) or OffsetAndMetadata."""
+    if not offsets or not isinstance(offsets, Mapping):
+        raise ValueError(offsets)
+    out: dict[TopicPartition, OffsetAndMetadata] = {}
+    for tp, value in offsets.items():
+        if not isinstance(tp, TopicPartition):
+            raise TypeError("Key should be TopicPartition instance")
+        if isinstance(value, OffsetAndMetadata):
+            out[tp] = value
+            continue
+        if isinstance(value, int):
+            offset, metadata = value, ""
+        else:
+            try:
+                offset, metadata = value
+            except (TypeError, ValueError) as exc:
+                raise ValueError(offsets) from exc
+            if not isinstance(metadata, str):
+                raise TypeError("Metadata should be a string")
+        out[tp] = OffsetAndMetadata(offset, metadata, -1)
+    return out
 
 
 Consumer = AIOKafkaConsumer

@@ -320,6 +320,8 @@ class ConsumerGroupMember(GroupMemberBase):
                 continue
             step = self._next_step()
             if step is None:
+                if self.in_group and self._target is not None and not self._unresolved:
+                    self._assignment_in_place()
                 await self._reconcile_wake.wait()
                 continue
             await self._reconcile(*step)

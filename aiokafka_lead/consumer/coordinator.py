@@ -95,6 +95,7 @@ class GroupCoordinator(GroupMemberBase):
         self.rebalances = 0
         self.stable_event = anyio.Event()
         self._pending_lost: set[TopicPartition] = set()
+        self._revoked_for_join = False  # the listener heard of this join's revocation
 
     # ------------------------------------------------------------------ state
     @property
@@ -208,8 +209,10 @@ class GroupCoordinator(GroupMemberBase):
                     self.group_id,
                     sorted(self._subs.topics),
                 )
-        if self.protocol == RebalanceProtocol.EAGER and self._subs.assigned():
+        if self.protocol == RebalanceProtocol.EAGER and not self._revoked_for_join:
+            # aiokafka calls on_partitions_revoked before every join, with set() before the first
             await self._revoke(self._subs.assigned(), commit=True)
+            self._revoked_for_join = True
         self._stable = False
         self.stable_event = anyio.Event() if self.stable_event.is_set() else self.stable_event
         self._joined_topics = self._partition_counts(self._subs.topics)
@@ -352,15 +355,17 @@ class GroupCoordinator(GroupMemberBase):
             "group %s gen %d: member %s assigned %d partition(s) (+%d -%d)",
             self.group_id, self.generation_id, self.member_id, len(assigned), len(added), len(revoked),
         )  # fmt: skip
+        self._revoked_for_join = False
         if self.listener is not None:
             await call_listener(self.listener.on_partitions_assigned, added)
+        self._assignment_in_place()
         if not self._need_rejoin:
             self._stable = True
             self.stable_event.set()
         self._wake.set()
 
     async def _revoke(self, tps: set[TopicPartition], *, commit: bool) -> None:
-        if commit and self._auto_commit and self.in_group:
+        if commit and tps and self._auto_commit and self.in_group:
             await self._committer.commit_consumed(tps, "before revoking")
         if self.listener is not None:
             await call_listener(self.listener.on_partitions_revoked, tps)
@@ -452,14 +457,12 @@ class GroupCoordinator(GroupMemberBase):
 
     # --------------------------------------------------------------------- exit
     async def close(self, *, leave: bool = True) -> None:
-        """Commit (auto-commit), run the revoke callback, and leave unless static (KIP-345)."""
+        """Commit (auto-commit) and leave unless static (KIP-345); as in aiokafka, the
+        rebalance listener is not called."""
         if not self.in_group:
             return
-        owned = self._subs.assigned()
         if self._auto_commit:
             await self._committer.commit_consumed(None, "on close")
-        if self.listener is not None and owned:
-            await call_listener(self.listener.on_partitions_revoked, owned)
         if leave and self.group_instance_id is None:
             await self.leave("the consumer is closing")
 

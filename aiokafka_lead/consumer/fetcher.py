@@ -495,6 +495,7 @@ class Fetcher:
             self.stats.move_first_fetch_s.append(time.monotonic() - moved)
         # the leader accepted our epoch and found no divergence: the position is valid for it
         st.validated_epoch = max(st.validated_epoch, s.leader_epoch)
+        st.last_fetch_ms = int(time.time() * 1000)
         if p.high_watermark >= 0:
             st.highwater = max(st.highwater or 0, p.high_watermark)
         if p.last_stable_offset >= 0:
@@ -532,8 +533,7 @@ class Fetcher:
     def _out_of_range(self, tp: TopicPartition, st: PartitionState, offset: int) -> None:
         strategy = self._subs.default_reset
         if strategy == ResetStrategy.NONE:
-            st.retry_at = math.inf  # until the user seeks
-            self._report_error(OffsetOutOfRangeConsumerError({tp: offset}))
+            self._subs.fail_partition(tp, OffsetOutOfRangeConsumerError({tp: offset}))
             return
         log.info(
             "fetch offset %d out of range for %s-%d; resetting to %s",

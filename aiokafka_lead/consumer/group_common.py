@@ -52,11 +52,16 @@ class ConsumerRebalanceListener:
 
 
 async def call_listener(fn: Callable[[set[TopicPartition]], Any] | None, tps: set[TopicPartition]) -> None:
+    """Run a listener callback; its exception is logged, never raised (aiokafka's rule: a
+    failing callback neither stops the rebalance nor reaches the poll)."""
     if fn is None:
         return
-    result = fn(set(tps))
-    if inspect.isawaitable(result):
-        await result
+    try:
+        result = fn(set(tps))
+        if inspect.isawaitable(result):
+            await result
+    except Exception:
+        log.exception("rebalance listener %s failed for %s", getattr(fn, "__qualname__", fn), sorted(tps))
 
 
 class GroupMember(Protocol):
@@ -78,6 +83,9 @@ class GroupMember(Protocol):
 
     @property
     def in_group(self) -> bool: ...
+
+    #: True once the first assignment is in place (start() waits for it, as aiokafka's)
+    assignment_done: bool
 
     @property
     def coordinator_id(self) -> int | None: ...

@@ -71,6 +71,13 @@ class GroupMemberBase:
         self.group_topics: set[str] = set()
         #: True after leaving because the application stopped polling; the next poll rejoins
         self.poll_expired = False
+        #: True once the first assignment is in place (the consumer's start() waits for it)
+        self.assignment_done = False
+
+    def _assignment_in_place(self) -> None:
+        if not self.assignment_done:
+            self.assignment_done = True
+            self._subs.notify()
 
     @property
     def coordinator_id(self) -> int | None:

@@ -16,7 +16,6 @@ so the fetcher neither fetches nor re-plans them meanwhile, and wakes the fetche
 from __future__ import annotations
 
 import logging
-import math
 import time
 from collections.abc import Callable, Collection, Iterable
 
@@ -125,7 +124,6 @@ class PositionManager:
     async def _initialize(self, tps: list[TopicPartition]) -> None:
         committed = await self.committed(tps)
         store = self._core.store
-        missing: set[TopicPartition] = set()
         for tp in tps:
             st = self._subs.get(tp)
             if st is None or st.position is not None or st.reset_to is not None:
@@ -136,13 +134,10 @@ class PositionManager:
                 validated = -1 if c.leader_epoch >= 0 else store.leader_epoch(tp)
                 self._subs.seek(tp, c.offset, c.leader_epoch, validated_epoch=validated)
             elif self._subs.default_reset == ResetStrategy.NONE:
-                missing.add(tp)
-                st.retry_at = math.inf
+                self._subs.fail_partition(tp, NoOffsetForPartitionError({tp}))
             else:
                 spec = EARLIEST if self._subs.default_reset == ResetStrategy.EARLIEST else LATEST
                 self._subs.request_reset(tp, spec)
-        if missing:
-            self._report_error(NoOffsetForPartitionError(missing))
 
     # ------------------------------------------------------------------ resets
     async def _reset(self, tps: list[TopicPartition]) -> None:
@@ -286,8 +281,7 @@ class PositionManager:
             return
         self.truncations.append((tp, end_offset, position))
         if self._subs.default_reset == ResetStrategy.NONE:
-            st.retry_at = math.inf  # until the user seeks
-            self._report_error(LogTruncationError({tp: (end_offset, position)}))
+            self._subs.fail_partition(tp, LogTruncationError({tp: (end_offset, position)}))
             return
         log.warning(
             "%s: log of %s-%d truncated at %d below position %d (offsets %d..%d lost); resuming at %d",
@@ -305,7 +299,6 @@ class PositionManager:
     def _reset_or_fail(self, tp: TopicPartition, st: PartitionState, position: int) -> None:
         strategy = self._subs.default_reset
         if strategy == ResetStrategy.NONE:
-            st.retry_at = math.inf
-            self._report_error(LogTruncationError({tp: (position, position)}))
+            self._subs.fail_partition(tp, LogTruncationError({tp: (position, position)}))
             return
         self._subs.request_reset(tp, EARLIEST if strategy == ResetStrategy.EARLIEST else LATEST)

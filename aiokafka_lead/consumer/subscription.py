@@ -9,6 +9,7 @@ be checked for log truncation. Mutators never await; waiters use :meth:`wait_for
 from __future__ import annotations
 
 import enum
+import math
 import re
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
@@ -41,6 +42,8 @@ class PartitionState:
     highwater: int | None = None
     last_stable_offset: int | None = None
     log_start_offset: int | None = None
+    #: wall-clock ms of the last fetch answer for this partition (aiokafka's last_poll_timestamp)
+    last_fetch_ms: int | None = None
     #: no fetch before this time.monotonic() value (backoff after an error)
     retry_at: float = 0.0
     failures: int = 0
@@ -48,6 +51,8 @@ class PartitionState:
     generation: int = 0
     #: fetch at once, without waiting for the node's long poll (after a leader move)
     express: bool = False
+    #: auto_offset_reset="none" left no position: every poll raises this until a seek
+    error: Exception | None = None
 
     @property
     def has_valid_position(self) -> bool:
@@ -98,7 +103,9 @@ class SubscriptionState:
         if self.pattern is None:
             return False
         pattern = self.pattern
-        matched = frozenset(t for t in available if pattern.fullmatch(t) and not t.startswith("__"))
+        # re.match, as aiokafka (and Java's Pattern.matcher().matches() would be fullmatch):
+        # "topic-" matches every topic that starts with it
+        matched = frozenset(t for t in available if pattern.match(t) and not t.startswith("__"))
         if matched == self.topics:
             return False
         self.topics = matched
@@ -165,6 +172,7 @@ class SubscriptionState:
         st.generation += 1
         st.retry_at = 0.0
         st.failures = 0
+        st.error = None
         st.highwater = None
         self.end_offset_floor.pop(tp, None)
         self.notify()
@@ -174,7 +182,27 @@ class SubscriptionState:
         st.reset_to = spec
         st.generation += 1
         st.retry_at = 0.0
+        st.error = None
         self.notify()
+
+    def fail_partition(self, tp: TopicPartition, error: Exception) -> None:
+        """No position without the user (auto_offset_reset="none"): polls raise ``error``
+        until a seek or a reset request clears it; nothing is fetched meanwhile."""
+        st = self._assignment.get(tp)
+        if st is None:
+            return
+        st.error = error
+        st.retry_at = math.inf
+        self.notify()
+
+    def partition_error(self, only: Iterable[TopicPartition] | None = None) -> Exception | None:
+        """The first partition error a poll of ``only`` (None: every partition) must raise."""
+        tps = self._assignment if only is None else only
+        for tp in sorted(tps):
+            st = self._assignment.get(tp)
+            if st is not None and st.error is not None:
+                return st.error
+        return None
 
     def advance(self, tp: TopicPartition, offset: int, epoch: int) -> None:
         """Consumed up to ``offset`` (exclusive): no notification, this is the hot path."""

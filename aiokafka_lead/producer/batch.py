@@ -13,6 +13,7 @@ Handles follow their record to its new batch (``split_into``), callbacks move wi
 
 from __future__ import annotations
 
+import asyncio
 import itertools
 import time
 from collections.abc import Callable, Generator, Sequence
@@ -29,14 +30,24 @@ _creation_order = itertools.count()
 
 
 class DeliveryHandle:
-    """The outcome of one ``send()``; ``await handle`` gives its RecordMetadata."""
+    """The outcome of one ``send()``; ``await handle`` gives its RecordMetadata.
 
-    __slots__ = ("_batch", "_index", "_timestamp")
+    It speaks asyncio's Future protocol (``asyncio.isfuture`` is true), so ``asyncio.wait``,
+    ``gather`` and ``wait_for`` accept it as they accept aiokafka's future. Cancelling a
+    handle only detaches the caller: the record was handed to the producer and is still
+    delivered, as with a cancelled aiokafka future. With ``acks=0`` it resolves to None.
+    """
+
+    __slots__ = ("_batch", "_cancelled", "_index", "_timestamp")
+
+    #: asyncio.isfuture() looks for this attribute (None would mean "not a future")
+    _asyncio_future_blocking = False
 
     def __init__(self, batch: ProducerBatch, index: int, timestamp: int) -> None:
         self._batch = batch
         self._index = index
         self._timestamp = timestamp
+        self._cancelled = False
 
     def _target(self) -> ProducerBatch:
         """The batch that holds this record now (it moves when a too-large batch is split)."""
@@ -53,23 +64,45 @@ class DeliveryHandle:
         return batch
 
     def done(self) -> bool:
-        return self._target().done
+        return self._cancelled or self._target().done
 
     def cancelled(self) -> bool:
-        return False
+        return self._cancelled
+
+    def cancel(self, msg: Any = None) -> bool:
+        """Stop waiting for this record (it is still delivered); False once it is done."""
+        batch = self._target()
+        if self._cancelled or batch.done:
+            return False
+        self._cancelled = True
+        mine = [c for c in batch.callbacks if c[2] is self]
+        batch.callbacks = [c for c in batch.callbacks if c[2] is not self]
+        for _, fn, _arg in mine:
+            fn(self)
+        return True
+
+    def get_loop(self) -> Any:
+        """The running loop (asyncio.ensure_future checks a future's loop)."""
+        return asyncio.get_running_loop()
 
     def exception(self) -> BaseException | None:
+        if self._cancelled:
+            raise _cancelled_error()
         batch = self._target()
         if not batch.done:
-            raise RuntimeError("delivery is still pending")
+            raise _invalid_state()
         return batch.error
 
     def result(self) -> RecordMetadata:
+        if self._cancelled:
+            raise _cancelled_error()
         batch = self._target()
         if not batch.done:
-            raise RuntimeError("delivery is still pending")
+            raise _invalid_state()
         if batch.error is not None:
             raise batch.error
+        if batch.unacknowledged:
+            return None  # type: ignore[return-value]  # acks=0: aiokafka's future gives None
         if batch.log_append_time >= 0:
             timestamp, kind = batch.log_append_time, LOG_APPEND_TIME
         else:
@@ -79,12 +112,21 @@ class DeliveryHandle:
             batch.tp.topic, batch.tp.partition, batch.tp, offset, timestamp, kind, batch.log_start_offset
         )
 
-    def add_done_callback(self, fn: Callable[[DeliveryHandle], Any]) -> None:
+    def add_done_callback(self, fn: Callable[[DeliveryHandle], Any], *, context: Any = None) -> None:
+        """Call ``fn(handle)`` once the record is resolved (at once if it is)."""
         batch = self._target()
-        if batch.done:
+        if self.done():
             fn(self)
         else:
-            batch.callbacks.append((self._index, lambda: fn(self)))
+            batch.callbacks.append((self._index, fn, self))
+
+    def remove_done_callback(self, fn: Callable[[DeliveryHandle], Any]) -> int:
+        """Remove every registration of ``fn`` on this handle; the number removed."""
+        batch = self._target()
+        kept = [c for c in batch.callbacks if not (c[2] is self and c[1] == fn)]
+        removed = len(batch.callbacks) - len(kept)
+        batch.callbacks = kept
+        return removed
 
     async def wait(self) -> RecordMetadata:
         batch = self._target()
@@ -95,6 +137,14 @@ class DeliveryHandle:
 
     def __await__(self) -> Generator[Any, None, RecordMetadata]:
         return self.wait().__await__()
+
+
+def _cancelled_error() -> BaseException:
+    return asyncio.CancelledError()
+
+
+def _invalid_state() -> BaseException:
+    return asyncio.InvalidStateError("delivery is still pending")
 
 
 class ProducerBatch:
@@ -127,7 +177,9 @@ class ProducerBatch:
         self.log_append_time = -1
         self.log_start_offset: int | None = None
         self.done_event = anyio.Event()
-        self.callbacks: list[tuple[int, Callable[[], Any]]] = []  # (record index, callback)
+        #: (record index, callback, its argument: the record's handle)
+        self.callbacks: list[tuple[int, Callable[[Any], Any], Any]] = []
+        self.unacknowledged = False  # acks=0: the broker sends no answer
         self.split_into: list[tuple[int, ProducerBatch]] | None = None  # (first record index, batch)
 
     def __repr__(self) -> str:
@@ -208,9 +260,9 @@ class ProducerBatch:
         self.reserved = 0
         self.split_into = list(zip(firsts, parts, strict=True))
         callbacks, self.callbacks = self.callbacks, []
-        for index, callback in callbacks:
+        for index, callback, arg in callbacks:
             first, part = next((f, p) for f, p in reversed(self.split_into) if index >= f)
-            part.callbacks.append((index - first, callback))
+            part.callbacks.append((index - first, callback, arg))
         self.done_event.set()  # wakes handles waiting here: they follow their record
         return parts
 
@@ -218,8 +270,8 @@ class ProducerBatch:
         self.done = True
         self.done_event.set()
         callbacks, self.callbacks = self.callbacks, []
-        for _, callback in callbacks:
-            callback()
+        for _, callback, arg in callbacks:
+            callback(arg)
 
     def complete(
         self, base_offset: int, log_append_time: int = -1, log_start_offset: int | None = None

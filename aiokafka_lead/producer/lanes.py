@@ -6,9 +6,9 @@ partitions it carries. Around a leader move that request can be parked for hundr
 (the new leader's followers are still re-pointing their fetchers; docs/kip-951.md), and the
 partitions that just moved to the broker, or that are unaffected, would queue behind it.
 
-Opt-in since session 4 (``connections_per_broker=2``; the default is 1): in the leader-move
-benchmark with Kafka's default brokers on loopback, two connections had a ~2 s stall in 4 of
-10 runs where one connection had none in 5 (docs/benchmarks.md); the cause is not yet found.
+Two connections are opt-in (``connections_per_broker=2``; the default is 1): in the
+leader-move benchmark with Kafka's default brokers on loopback, two connections had a ~2 s
+stall in 4 of 10 runs where one connection had none in 5; the cause is not found.
 
 One connection (the default; DESIGN.md invariant 24): requests to a node are pipelined on
 it, up to ``max_in_flight``, when the link is far: the node's fastest recent request took
@@ -51,16 +51,16 @@ log = logging.getLogger(__name__)
 MIN_OVERDUE_S = 0.02
 # One connection: the floor before the next request is pipelined behind the newest. On the
 # kip-conditions network (10 ms round trip) 10 ms gave a p50 of 35 ms where 20 ms gave 45 ms;
-# on loopback requests are answered faster and nothing changes (docs/benchmarks.md).
+# on loopback requests are answered faster and nothing changes.
 MIN_PIPELINE_S = 0.01
 # ... and only to a node whose fastest recent request (of the last FLOOR_SAMPLES) took at
 # least PIPELINE_FLOOR_S, i.e. a link with a round trip worth overlapping. On loopback
 # (floor ~1 ms) pipelining behind a request parked by a leader move split the backlog into
 # requests that each waited for the followers: p99.9 206 ms against 112 ms without it
-# (fast-followers brokers, 3 runs, session 5). A leader move can still make the last 32
-# requests slow and turn pipelining on for its duration on loopback; session 6 tried a
-# window of 10 s instead (no pipelining at moves) and loopback-defaults got worse (p99.9
-# 175 ms against 119, 5 runs each; docs/benchmarks.md), so the 32 requests stay.
+# (fast-followers brokers, 3 runs). A leader move can still make the last 32 requests slow
+# and turn pipelining on for its duration on loopback; a window of 10 s instead (no
+# pipelining at moves) made loopback-defaults worse (p99.9 175 ms against 119, 5 runs
+# each), so the 32 requests stay.
 PIPELINE_FLOOR_S = 0.005
 FLOOR_SAMPLES = 32
 OVERDUE_FACTOR = 0.5

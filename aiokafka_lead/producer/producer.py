@@ -10,6 +10,7 @@ from __future__ import annotations
 import itertools
 import ssl
 import time
+import warnings
 from collections.abc import Callable, Iterable, Sequence
 from types import TracebackType
 from typing import Any, Self
@@ -39,7 +40,7 @@ from aiokafka_lead.producer.txn_requests import TxnRequests
 from aiokafka_lead.records import RecordBatchBuilder
 from aiokafka_lead.runtime import ClientClosedError, ClientFailedError
 from aiokafka_lead.structs import ConsumerGroupMetadata, OffsetAndMetadata, TopicPartition
-from aiokafka_lead.validation import COMPRESSION, options_of, validate_options
+from aiokafka_lead.validation import COMPRESSION, options_of, validate_options, warn_loop_argument
 
 _ids = itertools.count(1)
 Headers = Sequence[tuple[str, bytes | None]]
@@ -122,8 +123,12 @@ class AIOKafkaProducer:
         sasl_plain_password: str | None = None,
         enable_leader_hints: bool = True,
         connections_per_broker: int = 1,
+        loop: Any = None,
         **unsupported: Any,
     ) -> None:
+        self._started = False  # first: __del__ reads it even when the checks below fail
+        warn_loop_argument(loop)
+        del loop
         validate_options("producer", options_of(locals()), unsupported)
         if transactional_id is not None:
             enable_idempotence = True  # validated above: not switched off
@@ -238,6 +243,7 @@ class AIOKafkaProducer:
     async def start(self) -> None:
         """Connect, fetch metadata, get a producer id (idempotence) and start the sender."""
         self._core.extra_setup = self._setup
+        self._started = True
         await self._core.start()
 
     async def stop(self) -> None:
@@ -256,8 +262,13 @@ class AIOKafkaProducer:
 
     async def __aenter__(self) -> Self:
         self._core.extra_setup = self._setup
+        self._started = True
         await self._core.enter()
         return self
+
+    def __del__(self) -> None:
+        if getattr(self, "_started", False) and not getattr(self, "_closed", True):
+            warnings.warn(f"Unclosed AIOKafkaProducer {self!r}", ResourceWarning, source=self, stacklevel=1)
 
     async def __aexit__(
         self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
@@ -432,8 +443,12 @@ class AIOKafkaProducer:
             raise IllegalStateError("transactions need a producer created with transactional_id=")
         return self._txn
 
-    def begin_transaction(self) -> None:
-        """Start a transaction: every record sent until commit/abort belongs to it."""
+    async def begin_transaction(self) -> None:
+        """Start a transaction: every record sent until commit/abort belongs to it.
+
+        Nothing goes to the broker here (the partitions join the transaction as records are
+        sent); it is ``async`` like aiokafka's, so ``await producer.begin_transaction()``.
+        """
         self._transaction_manager().begin()
 
     async def commit_transaction(self) -> None:

@@ -225,6 +225,7 @@ class Sender:
             self._metrics.latency(node_id, latency)
             if response is None:  # acks=0: nothing comes back
                 for batch in batches:
+                    batch.unacknowledged = True
                     batch.complete(-1)
                     self._done(batch)
                 return

@@ -1,4 +1,4 @@
-"""A deterministic chaos schedule against the local KRaft cluster (issue 8's chaos tests).
+"""A deterministic chaos schedule against the local KRaft cluster (the chaos tests, docs/chaos.md).
 
 The schedule fixes WHAT happens and in which order (rotate leaders, controlled shutdown
 and restart, SIGKILL and restart, restart on a new port); only the timing varies. Between

@@ -1,4 +1,4 @@
-"""Admin client against the real 3-node KRaft cluster (issue 4)."""
+"""Admin client against the real 3-node KRaft cluster."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Bad input against a real broker (issue 17): records too large for the topic, listener
+"""Bad input against a real broker: records too large for the topic, listener
 mismatches (TLS, SASL), unknown topics with auto-creation off. One node is enough."""
 
 from __future__ import annotations

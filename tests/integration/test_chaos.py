@@ -1,4 +1,4 @@
-"""Chaos tests (issue 8): the producer and a consumer group under leader rotations, a
+"""Chaos tests: the producer and a consumer group under leader rotations, a
 controlled shutdown, a SIGKILL and a restart on a new port, on the shared 3-node cluster.
 
 The chaos schedule is fixed (``aiokafka_lead.testing.chaos.DEFAULT_SCHEDULE``); timing

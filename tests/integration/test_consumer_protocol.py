@@ -1,4 +1,4 @@
-"""KIP-848 consumer-protocol groups against the real 3-node KRaft cluster (issue 15).
+"""KIP-848 consumer-protocol groups against the real 3-node KRaft cluster.
 
 The test clusters expire a silent consumer-protocol member after 10 s
 (group.consumer.session.timeout.ms; Kafka's default is 45 s); the heartbeat interval is

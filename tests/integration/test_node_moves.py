@@ -1,4 +1,4 @@
-"""A node restarted on a new port is reached again (issue 4; the KIP-951 NodeEndpoints case)."""
+"""A node restarted on a new port is reached again (the KIP-951 NodeEndpoints case)."""
 
 from __future__ import annotations
 

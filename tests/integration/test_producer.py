@@ -1,4 +1,4 @@
-"""The producer against the real 3-node KRaft cluster (issue 6)."""
+"""The producer against the real 3-node KRaft cluster."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""TLS and SASL against real broker listeners; wrong credentials fail fast (issue 4)."""
+"""TLS and SASL against real broker listeners; wrong credentials fail fast."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""The "aiokafka_lead" Spark data source against the real 3-node cluster (issue 9).
+"""The "aiokafka_lead" Spark data source against the real 3-node cluster.
 
 One SparkSession (local[2]) for the module. The data source is NOT registered explicitly:
 Spark finds it through the ``pyspark_aiokafka_lead`` module (auto-discovery).

@@ -1,4 +1,4 @@
-"""Unreachable, silent or malformed bootstrap servers (issue 17): a clear error within the
+"""Unreachable, silent or malformed bootstrap servers: a clear error within the
 configured timeout, nothing left running, exit code 1 from the ``aiokafka-lead`` command."""
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""A broker that closes the connection in the middle of a response (issue 17): every client
+"""A broker that closes the connection in the middle of a response: every client
 recovers on its own, and nothing is lost or duplicated. The fake writes the first bytes of
 the real answer, then closes (the request itself took effect)."""
 

@@ -1,4 +1,4 @@
-"""Cancelling any public coroutine at any await point leaks nothing (issue 17).
+"""Cancelling any public coroutine at any await point leaks nothing.
 
 Each public coroutine of the three clients runs against the fake cluster and is cancelled
 after 0, 1, 2, ... turns of the event loop, so the cancellation lands at every await point

@@ -48,8 +48,9 @@ async def test_failed_position_validation_backs_off_instead_of_killing_the_consu
 
 
 async def test_a_client_whose_background_task_died_says_so() -> None:
-    """What the chaos test's members saw before the fix above: every call raised "is not
-    started (call start() ...)", a misleading reason, while the real error waited for stop()."""
+    """Every call after a background task failed raises ClientFailedError naming the cause,
+    not a misleading "is not started (call start() ...)" while the real error waits for
+    stop()."""
 
     async def crash(*, task_status: anyio.abc.TaskStatus[None]) -> None:
         task_status.started()
@@ -67,7 +68,7 @@ async def test_a_client_whose_background_task_died_says_so() -> None:
             host.require_running()
         assert info.value.__cause__ is host.failure()
         assert isinstance(host.failure(), KafkaConnectionError)
-        await host.stop()  # returns: the failure was reported to every call (issue 17)
+        await host.stop()  # returns: the failure was reported to every call
         with pytest.raises(ClientFailedError):
             host.require_running()
 

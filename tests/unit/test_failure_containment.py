@@ -1,4 +1,4 @@
-"""The fault matrix (issue 17): one rule for every client when a background task fails.
+"""The fault matrix: one rule for every client when a background task fails.
 
 An exception is injected into each background task in turn (sender, accumulator drain,
 fetcher, group coordinator, heartbeat, metadata refresher, connection reader) while

@@ -1,4 +1,4 @@
-"""Configuration is validated at construction, the same way for every client (issue 17)."""
+"""Configuration is validated at construction, the same way for every client."""
 
 from __future__ import annotations
 

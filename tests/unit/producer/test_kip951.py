@@ -1,4 +1,4 @@
-"""KIP-951 on the producer, scenario by scenario on the in-process fake cluster (issue 6).
+"""KIP-951 on the producer, scenario by scenario on the in-process fake cluster.
 
 Timings prove the rules: backoffs are made large (or Metadata is delayed) so that any
 wait on the retry path shows as a gap of hundreds of milliseconds, while an immediate

@@ -123,7 +123,7 @@ async def test_a_partitions_first_batch_in_a_transaction_waits_for_lane_0() -> N
                 async with producer.transaction():
                     for p in (0, 1, 2):
                         await producer.send_and_wait("t", b"warm", partition=p)
-                producer.begin_transaction()
+                await producer.begin_transaction()
                 await producer.send_and_wait("t", b"acked", partition=1)  # partition 1: acknowledged
                 fc.intercept(PRODUCE, park_first_produce_of(0, node=1), times=1)
                 before = fc.count(PRODUCE, node_id=1)

@@ -1,4 +1,4 @@
-"""MESSAGE_TOO_LARGE (issue 17): a refused batch is split and sent again, a single record over
+"""MESSAGE_TOO_LARGE: a refused batch is split and sent again, a single record over
 the broker's limit fails alone; on the fake cluster, whose topics take ``max_message_bytes``."""
 
 from __future__ import annotations

@@ -59,7 +59,7 @@ async def test_commit_and_abort_seen_by_read_committed(version: int) -> None:
             async with producer.transaction():
                 for i in range(5):
                     await producer.send("t", b"c%d" % i, partition=i % 2)
-            producer.begin_transaction()
+            await producer.begin_transaction()
             await producer.send("t", b"aborted", partition=0)
             await producer.send("t", b"aborted", partition=1)
             await producer.flush()
@@ -89,7 +89,7 @@ async def test_read_committed_waits_for_the_last_stable_offset(version: int) -> 
         async with cluster(version) as fc, txn_producer(fc) as producer:
             async with producer.transaction():
                 await producer.send("t", b"first", partition=0)
-            producer.begin_transaction()
+            await producer.begin_transaction()
             await producer.send_and_wait("t", b"open", partition=0)
             async with AIOKafkaConsumer(
                 bootstrap_servers=fc.bootstrap, isolation_level="read_committed", auto_offset_reset="earliest"
@@ -115,7 +115,7 @@ async def test_send_offsets_with_group_metadata_commits_only_with_the_transactio
                 await producer.send_offsets_to_transaction({TP0: 7, TP1: OffsetAndMetadata(3, "m")}, "g")
                 assert ("t", 0) not in group.offsets  # not visible before the commit
             assert (group.offsets[("t", 0)].offset, group.offsets[("t", 1)].offset) == (7, 3)
-            producer.begin_transaction()
+            await producer.begin_transaction()
             await producer.send_offsets_to_transaction({TP0: 99}, "g")
             await producer.abort_transaction()
             assert group.offsets[("t", 0)].offset == 7  # aborted offsets never apply
@@ -143,14 +143,14 @@ async def test_calls_in_the_wrong_state_raise_at_once() -> None:
                 await producer.abort_transaction()
             with pytest.raises(IllegalStateError, match="send_offsets"):
                 await producer.send_offsets_to_transaction({TP0: 1}, "g")
-            producer.begin_transaction()
+            await producer.begin_transaction()
             with pytest.raises(IllegalStateError, match=r"begin_transaction.*in_transaction"):
-                producer.begin_transaction()
+                await producer.begin_transaction()
             await producer.commit_transaction()  # an empty transaction sends nothing
             assert fc.count(END_TXN) == 0
             async with AIOKafkaProducer(bootstrap_servers=fc.bootstrap) as plain:
                 with pytest.raises(IllegalStateError, match="transactional_id"):
-                    plain.begin_transaction()
+                    await plain.begin_transaction()
     with pytest.raises(ValueError, match="enable_idempotence"):
         AIOKafkaProducer(transactional_id="x", enable_idempotence=False)
 
@@ -162,14 +162,14 @@ async def test_coordinator_moves_are_retried_invisibly(version: int) -> None:
             fc.set_coordinator("tx", 1, key_type=1)
             fc.intercept(INIT_PRODUCER_ID, lambda *_: Error(14), times=2)  # COORDINATOR_LOAD_IN_PROGRESS
             async with txn_producer(fc) as producer:
-                producer.begin_transaction()
+                await producer.begin_transaction()
                 await producer.send_and_wait("t", b"a", partition=0)
                 fc.set_coordinator("tx", 2, key_type=1)  # moved: node 1 answers NOT_COORDINATOR
                 fc.intercept(END_TXN, lambda *_: Error(51), times=2)  # CONCURRENT_TRANSACTIONS
                 await producer.commit_transaction()
                 assert producer.metrics()["transaction_coordinator"] == 2
                 # the new coordinator's broker dies: looked up again, found on node 3
-                producer.begin_transaction()
+                await producer.begin_transaction()
                 await producer.send_and_wait("t", b"b", partition=1)
                 fc.set_coordinator("tx", 3, key_type=1)
                 await fc.stop_node(2)
@@ -189,7 +189,7 @@ async def test_zombie_is_fenced_and_its_transaction_never_visible(version: int) 
     with anyio.fail_after(DEADLINE):
         async with cluster(version) as fc:
             async with txn_producer(fc) as zombie:
-                zombie.begin_transaction()
+                await zombie.begin_transaction()
                 await zombie.send_and_wait("t", b"zombie", partition=0)
                 async with txn_producer(fc) as fresh:  # same transactional id
                     assert fresh.metrics()["producer_epoch"] > zombie.metrics()["producer_epoch"]
@@ -202,7 +202,7 @@ async def test_zombie_is_fenced_and_its_transaction_never_visible(version: int) 
                         await zombie.abort_transaction()
                     assert zombie.metrics()["transaction_state"] == "fatal_error"
                     with pytest.raises(ProducerFencedError, match="failed fatally"):
-                        zombie.begin_transaction()
+                        await zombie.begin_transaction()
                     with pytest.raises(ProducerFencedError, match="failed fatally"):
                         await zombie.send("t", b"never")
             assert await committed_values(fc) == {0: [b"fresh"], 1: []}
@@ -211,7 +211,7 @@ async def test_zombie_is_fenced_and_its_transaction_never_visible(version: int) 
 async def test_rejected_offset_commit_is_abortable_then_the_producer_works_again() -> None:
     with anyio.fail_after(DEADLINE):
         async with cluster(2) as fc, txn_producer(fc) as producer:
-            producer.begin_transaction()
+            await producer.begin_transaction()
             await producer.send("t", b"lost", partition=0)
             fc.intercept(TXN_OFFSET_COMMIT, lambda *_: Error(22), times=1)  # ILLEGAL_GENERATION
             with pytest.raises(IllegalGenerationError):
@@ -231,7 +231,7 @@ async def test_rejected_offset_commit_is_abortable_then_the_producer_works_again
 async def test_failed_batch_makes_the_transaction_abortable(version: int) -> None:
     with anyio.fail_after(DEADLINE):
         async with cluster(version) as fc, txn_producer(fc) as producer:
-            producer.begin_transaction()
+            await producer.begin_transaction()
             fc.intercept(PRODUCE, lambda *_: Error(120), times=1)  # TRANSACTION_ABORTABLE
             handle = await producer.send("t", b"bad", partition=0)
             with pytest.raises(TransactionAbortableError):
@@ -247,7 +247,7 @@ async def test_failed_batch_makes_the_transaction_abortable(version: int) -> Non
 async def test_abort_fails_unsent_records_and_context_aborts_on_error() -> None:
     with anyio.fail_after(DEADLINE):
         async with cluster(1) as fc, txn_producer(fc, linger_ms=10_000) as producer:
-            producer.begin_transaction()
+            await producer.begin_transaction()
             handle = await producer.send("t", b"unsent", partition=0)  # lingering
             await producer.abort_transaction()
             with pytest.raises(TransactionAbortedError):
@@ -264,7 +264,7 @@ async def test_abort_fails_unsent_records_and_context_aborts_on_error() -> None:
 async def test_add_partitions_failure_is_abortable_and_fails_held_records() -> None:
     with anyio.fail_after(DEADLINE):
         async with cluster(1) as fc, txn_producer(fc) as producer:
-            producer.begin_transaction()
+            await producer.begin_transaction()
             fc.intercept(ADD_PARTITIONS, lambda *_: Error(29), times=1)  # TOPIC_AUTHORIZATION_FAILED
             handle = await producer.send("t", b"held", partition=0)
             with pytest.raises(TopicAuthorizationFailedError):
@@ -296,7 +296,7 @@ async def test_group_metadata_fences_offsets_of_a_stale_member() -> None:
             assert (sent.generation_id, sent.member_id) == (meta.generation_id, meta.member_id)
             assert fc.groups.group("g").offsets[("t", 0)].offset == 1
             stale = meta._replace(generation_id=meta.generation_id - 1)
-            producer.begin_transaction()
+            await producer.begin_transaction()
             with pytest.raises(IllegalGenerationError):
                 await producer.send_offsets_to_transaction({TP0: 2}, stale)
             await producer.abort_transaction()
@@ -307,7 +307,7 @@ async def test_group_metadata_fences_offsets_of_a_stale_member() -> None:
 async def test_abort_after_an_abortable_error_bumps_the_epoch(version: int) -> None:
     with anyio.fail_after(DEADLINE):
         async with cluster(version) as fc, txn_producer(fc) as producer:
-            producer.begin_transaction()
+            await producer.begin_transaction()
             await producer.send_and_wait("t", b"sent", partition=0)
             fc.intercept(PRODUCE, lambda *_: Error(59), times=1)  # UNKNOWN_PRODUCER_ID: sequences unknown
             with pytest.raises(UnknownProducerIdError):
@@ -324,7 +324,7 @@ async def test_abort_after_an_abortable_error_bumps_the_epoch(version: int) -> N
 async def test_commit_that_timed_out_may_be_retried() -> None:
     with anyio.fail_after(DEADLINE):
         async with cluster(2) as fc, txn_producer(fc, max_block_ms=600) as producer:
-            producer.begin_transaction()
+            await producer.begin_transaction()
             await producer.send("t", b"x", partition=0)
             fc.intercept(END_TXN, lambda *_: Error(15), times=None)  # COORDINATOR_NOT_AVAILABLE, always
             with pytest.raises(KafkaTimeoutError, match="EndTxn"):
@@ -340,7 +340,7 @@ async def test_commit_that_timed_out_may_be_retried() -> None:
 async def test_transaction_abortable_from_end_txn_needs_an_abort() -> None:
     with anyio.fail_after(DEADLINE):
         async with cluster(2) as fc, txn_producer(fc) as producer:
-            producer.begin_transaction()
+            await producer.begin_transaction()
             await producer.send("t", b"x", partition=0)
             fc.intercept(END_TXN, lambda *_: Error(120), times=1)  # TRANSACTION_ABORTABLE
             with pytest.raises(TransactionAbortableError):
@@ -383,7 +383,7 @@ async def test_a_batch_split_for_size_stays_in_the_transaction(version: int) -> 
                     for value in values:
                         await producer.send("t", value, partition=0)
                 assert producer.metrics()["batches_split"] >= 2
-                producer.begin_transaction()
+                await producer.begin_transaction()
                 await producer.send("t", b"x" + bytes(5000), partition=0)  # alone over the limit
                 with pytest.raises(IllegalStateError, match=r"MessageTooLarge|MessageSizeTooLarge"):
                     await producer.commit_transaction()
