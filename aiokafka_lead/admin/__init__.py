@@ -16,6 +16,7 @@ from aiokafka_lead.admin.types import (
     NewTopic,
     OffsetSpec,
     PartitionReassignment,
+    RecordsToDelete,
     TopicDescription,
 )
 
@@ -36,5 +37,6 @@ __all__ = [
     "NewTopic",
     "OffsetSpec",
     "PartitionReassignment",
+    "RecordsToDelete",
     "TopicDescription",
 ]

@@ -39,17 +39,56 @@ class ConfigResourceType(enum.IntEnum):
 
 @dataclass(slots=True)
 class ConfigResource:
-    """A resource whose configuration to describe or alter (aiokafka.admin.ConfigResource)."""
+    """A resource whose configuration to describe or alter (aiokafka.admin.ConfigResource).
 
-    resource_type: ConfigResourceType | str
+    ``resource_type`` may be given as the enum, its name (``"topic"``, any case) or its
+    code; it is stored as a :class:`ConfigResourceType`, as aiokafka does.
+    """
+
+    resource_type: ConfigResourceType
     name: str
     configs: dict[str, str | None] | None = None
 
+    def __init__(
+        self,
+        resource_type: ConfigResourceType | str | int,
+        name: str,
+        configs: dict[str, str | None] | None = None,
+    ) -> None:
+        self.resource_type = _resource_type(resource_type)
+        self.name = name
+        self.configs = configs
+
     @property
     def type_code(self) -> int:
-        if isinstance(self.resource_type, str):
-            return int(ConfigResourceType[self.resource_type.upper()])
         return int(self.resource_type)
+
+
+class UnknownResourceTypeError(KeyError, ValueError):
+    """A config resource type that does not exist: a KeyError, as aiokafka raises, and a
+    ValueError."""
+
+    def __str__(self) -> str:
+        return str(self.args[0]) if self.args else ""
+
+
+def _resource_type(value: ConfigResourceType | str | int) -> ConfigResourceType:
+    try:
+        if isinstance(value, ConfigResourceType):
+            return value
+        if isinstance(value, str):
+            return ConfigResourceType[value.upper()]
+        return ConfigResourceType(value)
+    except (KeyError, ValueError):
+        known = ", ".join(t.name for t in ConfigResourceType)
+        raise UnknownResourceTypeError(f"unknown config resource type {value!r} (known: {known})") from None
+
+
+@dataclass(slots=True)
+class RecordsToDelete:
+    """Delete the records of a partition before ``before_offset`` (aiokafka.admin.RecordsToDelete)."""
+
+    before_offset: int
 
 
 class AlterConfigOp(enum.IntEnum):

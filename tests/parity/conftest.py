@@ -9,7 +9,6 @@ from typing import Any
 import pytest
 
 from aiokafka_lead.admin import AdminClient
-from tests.parity.harness import Setup
 
 
 async def _delete_topics(bootstrap: str, names: list[str]) -> None:
@@ -27,8 +26,3 @@ def parity_created_topics(kafka_cluster: Any) -> Iterator[list[str]]:
     yield created
     if created:
         asyncio.run(_delete_topics(kafka_cluster.bootstrap(), created))
-
-
-@pytest.fixture
-def parity_setup(kafka_cluster: Any, parity_created_topics: list[str]) -> Setup:
-    return Setup(kafka_cluster, parity_created_topics)

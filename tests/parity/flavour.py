@@ -149,6 +149,12 @@ def reference_class(name: str) -> Any:
 
 
 def exception_name(package: str, exc: BaseException) -> str:
+    """``raised Name``; a class no public module exports is named by its nearest base that
+    is public (what an ``except`` clause of aiokafka's names catches it as)."""
+    for cls in type(exc).__mro__:
+        name = public_name(package, cls)
+        if not name.startswith("<unlisted"):
+            return f"raised {name}"
     return f"raised {public_name(package, type(exc))}"
 
 

@@ -7,12 +7,15 @@ value), ``ctx.step`` (an awaitable: its result or the exception it raised) and
 (``flavour.canon``). Each flavour gets its own topics, groups and transactional ids,
 printed as placeholders, so the two outcomes compare as strings.
 
-Every wait is bounded: a step by ``STEP_TIMEOUT`` (unless it passes ``block=``: a step
+Each flavour's run has an event loop of its own, in a thread of its own. Every wait is
+bounded: a step by ``STEP_TIMEOUT`` (unless it passes ``block=``: a step
 expected to keep waiting, recorded as ``blocked``), the scenario by ``SCENARIO_TIMEOUT``,
 each client's ``stop()`` at the end by ``CLEANUP_TIMEOUT``. A step that runs out of time
 is recorded as ``TIMEOUT`` and the run goes on (later steps get ``AFTER_TIMEOUT``), so
 the outcome shows what else differs; a timeout in either flavour fails the test whatever
-the other did.
+the other did. A run whose loop does not end even then (cancelled work that goes on
+waiting) is abandoned in its thread after ``RUN_GRACE`` more seconds: a failure, never a
+stuck suite.
 
 Set-up is neutral: topics are created with aiokafka_lead's typed ``AdminClient`` (which
 waits until every broker knows them) and records a consumer scenario reads are written
@@ -26,6 +29,7 @@ import asyncio
 import json
 import os
 import ssl
+import threading
 import time
 import uuid
 from collections.abc import Awaitable, Callable, Iterable, Sequence
@@ -41,6 +45,8 @@ STEP_TIMEOUT = 10.0
 AFTER_TIMEOUT = 3.0
 SCENARIO_TIMEOUT = 60.0
 CLEANUP_TIMEOUT = 15.0
+#: how long past SCENARIO_TIMEOUT a run's thread may take (clean-up) before it is abandoned
+RUN_GRACE = 45.0
 #: the base of the timestamps ``ctx.fill`` gives records (a fixed past time, in ms)
 BASE_TS = 1_700_000_000_000
 #: ``PARITY_REPORT=path`` appends one JSON line per scenario (both outcomes) to ``path``
@@ -50,7 +56,7 @@ Scenario = Callable[[Flavour, "Context"], Awaitable[None]]
 
 
 class Setup:
-    """What both flavours' runs of one test share: the cluster and the neutral tools."""
+    """One run's cluster and neutral tools (an admin client, a writer), made on first use."""
 
     def __init__(self, cluster: Any, created_topics: list[str]) -> None:
         self.cluster = cluster
@@ -307,17 +313,47 @@ def _append_report(path: str, test_key: str, ref: Context, lead: Context, second
         fh.write(json.dumps(entry) + "\n")
 
 
-async def run_parity(scenario: Scenario, setup: Setup, test_key: str) -> None:
+def _run_in_thread(ctx: Context, scenario: Scenario) -> bool:
+    """``ctx.run(scenario)`` on a fresh event loop in a thread of its own; False when the
+    thread did not finish in time (a task that ignores cancellation, a blocked loop): the
+    thread is abandoned and the suite goes on."""
+    failure: list[BaseException] = []
+
+    async def main() -> None:
+        try:
+            await ctx.run(scenario)
+        finally:
+            await ctx.setup.close()
+
+    def target() -> None:
+        try:
+            asyncio.run(main())
+        except BaseException as exc:
+            failure.append(exc)
+
+    thread = threading.Thread(target=target, name=f"parity-{ctx.f.name}", daemon=True)
+    thread.start()
+    thread.join(SCENARIO_TIMEOUT + RUN_GRACE)
+    if thread.is_alive():
+        return False
+    if failure:
+        raise failure[0]
+    return True
+
+
+def run_parity(scenario: Scenario, cluster: Any, created_topics: list[str], test_key: str) -> None:
     """Run ``scenario`` with aiokafka, then aiokafka_lead; fail on any difference or timeout."""
     runs = []
     started = time.monotonic()
-    try:
-        for f in FLAVOURS:
-            ctx = Context(f, setup, test_key)
-            await ctx.run(scenario)
-            runs.append(ctx)
-    finally:
-        await setup.close()
+    for f in FLAVOURS:
+        ctx = Context(f, Setup(cluster, created_topics), test_key)
+        if not _run_in_thread(ctx, scenario):
+            ctx.lines.append(
+                f"run: did not finish within {SCENARIO_TIMEOUT + RUN_GRACE:.0f} s "
+                "(cancelled work that does not end); its thread was abandoned"
+            )
+            ctx.timed_out = True
+        runs.append(ctx)
     ref, lead = runs
     report = os.environ.get(REPORT_ENV)
     if report:
@@ -329,11 +365,12 @@ async def run_parity(scenario: Scenario, setup: Setup, test_key: str) -> None:
         pytest.fail(f"outcomes differ\n{_side_by_side(ref, lead)}", pytrace=False)
 
 
-def scenario(fn: Scenario) -> Callable[..., Awaitable[None]]:
+def scenario(fn: Scenario) -> Callable[..., None]:
     """Turn ``async def test_x(f, ctx)`` into a pytest test that runs it in both flavours."""
 
-    async def test(parity_setup: Setup, request: pytest.FixtureRequest) -> None:
-        await run_parity(fn, parity_setup, request.node.name.removeprefix("test_").replace("_", "-"))
+    def test(kafka_cluster: Any, parity_created_topics: list[str], request: pytest.FixtureRequest) -> None:
+        key = request.node.name.removeprefix("test_").replace("_", "-")
+        run_parity(fn, kafka_cluster, parity_created_topics, key)
 
     test.__name__ = fn.__name__
     test.__qualname__ = fn.__qualname__
