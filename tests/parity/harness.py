@@ -26,9 +26,11 @@ client under test.
 from __future__ import annotations
 
 import asyncio
+import gc
 import json
 import os
 import ssl
+import sys
 import threading
 import time
 import uuid
@@ -273,6 +275,20 @@ class Context:
         finally:
             await self._cleanup()
 
+    def abandon(self) -> None:
+        """Drop this run's clients (after its loop was stopped) and collect what they held,
+        so what they report as garbage is reported in this test."""
+        self._closers.clear()
+        self.setup = Setup(self.setup.cluster, self.setup.created_topics)
+        # its coroutines are closed without a loop now: their clean-up (an ``await`` in a
+        # ``finally``) fails; that is part of this run's failure, not the next test's
+        previous = sys.unraisablehook
+        sys.unraisablehook = lambda u: self.details.append(f"dropped: {u.exc_type.__name__}: {u.exc_value}")
+        try:
+            gc.collect()
+        finally:
+            sys.unraisablehook = previous
+
     async def _cleanup(self) -> None:
         for label, close in reversed(self._closers):
             try:
@@ -315,11 +331,15 @@ def _append_report(path: str, test_key: str, ref: Context, lead: Context, second
 
 def _run_in_thread(ctx: Context, scenario: Scenario) -> bool:
     """``ctx.run(scenario)`` on a fresh event loop in a thread of its own; False when the
-    thread did not finish in time (a task that ignores cancellation, a blocked loop): the
-    thread is abandoned and the suite goes on."""
+    thread did not finish in time (a task that ignores cancellation, a blocked loop). Its
+    loop is then stopped (every ``run_until_complete`` it is in gives up, its tasks are
+    dropped) so it cannot log into later tests; a thread that still does not end is
+    abandoned, and the suite goes on."""
     failure: list[BaseException] = []
+    loops: list[asyncio.AbstractEventLoop] = []
 
     async def main() -> None:
+        loops.append(asyncio.get_running_loop())
         try:
             await ctx.run(scenario)
         finally:
@@ -334,11 +354,19 @@ def _run_in_thread(ctx: Context, scenario: Scenario) -> bool:
     thread = threading.Thread(target=target, name=f"parity-{ctx.f.name}", daemon=True)
     thread.start()
     thread.join(SCENARIO_TIMEOUT + RUN_GRACE)
-    if thread.is_alive():
-        return False
-    if failure:
-        raise failure[0]
-    return True
+    if not thread.is_alive():
+        if failure:
+            raise failure[0]
+        return True
+    for _ in range(3):  # the test's run, then asyncio.run's clean-up, then its shutdown
+        if loops and not loops[0].is_closed():
+            loops[0].call_soon_threadsafe(loops[0].stop)
+        thread.join(2)
+        if not thread.is_alive():
+            break
+    failure.clear()
+    loops.clear()
+    return False
 
 
 def run_parity(scenario: Scenario, cluster: Any, created_topics: list[str], test_key: str) -> None:
@@ -350,9 +378,10 @@ def run_parity(scenario: Scenario, cluster: Any, created_topics: list[str], test
         if not _run_in_thread(ctx, scenario):
             ctx.lines.append(
                 f"run: did not finish within {SCENARIO_TIMEOUT + RUN_GRACE:.0f} s "
-                "(cancelled work that does not end); its thread was abandoned"
+                "(cancelled work that does not end); its event loop was stopped"
             )
             ctx.timed_out = True
+            ctx.abandon()
         runs.append(ctx)
     ref, lead = runs
     report = os.environ.get(REPORT_ENV)
