@@ -14,8 +14,8 @@ each client's ``stop()`` at the end by ``CLEANUP_TIMEOUT``. A step that runs out
 is recorded as ``TIMEOUT`` and the run goes on (later steps get ``AFTER_TIMEOUT``), so
 the outcome shows what else differs; a timeout in either flavour fails the test whatever
 the other did. A run whose loop does not end even then (cancelled work that goes on
-waiting) is abandoned in its thread after ``RUN_GRACE`` more seconds: a failure, never a
-stuck suite.
+waiting) gets its loop stopped after ``RUN_GRACE`` more seconds and its clients collected,
+within its own test: a failure, never a stuck suite.
 
 Set-up is neutral: topics are created with aiokafka_lead's typed ``AdminClient`` (which
 waits until every broker knows them) and records a consumer scenario reads are written
