@@ -34,7 +34,7 @@ from typing import Any
 import anyio
 
 from aiokafka_lead import AIOKafkaProducer
-from aiokafka_lead.admin import AIOKafkaAdminClient, NewTopic
+from aiokafka_lead.admin import AdminClient, NewTopic
 from aiokafka_lead.testing.cluster import KafkaCluster
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -80,7 +80,7 @@ def measure(raw: dict[str, Any], warm: float) -> dict[str, float]:
 
 
 async def one(
-    bootstrap: str, admin: AIOKafkaAdminClient, client: str, variant: str, args: argparse.Namespace
+    bootstrap: str, admin: AdminClient, client: str, variant: str, args: argparse.Namespace
 ) -> dict[str, float]:
     tag = f"{client}-{variant}-{uuid.uuid4().hex[:6]}"
     topic, group = f"rebalance-{tag}", f"rebalance-{tag}"
@@ -210,7 +210,7 @@ async def main(args: argparse.Namespace) -> int:
             await anyio.to_thread.run_sync(cluster.up)
             bootstrap = cluster.bootstrap()
         try:
-            async with AIOKafkaAdminClient(bootstrap_servers=bootstrap) as admin:
+            async with AdminClient(bootstrap_servers=bootstrap) as admin:
                 for run in range(args.runs):
                     order = [(c, v) for v in variants for c in clients]
                     if run % 2:

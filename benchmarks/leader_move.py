@@ -44,7 +44,7 @@ import leader_move_report as report
 from anyio.abc import Process
 from anyio.streams.buffered import BufferedByteReceiveStream
 
-from aiokafka_lead.admin import AIOKafkaAdminClient
+from aiokafka_lead.admin import AdminClient
 from aiokafka_lead.bench import java
 from aiokafka_lead.bench.leader_move import BenchConfig, fresh_topic, run_moves, table, warm_cluster
 from aiokafka_lead.bench.plot import NO_PLOT, can_plot, plot_runs
@@ -104,7 +104,7 @@ def producer_command(
 
 
 async def run_one(
-    kind: str, env: Environment, admin: AIOKafkaAdminClient, cfg: BenchConfig, *, raw: Path, java_cp: str,
+    kind: str, env: Environment, admin: AdminClient, cfg: BenchConfig, *, raw: Path, java_cp: str,
     consumers: tuple[str, ...] = (), stamp_suffix: str = "",
 ) -> tuple[Samples, list[dict[str, Any]]]:  # fmt: skip
     """One production by ``kind`` while every leader moves (and ``consumers`` read it)."""
@@ -177,7 +177,7 @@ async def run_scenario(
             per_run: list[list[Summary]] = []
             consumer_runs: list[list[dict[str, Any]]] = []
             last: list[Samples] = []
-            async with AIOKafkaAdminClient(bootstrap_servers=env.control_bootstrap) as admin:
+            async with AdminClient(bootstrap_servers=env.control_bootstrap) as admin:
                 if args.cluster_warmup > 0:
                     await warm_cluster(env.bootstrap, admin, cfg, args.cluster_warmup, say=say)
                     # the first production after the warm-up is often its client's slowest

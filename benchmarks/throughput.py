@@ -30,7 +30,7 @@ from typing import Any
 
 import anyio
 
-from aiokafka_lead.admin import AIOKafkaAdminClient, NewTopic
+from aiokafka_lead.admin import AdminClient, NewTopic
 from aiokafka_lead.bench.children import bar_panel, peer_versions, run_child, say
 from aiokafka_lead.bench.plot import NO_PLOT, can_plot
 from aiokafka_lead.testing.cluster import KafkaCluster
@@ -78,7 +78,7 @@ async def run_side(
 
 
 async def run_client(
-    kind: str, admin: AIOKafkaAdminClient, bootstrap: str, args: argparse.Namespace
+    kind: str, admin: AdminClient, bootstrap: str, args: argparse.Namespace
 ) -> dict[str, dict[str, Any]]:
     topic = f"tp-{kind}-{uuid.uuid4().hex[:8]}"
     await admin.create_topics([NewTopic(topic, args.partitions, 1)])
@@ -244,7 +244,7 @@ async def main(args: argparse.Namespace) -> int:
             changed = ", ".join(f"{k}={v}" for k, v in cluster.non_default_settings().items())
             say(f"broker profile: {cluster.profile}; differs from Kafka's defaults: {changed or 'nothing'}")
         try:
-            async with AIOKafkaAdminClient(bootstrap_servers=bootstrap) as admin:
+            async with AdminClient(bootstrap_servers=bootstrap) as admin:
                 for run in range(args.runs):
                     shift = run % len(kinds)
                     order = kinds[shift:] + kinds[:shift]

@@ -31,7 +31,7 @@ from typing import Any
 
 import anyio
 
-from aiokafka_lead.admin import AIOKafkaAdminClient, NewTopic
+from aiokafka_lead.admin import AdminClient, NewTopic
 from aiokafka_lead.bench.children import bar_panel, peer_versions, run_child, say
 from aiokafka_lead.testing.cluster import KafkaCluster
 
@@ -212,7 +212,7 @@ async def main(args: argparse.Namespace) -> int:
             bootstrap = cluster.bootstrap()
         try:
             tv = await transaction_version(bootstrap)
-            async with AIOKafkaAdminClient(bootstrap_servers=bootstrap) as admin:
+            async with AdminClient(bootstrap_servers=bootstrap) as admin:
                 for run in range(args.runs):
                     shift = run % len(kinds)
                     order = kinds[shift:] + kinds[:shift]

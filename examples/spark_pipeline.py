@@ -25,7 +25,7 @@ from typing import Any
 import anyio
 
 from aiokafka_lead import AIOKafkaProducer
-from aiokafka_lead.admin import AIOKafkaAdminClient, NewTopic
+from aiokafka_lead.admin import AdminClient, NewTopic
 from aiokafka_lead.errors import TopicAlreadyExistsError
 
 ORDER_SCHEMA = "order_id long, customer string, amount_cents long, event_time timestamp"
@@ -56,7 +56,7 @@ async def produce_orders(bootstrap: str, topic: str, count: int, seed: int) -> i
 
 
 async def ensure_topics(bootstrap: str, *names: str) -> None:
-    async with AIOKafkaAdminClient(bootstrap_servers=bootstrap) as admin:
+    async with AdminClient(bootstrap_servers=bootstrap) as admin:
         for name in names:
             with contextlib.suppress(TopicAlreadyExistsError):  # reruns with explicit names
                 await admin.create_topics([NewTopic(name, 3, -1)])

@@ -44,7 +44,7 @@ _API_LIST = """
     ApiVersions Metadata Produce Fetch ListOffsets OffsetForLeaderEpoch FindCoordinator
     JoinGroup SyncGroup Heartbeat LeaveGroup OffsetCommit OffsetFetch InitProducerId
     AddPartitionsToTxn AddOffsetsToTxn EndTxn TxnOffsetCommit CreateTopics DeleteTopics
-    CreatePartitions DescribeConfigs IncrementalAlterConfigs DescribeCluster ElectLeaders
+    CreatePartitions DescribeConfigs AlterConfigs IncrementalAlterConfigs DescribeCluster ElectLeaders
     AlterPartitionReassignments ListPartitionReassignments ListGroups DescribeGroups
     DeleteGroups DeleteRecords SaslHandshake SaslAuthenticate DescribeUserScramCredentials
     AlterUserScramCredentials ConsumerGroupHeartbeat ConsumerGroupDescribe

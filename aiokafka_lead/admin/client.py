@@ -1,69 +1,51 @@
-"""AIOKafkaAdminClient: topics, partitions, cluster and configs.
+"""The two admin clients: ``AdminClient`` (typed results) and ``AIOKafkaAdminClient``
+(aiokafka's results), over one implementation.
 
-Leader elections and reassignments live in :mod:`.leaders`, offsets and record deletion
-in :mod:`.offsets`, consumer groups in :mod:`.groups`; this class mixes them in so the
-public surface matches aiokafka's single admin class.
+Topics live in :mod:`.topics`, configs in :mod:`.configs`, groups in :mod:`.groups`,
+elections and reassignments in :mod:`.leaders`, offsets and record deletion in
+:mod:`.offsets`. Each of the first three is a core (the requests, per-item outcomes,
+retries, propagation waits) that both clients share, plus the typed methods:
 
-Errors: a per-item broker error raises that error's class (after the whole request has
-completed), with every failed item named in the message. Retriable errors are retried
-within ``timeout_ms`` (default request_timeout_ms) through :func:`call_with_retries`.
+* ``AdminClient`` returns value types (``TopicDescription``, ``ConfigEntry``,
+  ``GroupListing``, ...) and raises a per-item broker error as that error's class (after
+  the whole request completed), naming every failed item. The CLI, the test harness, the
+  Spark source and the benchmarks use it.
+* ``AIOKafkaAdminClient`` returns what aiokafka's does: its protocol responses
+  (:mod:`.responses`: ``create_topics(...).topic_errors`` rows of ``(topic, error_code,
+  error_message)``, per-item errors as codes, not raised), ``describe_topics`` and
+  ``describe_cluster`` as dicts, ``list_consumer_groups`` as ``(group, protocol_type)``
+  tuples, and raises where aiokafka raises (``create_partitions``, ``delete_records``).
+  Its ``alter_configs`` is AlterConfigs (the whole configuration), as aiokafka's.
+
+Both retry retriable errors within ``timeout_ms`` (default request_timeout_ms) through
+:func:`call_with_retries`, and both wait for created / deleted topics to reach every broker.
 """
 
 from __future__ import annotations
 
-import logging
 import ssl
-from collections.abc import Callable, Iterable, Sequence
+import warnings
+from collections.abc import Iterable, Mapping, Sequence
 from types import TracebackType
 from typing import Any, Self
 
-import anyio
-
-from aiokafka_lead.admin.base import NOT_CONTROLLER, AdminBase, raise_item_errors
-from aiokafka_lead.admin.groups import GroupsMixin
+from aiokafka_lead.admin import responses as r
+from aiokafka_lead.admin.base import AdminBase
+from aiokafka_lead.admin.configs import ConfigsCore, ConfigsMixin
+from aiokafka_lead.admin.groups import GroupCore, GroupsMixin
 from aiokafka_lead.admin.leaders import LeadersMixin
 from aiokafka_lead.admin.offsets import OffsetsMixin
-from aiokafka_lead.admin.types import (
-    AlterConfigOp,
-    BrokerDescription,
-    ClusterDescription,
-    ConfigEntry,
-    ConfigResource,
-    NewPartitions,
-    NewTopic,
-    PartitionDescription,
-    TopicDescription,
-)
+from aiokafka_lead.admin.topics import TopicsCore, TopicsMixin
+from aiokafka_lead.admin.types import ConfigResource, NewPartitions, NewTopic, RecordsToDelete
 from aiokafka_lead.backoff import ExponentialBackoff
 from aiokafka_lead.client import ClientCore, connection_config, guarded
-from aiokafka_lead.errors import KafkaError, UnknownTopicOrPartitionError, error_for_code
-from aiokafka_lead.protocol.messages import (
-    CreatePartitionsRequest,
-    CreateTopicsRequest,
-    DeleteTopicsRequest,
-    DescribeClusterRequest,
-    DescribeConfigsRequest,
-    IncrementalAlterConfigsRequest,
-    MetadataRequest,
-)
+from aiokafka_lead.errors import KafkaError, NotLeaderOrFollowerError, error_for_code
+from aiokafka_lead.structs import OffsetAndMetadata, TopicPartition
 from aiokafka_lead.validation import options_of, validate_options
 
-UNKNOWN_TOPIC = UnknownTopicOrPartitionError.errno
-log = logging.getLogger(__name__)
 
-
-def _ready(topic: Any, partitions: int) -> bool:
-    """A created topic is usable: no error, every partition present and led."""
-    return (
-        topic.error_code == 0
-        and (partitions < 0 or len(topic.partitions) >= partitions)
-        and len(topic.partitions) > 0
-        and all(p.leader_id >= 0 for p in topic.partitions)
-    )
-
-
-class AIOKafkaAdminClient(GroupsMixin, LeadersMixin, OffsetsMixin, AdminBase):
-    """Asyncio Kafka admin client, with aiokafka's constructor keywords and method names."""
+class AdminClientBase(AdminBase):
+    """Constructor keywords (aiokafka's) and the lifecycle both clients share."""
 
     def __init__(
         self,
@@ -77,7 +59,7 @@ class AIOKafkaAdminClient(GroupsMixin, LeadersMixin, OffsetsMixin, AdminBase):
         metadata_max_age_ms: int = 300_000,
         security_protocol: str = "PLAINTEXT",
         ssl_context: ssl.SSLContext | None = None,
-        api_version: str = "auto",
+        api_version: str | None = "auto",
         sasl_mechanism: str = "PLAIN",
         sasl_plain_username: str | None = None,
         sasl_plain_password: str | None = None,
@@ -88,7 +70,7 @@ class AIOKafkaAdminClient(GroupsMixin, LeadersMixin, OffsetsMixin, AdminBase):
         self._request_timeout_ms = request_timeout_ms
         self._backoff = ExponentialBackoff(retry_backoff_ms, max(retry_backoff_max_ms, retry_backoff_ms))
         self._core = ClientCore(
-            "AIOKafkaAdminClient",
+            type(self).__name__,
             bootstrap_servers=bootstrap_servers,
             config=connection_config(
                 client_id=client_id,
@@ -105,7 +87,6 @@ class AIOKafkaAdminClient(GroupsMixin, LeadersMixin, OffsetsMixin, AdminBase):
             retry_backoff_max_ms=retry_backoff_max_ms,
         )
 
-    # ----------------------------------------------------------------- lifecycle
     async def start(self) -> None:
         await self._core.start()
 
@@ -124,125 +105,86 @@ class AIOKafkaAdminClient(GroupsMixin, LeadersMixin, OffsetsMixin, AdminBase):
     ) -> None:
         await self.close()
 
+
+class AdminClient(TopicsMixin, ConfigsMixin, GroupsMixin, LeadersMixin, OffsetsMixin, AdminClientBase):
+    """Asyncio Kafka admin client with typed results (see the module docstring)."""
+
+
+#: DescribeGroups v6 answers an unknown group with GROUP_ID_NOT_FOUND; before, with error 0
+#: and state "Dead", which is what aiokafka's callers see
+DESCRIBE_GROUPS_AIOKAFKA = 5
+
+
+def _topic_dict(t: Any) -> dict[str, Any]:
+    """A Metadata topic as aiokafka's ``describe_topics`` gives it."""
+    return {
+        "error_code": t.error_code,
+        "topic": t.name,
+        "is_internal": t.is_internal,
+        "partitions": [
+            {
+                "error_code": p.error_code,
+                "partition": p.partition_index,
+                "leader": p.leader_id,
+                "replicas": list(p.replica_nodes),
+                "isr": list(p.isr_nodes),
+                "offline_replicas": list(p.offline_replicas),
+            }
+            for p in sorted(t.partitions, key=lambda p: p.partition_index)
+        ],
+    }
+
+
+class AIOKafkaAdminClient(TopicsCore, ConfigsCore, GroupCore, LeadersMixin, OffsetsMixin, AdminClientBase):
+    """Asyncio Kafka admin client returning what aiokafka's ``AIOKafkaAdminClient`` returns
+    (see the module docstring); ``elect_leaders``, ``list_offsets`` and the reassignment
+    methods, which aiokafka lacks, are the typed client's."""
+
+    def __init__(self, *, loop: Any = None, api_version: str | None = None, **kwargs: Any) -> None:
+        del loop  # accepted, as aiokafka's admin does; the running loop is always used
+        if api_version is not None:
+            warnings.warn(
+                "The `api_version` parameter is a no-op: versions are negotiated per broker",
+                DeprecationWarning,
+                stacklevel=2,
+            )
+        super().__init__(**kwargs)
+
     # -------------------------------------------------------------------- topics
     @guarded
     async def create_topics(
-        self,
-        new_topics: Iterable[NewTopic],
-        timeout_ms: int | None = None,
-        validate_only: bool = False,
-    ) -> None:
-        """Create topics; raises TopicAlreadyExistsError etc. naming each failed topic."""
-        topics = list(new_topics)
-        timeout = self._request_timeout_ms if timeout_ms is None else timeout_ms
-        request = CreateTopicsRequest(
-            topics=[
-                CreateTopicsRequest.CreatableTopic(
-                    name=t.name,
-                    num_partitions=t.num_partitions if not t.replica_assignments else -1,
-                    replication_factor=t.replication_factor if not t.replica_assignments else -1,
-                    assignments=[
-                        CreateTopicsRequest.CreatableReplicaAssignment(partition_index=p, broker_ids=list(b))
-                        for p, b in sorted((t.replica_assignments or {}).items())
-                    ],
-                    configs=[
-                        CreateTopicsRequest.CreatableTopicConfig(name=k, value=v)
-                        for k, v in sorted((t.topic_configs or {}).items())
-                    ],
-                )
-                for t in topics
+        self, new_topics: Iterable[NewTopic], timeout_ms: int | None = None, validate_only: bool = False
+    ) -> r.CreateTopicsResponse:
+        """Each topic's outcome in ``.topic_errors``: ``(topic, error_code, error_message)``."""
+        outcomes = await self._create_topics(new_topics, timeout_ms, validate_only)
+        return r.CreateTopicsResponse(0, [r.TopicError(*o) for o in outcomes])
+
+    @guarded
+    async def delete_topics(
+        self, topics: Iterable[str], timeout_ms: int | None = None
+    ) -> r.DeleteTopicsResponse:
+        """Each topic's outcome in ``.topic_error_codes``: ``(topic, error_code)``."""
+        outcomes = await self._delete_topics(topics, timeout_ms)
+        return r.DeleteTopicsResponse(0, [r.TopicErrorCode(name, code) for name, code, _ in outcomes])
+
+    @guarded
+    async def describe_topics(self, topics: Sequence[str] | None = None) -> list[dict[str, Any]]:
+        """Metadata of the topics (all when None) as dicts; an unknown topic is an entry
+        with its error code (no topic is created by asking)."""
+        return [_topic_dict(t) for t in (await self._metadata(topics)).topics]
+
+    @guarded
+    async def describe_cluster(self) -> dict[str, Any]:
+        cluster = await self._describe_cluster()
+        return {
+            "throttle_time_ms": 0,
+            "brokers": [
+                {"node_id": b.node_id, "host": b.host, "port": b.port, "rack": b.rack}
+                for b in cluster.brokers
             ],
-            timeout_ms=timeout,
-            validate_only=validate_only,
-        )
-
-        async def attempt() -> None:
-            response = await self._send_to_controller(request)
-            if any(r.error_code == NOT_CONTROLLER for r in response.topics):
-                raise error_for_code(NOT_CONTROLLER, "CreateTopics")
-            raise_item_errors(
-                "CreateTopics",
-                [(r.name, r.error_code, r.error_message) for r in response.topics if r.error_code],
-            )
-
-        await self._retrying("create_topics", attempt, timeout + self._request_timeout_ms)
-        if not validate_only:
-            wanted = {t.name: t.num_partitions for t in topics}
-            await self._await_propagation(
-                "create_topics", list(wanted), lambda t: _ready(t, wanted[t.name]), timeout
-            )
-
-    @guarded
-    async def delete_topics(self, topics: Iterable[str], timeout_ms: int | None = None) -> None:
-        names = list(topics)
-        timeout = self._request_timeout_ms if timeout_ms is None else timeout_ms
-
-        async def attempt() -> None:
-            conn = await self._core.any_connection()
-            version = conn.version_for(DeleteTopicsRequest.API_KEY)
-            if version >= 6:
-                request = DeleteTopicsRequest(
-                    topics=[DeleteTopicsRequest.DeleteTopicState(name=n) for n in names],
-                    timeout_ms=timeout,
-                )
-            else:
-                request = DeleteTopicsRequest(topic_names=names, timeout_ms=timeout)
-            response = await conn.send(request, version=version)
-            if any(r.error_code == NOT_CONTROLLER for r in response.responses):
-                raise error_for_code(NOT_CONTROLLER, "DeleteTopics")
-            raise_item_errors(
-                "DeleteTopics",
-                [
-                    (r.name or str(r.topic_id), r.error_code, r.error_message)
-                    for r in response.responses
-                    if r.error_code
-                ],
-            )
-
-        await self._retrying("delete_topics", attempt, timeout + self._request_timeout_ms)
-        await self._await_propagation(
-            "delete_topics", names, lambda t: t.error_code == UNKNOWN_TOPIC, timeout
-        )
-
-    async def _metadata(self, topics: Sequence[str] | None) -> Any:
-        request = MetadataRequest(
-            topics=None if topics is None else [MetadataRequest.MetadataRequestTopic(name=t) for t in topics],
-            allow_auto_topic_creation=False,
-        )
-        return await self._send_any(request)
-
-    @guarded
-    async def list_topics(self) -> list[str]:
-        response = await self._retrying("list_topics", lambda: self._metadata(None), None)
-        return sorted(t.name for t in response.topics if t.name and not t.error_code)
-
-    @guarded
-    async def describe_topics(self, topics: Sequence[str] | None = None) -> list[TopicDescription]:
-        """Describe topics (all when None); unknown topics raise UnknownTopicOrPartitionError."""
-        response = await self._retrying("describe_topics", lambda: self._metadata(topics), None)
-        raise_item_errors(
-            "describe_topics",
-            [(t.name, t.error_code, None) for t in response.topics if t.error_code],
-        )
-        return [
-            TopicDescription(
-                name=t.name,
-                topic_id=t.topic_id,
-                is_internal=t.is_internal,
-                partitions=tuple(
-                    PartitionDescription(
-                        partition=p.partition_index,
-                        leader=p.leader_id,
-                        leader_epoch=p.leader_epoch,
-                        replicas=tuple(p.replica_nodes),
-                        isr=tuple(p.isr_nodes),
-                        offline_replicas=tuple(p.offline_replicas),
-                    )
-                    for p in sorted(t.partitions, key=lambda p: p.partition_index)
-                ),
-            )
-            for t in sorted(response.topics, key=lambda t: t.name)
-        ]
+            "cluster_id": cluster.cluster_id,
+            "controller_id": cluster.controller_id,
+        }
 
     @guarded
     async def create_partitions(
@@ -250,183 +192,153 @@ class AIOKafkaAdminClient(GroupsMixin, LeadersMixin, OffsetsMixin, AdminBase):
         topic_partitions: dict[str, NewPartitions],
         timeout_ms: int | None = None,
         validate_only: bool = False,
-    ) -> None:
-        timeout = self._request_timeout_ms if timeout_ms is None else timeout_ms
-        request = CreatePartitionsRequest(
-            topics=[
-                CreatePartitionsRequest.CreatePartitionsTopic(
-                    name=name,
-                    count=np.total_count,
-                    assignments=None
-                    if np.new_assignments is None
-                    else [
-                        CreatePartitionsRequest.CreatePartitionsAssignment(broker_ids=list(a))
-                        for a in np.new_assignments
-                    ],
-                )
-                for name, np in sorted(topic_partitions.items())
-            ],
-            timeout_ms=timeout,
-            validate_only=validate_only,
-        )
-
-        async def attempt() -> None:
-            response = await self._send_to_controller(request)
-            if any(r.error_code == NOT_CONTROLLER for r in response.results):
-                raise error_for_code(NOT_CONTROLLER, "CreatePartitions")
-            raise_item_errors(
-                "CreatePartitions",
-                [(r.name, r.error_code, r.error_message) for r in response.results if r.error_code],
-            )
-
-        await self._retrying("create_partitions", attempt, timeout + self._request_timeout_ms)
-        if not validate_only:
-            counts = {name: np.total_count for name, np in topic_partitions.items()}
-            await self._await_propagation(
-                "create_partitions", list(counts), lambda t: _ready(t, counts[t.name]), timeout
-            )
-
-    async def _await_propagation(
-        self, what: str, topics: list[str], done: Callable[[Any], bool], timeout_ms: float
-    ) -> None:
-        """Wait until EVERY broker's metadata shows the change (KRaft brokers learn it
-        asynchronously), so the caller can use the topic on any broker at once. Bounded by
-        ``timeout_ms``; the change itself has already succeeded, so running out only warns."""
-        request = MetadataRequest(
-            topics=[MetadataRequest.MetadataRequestTopic(name=t) for t in topics],
-            allow_auto_topic_creation=False,
-        )
-        try:
-            with anyio.fail_after(timeout_ms / 1000):
-                failures = 0
-                while True:
-                    lagging = []
-                    for node in self._core.store.nodes():
-                        try:
-                            response = await self._core.send(node.node_id, request)
-                        except KafkaError:
-                            continue  # an unreachable broker cannot hold anyone up
-                        if not all(done(t) for t in response.topics):
-                            lagging.append(node.node_id)
-                    if not lagging:
-                        break
-                    await anyio.sleep(self._backoff.delay_s(min(failures, 3)))
-                    failures += 1
-        except TimeoutError:
-            log.warning("%s: brokers %s still lag after %.0f ms", what, lagging, timeout_ms)
-        await self._core.refresh_metadata(f"{what} done")
-
-    # ------------------------------------------------------------------- cluster
-    @guarded
-    async def describe_cluster(self) -> ClusterDescription:
-        async def attempt() -> ClusterDescription:
-            response = await self._send_any(DescribeClusterRequest())
-            if response.error_code:
-                raise error_for_code(response.error_code, response.error_message or "DescribeCluster")
-            return ClusterDescription(
-                cluster_id=response.cluster_id,
-                controller_id=response.controller_id,
-                brokers=tuple(
-                    BrokerDescription(b.broker_id, b.host, b.port, b.rack)
-                    for b in sorted(response.brokers, key=lambda b: b.broker_id)
-                ),
-            )
-
-        return await self._retrying("describe_cluster", attempt, None)
+    ) -> r.CreatePartitionsResponse:
+        """Raises the first failed topic's error class (as aiokafka); else the response."""
+        outcomes = await self._create_partitions(topic_partitions, timeout_ms, validate_only)
+        for topic, code, message in outcomes:
+            if code:
+                raise error_for_code(code, f"Could not create partitions for {topic}: {message}")
+        return r.CreatePartitionsResponse(0, [r.TopicError(*o) for o in outcomes])
 
     # ------------------------------------------------------------------- configs
-    def _config_node(self, resource: ConfigResource) -> int | None:
-        """Broker configs must be asked of that broker; everything else of any broker."""
-        if resource.type_code == 4 and resource.name.isdigit():
-            return int(resource.name)
-        return None
-
     @guarded
     async def describe_configs(
         self, config_resources: Sequence[ConfigResource], include_synonyms: bool = False
-    ) -> dict[tuple[int, str], dict[str, ConfigEntry]]:
-        """Describe configs; returns {(resource_type, name): {config name: ConfigEntry}}."""
-        by_node: dict[int | None, list[ConfigResource]] = {}
-        for res in config_resources:
-            by_node.setdefault(self._config_node(res), []).append(res)
-        out: dict[tuple[int, str], dict[str, ConfigEntry]] = {}
-        for node, resources in by_node.items():
-            request = DescribeConfigsRequest(
-                resources=[
-                    DescribeConfigsRequest.DescribeConfigsResource(
-                        resource_type=r.type_code,
-                        resource_name=r.name,
-                        configuration_keys=None if not r.configs else sorted(r.configs),
+    ) -> list[r.DescribeConfigsResponse]:
+        """One response per broker asked (broker resources), then one for the rest;
+        ``.resources`` rows carry each resource's error code (not raised)."""
+        return [
+            r.DescribeConfigsResponse(
+                response.throttle_time_ms,
+                [
+                    r.DescribedResource(
+                        res.error_code,
+                        res.error_message if res.error_message is not None or res.error_code else "",
+                        res.resource_type,
+                        res.resource_name,
+                        [
+                            r.DescribedConfig(
+                                c.name,
+                                c.value,
+                                c.read_only,
+                                c.config_source,
+                                c.is_sensitive,
+                                [r.ConfigSynonym(s.name, s.value, s.source) for s in c.synonyms],
+                            )
+                            for c in res.configs
+                        ],
                     )
-                    for r in resources
+                    for res in response.results
                 ],
-                include_synonyms=include_synonyms,
             )
+            for response in await self._describe_configs(config_resources, include_synonyms)
+        ]
 
-            async def attempt(request: Any = request, node: int | None = node) -> Any:
-                if node is None:
-                    return await self._send_any(request)
-                return await self._core.send(node, request)
-
-            response = await self._retrying("describe_configs", attempt, None)
-            raise_item_errors(
-                "DescribeConfigs",
-                [(r.resource_name, r.error_code, r.error_message) for r in response.results if r.error_code],
+    @guarded
+    async def alter_configs(self, config_resources: Sequence[ConfigResource]) -> list[r.AlterConfigsResponse]:
+        """AlterConfigs, as aiokafka: each resource's configuration becomes the keys given
+        (the others return to their defaults). One response for the non-broker
+        resources, then one per broker; errors are codes in ``.resources`` rows."""
+        return [
+            r.AlterConfigsResponse(
+                response.throttle_time_ms,
+                [
+                    r.AlteredResource(res.error_code, res.error_message, res.resource_type, res.resource_name)
+                    for res in response.responses
+                ],
             )
-            for r in response.results:
-                out[(r.resource_type, r.resource_name)] = {
-                    c.name: ConfigEntry(c.name, c.value, c.read_only, c.is_sensitive, c.config_source)
-                    for c in r.configs
-                }
+            for response in await self._alter_configs_whole(config_resources)
+        ]
+
+    # -------------------------------------------------------------------- groups
+    @guarded
+    async def list_consumer_groups(self, broker_ids: Sequence[int] | None = None) -> list[tuple[str, str]]:
+        """``(group_id, protocol_type)`` of every group the brokers know."""
+        return [(g.group_id, g.protocol_type) for g in await self._list_groups(broker_ids)]
+
+    @guarded
+    async def describe_consumer_groups(
+        self,
+        group_ids: Iterable[str],
+        group_coordinator_id: int | None = None,
+        include_authorized_operations: bool = False,
+    ) -> list[r.DescribeGroupsResponse]:
+        """One DescribeGroups response per coordinator; a group's error is its row's code."""
+        by_node: dict[int, list[str]] = {}
+        for group_id in group_ids:
+            node = (
+                group_coordinator_id
+                if group_coordinator_id is not None
+                else await self.find_coordinator(group_id)
+            )
+            by_node.setdefault(node, []).append(group_id)
+        out = []
+        for node, groups in by_node.items():
+
+            async def attempt(node: int = node, groups: list[str] = groups) -> Any:
+                return await self._describe_groups(
+                    node, groups, include_authorized_operations, max_version=DESCRIBE_GROUPS_AIOKAFKA
+                )
+
+            response = await self._retrying("describe_consumer_groups", attempt, None)
+            out.append(
+                r.DescribeGroupsResponse(
+                    response.throttle_time_ms,
+                    [
+                        r.DescribedGroup(
+                            g.error_code,
+                            g.group_id,
+                            g.group_state,
+                            g.protocol_type,
+                            g.protocol_data,
+                            [
+                                r.GroupMember(
+                                    m.member_id,
+                                    m.client_id,
+                                    m.client_host,
+                                    bytes(m.member_metadata),
+                                    bytes(m.member_assignment),
+                                )
+                                for m in g.members
+                            ],
+                        )
+                        for g in response.groups
+                    ],
+                )
+            )
         return out
 
     @guarded
-    async def alter_configs(
-        self, config_resources: Sequence[ConfigResource], op: AlterConfigOp = AlterConfigOp.SET
-    ) -> None:
-        """IncrementalAlterConfigs: SET each given key (a None value DELETEs it)."""
-        by_node: dict[int | None, list[ConfigResource]] = {}
-        for res in config_resources:
-            by_node.setdefault(self._config_node(res), []).append(res)
-        for node, resources in by_node.items():
-            request = IncrementalAlterConfigsRequest(
-                resources=[
-                    IncrementalAlterConfigsRequest.AlterConfigsResource(
-                        resource_type=r.type_code,
-                        resource_name=r.name,
-                        configs=[
-                            IncrementalAlterConfigsRequest.AlterableConfig(
-                                name=k,
-                                config_operation=int(AlterConfigOp.DELETE if v is None else op),
-                                value=v,
-                            )
-                            for k, v in sorted((r.configs or {}).items())
-                        ],
-                    )
-                    for r in resources
-                ],
-                validate_only=False,
+    async def list_consumer_group_offsets(
+        self,
+        group_id: str,
+        group_coordinator_id: int | None = None,
+        partitions: Iterable[TopicPartition] | None = None,
+    ) -> dict[TopicPartition, OffsetAndMetadata]:
+        """Committed offsets of ``group_id``; a partition asked for explicitly that has
+        none gets offset -1 (as aiokafka)."""
+        rows = await self._fetch_offsets(group_id, partitions or None, coordinator=group_coordinator_id)
+        return {tp: OffsetAndMetadata(offset, metadata) for tp, offset, metadata, _ in rows}
+
+    # ------------------------------------------------------------------- records
+    @guarded
+    async def delete_records(
+        self,
+        records_to_delete: Mapping[TopicPartition, int | RecordsToDelete],
+        timeout_ms: int | None = None,
+    ) -> dict[TopicPartition, int]:
+        """New low watermark per partition. A partition the cluster does not have (after
+        a metadata refresh) raises NotLeaderForPartitionError at once, as aiokafka's."""
+        await self._core.refresh_metadata("delete_records")
+        store = self._core.store
+        unknown = [
+            tp for tp in records_to_delete if tp.partition not in (store.partitions_for_topic(tp.topic) or ())
+        ]
+        if unknown:
+            raise NotLeaderOrFollowerError(
+                f"delete_records: no such partition(s) in the cluster: {unknown[:5]}"
             )
-
-            async def attempt(request: Any = request, node: int | None = node) -> None:
-                if node is None:
-                    response = await self._send_any(request)
-                else:
-                    response = await self._core.send(node, request)
-                raise_item_errors(
-                    "IncrementalAlterConfigs",
-                    [
-                        (r.resource_name, r.error_code, r.error_message)
-                        for r in response.responses
-                        if r.error_code
-                    ],
-                )
-
-            await self._retrying("alter_configs", attempt, None)
-
-    incremental_alter_configs = alter_configs
+        return await super().delete_records(records_to_delete, timeout_ms)
 
 
-AdminClient = AIOKafkaAdminClient
-
-__all__ = ["AIOKafkaAdminClient", "AdminClient", "KafkaError"]
+__all__ = ["AIOKafkaAdminClient", "AdminClient", "AdminClientBase", "KafkaError"]

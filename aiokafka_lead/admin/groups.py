@@ -1,5 +1,9 @@
 """Consumer-group administration: list, describe, delete, committed offsets.
 
+:class:`GroupCore` sends the requests and returns what the broker said; both clients build
+on it. :class:`GroupsMixin` (the typed ``AdminClient``, and the consumer's offset look-ups)
+returns listings, descriptions and committed offsets as value types.
+
 ``describe_consumer_groups`` asks ConsumerGroupDescribe first (KIP-848 groups) and falls
 back to DescribeGroups when the group is not a consumer group (GROUP_ID_NOT_FOUND) or
 the broker predates the API, as Java's admin does.
@@ -12,6 +16,7 @@ up again on the next attempt.
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Sequence
+from typing import Any
 
 from aiokafka_lead.admin.base import AdminBase, raise_item_errors
 from aiokafka_lead.admin.types import GroupDescription, GroupListing, MemberDescription
@@ -39,22 +44,25 @@ MEMBER_FIELDS_VERSION = 9
 OFFSET_FETCH_MAX = 9
 
 
-class GroupsMixin(AdminBase):
+class GroupCore(AdminBase):
+    """The group requests both clients share."""
+
     @guarded
-    async def find_coordinator(self, group_id: str, key_type: int = GROUP_KEY) -> int:
-        """The node id of ``group_id``'s coordinator (retrying until it is available)."""
+    async def find_coordinator(self, group_id: str, coordinator_type: int = GROUP_KEY) -> int:
+        """The node id of the coordinator of ``group_id`` (``coordinator_type`` 0) or of a
+        transactional id (1), retrying until it is available."""
 
         async def attempt() -> int:
             conn = await self._core.any_connection()
             version = conn.version_for(FindCoordinatorRequest.API_KEY)
             if version >= 4:
-                request = FindCoordinatorRequest(key_type=key_type, coordinator_keys=[group_id])
+                request = FindCoordinatorRequest(key_type=coordinator_type, coordinator_keys=[group_id])
                 response = await conn.send(request, version=version)
                 entry = response.coordinators[0]
                 code, node_id = entry.error_code, entry.node_id
                 message = entry.error_message
             else:
-                request = FindCoordinatorRequest(key=group_id, key_type=key_type)
+                request = FindCoordinatorRequest(key=group_id, key_type=coordinator_type)
                 response = await conn.send(request, version=version)
                 code, node_id, message = (
                     response.error_code,
@@ -69,11 +77,10 @@ class GroupsMixin(AdminBase):
 
         return await self._retrying(f"find_coordinator({group_id})", attempt, None)
 
-    @guarded
-    async def list_consumer_groups(self, broker_ids: Sequence[int] | None = None) -> list[GroupListing]:
-        """Every group known to the given brokers (default: all brokers)."""
+    async def _list_groups(self, broker_ids: Sequence[int] | None) -> list[Any]:
+        """ListGroups of the given brokers (default: all), one entry per group."""
         nodes = list(broker_ids) if broker_ids is not None else [n.node_id for n in self._core.store.nodes()]
-        found: dict[str, GroupListing] = {}
+        found: dict[str, Any] = {}
         for node_id in nodes:
 
             async def attempt(node_id: int = node_id) -> None:
@@ -81,12 +88,137 @@ class GroupsMixin(AdminBase):
                 if response.error_code:
                     raise error_for_code(response.error_code, f"ListGroups on node {node_id}")
                 for g in response.groups:
-                    found[g.group_id] = GroupListing(
-                        g.group_id, g.protocol_type, g.group_state or None, g.group_type or None
-                    )
+                    found[g.group_id] = g
 
             await self._retrying(f"list_consumer_groups(node {node_id})", attempt, None)
         return [found[k] for k in sorted(found)]
+
+    async def _describe_groups(
+        self,
+        node: int,
+        group_ids: list[str],
+        include_authorized_operations: bool,
+        *,
+        max_version: int | None = None,
+    ) -> Any:
+        """DescribeGroups (classic groups' view) of groups coordinated by ``node``, at the
+        highest version both sides speak, or at most ``max_version``."""
+        request = DescribeGroupsRequest(
+            groups=group_ids, include_authorized_operations=include_authorized_operations
+        )
+        conn = await self._core.pool.connection(node)
+        version = conn.version_for(DescribeGroupsRequest.API_KEY)
+        return await conn.send(request, version=version if max_version is None else min(version, max_version))
+
+    async def _fetch_offsets(
+        self,
+        group_id: str,
+        partitions: Iterable[TopicPartition] | None,
+        *,
+        member: Callable[[], tuple[str, int] | None] | None = None,
+        coordinator: int | None = None,
+    ) -> list[tuple[TopicPartition, int, str, int]]:
+        """OffsetFetch: ``(partition, offset, metadata, leader epoch)`` per partition the
+        broker answered for (offset -1: nothing committed). Asks ``coordinator`` when
+        given, else finds the group's coordinator."""
+        wanted: dict[str, list[int]] | None = None
+        if partitions is not None:
+            wanted = {}
+            for tp in sorted(set(partitions)):
+                wanted.setdefault(tp.topic, []).append(tp.partition)
+
+        async def attempt() -> list[tuple[TopicPartition, int, str, int]]:
+            node = coordinator if coordinator is not None else await self.find_coordinator(group_id)
+            conn = await self._core.pool.connection(node)
+            version = min(conn.version_for(OffsetFetchRequest.API_KEY), OFFSET_FETCH_MAX)
+            if version >= 8:
+                identity = member() if member is not None and version >= MEMBER_FIELDS_VERSION else None
+                request = OffsetFetchRequest(
+                    groups=[
+                        OffsetFetchRequest.OffsetFetchRequestGroup(
+                            group_id=group_id,
+                            member_id=None if identity is None else identity[0],
+                            member_epoch=-1 if identity is None else identity[1],
+                            topics=None
+                            if wanted is None
+                            else [
+                                OffsetFetchRequest.OffsetFetchRequestTopics(name=t, partition_indexes=ps)
+                                for t, ps in wanted.items()
+                            ],
+                        )
+                    ],
+                    require_stable=True,
+                )
+                response = await conn.send(request, version=version)
+                group = response.groups[0]
+                group_error, topics = group.error_code, group.topics
+                if identity is not None and group_error in MEMBER_EPOCH_ERRORS:
+                    err = error_for_code(group_error, f"OffsetFetch {group_id} at epoch {identity[1]}")
+                    err.retriable = True  # the next attempt asks with the member's new epoch
+                    raise err
+            else:
+                request = OffsetFetchRequest(
+                    group_id=group_id,
+                    topics=None
+                    if wanted is None
+                    else [
+                        OffsetFetchRequest.OffsetFetchRequestTopic(name=t, partition_indexes=ps)
+                        for t, ps in wanted.items()
+                    ],
+                    require_stable=version >= 7,
+                )
+                response = await conn.send(request, version=version)
+                group_error, topics = response.error_code, response.topics
+            if group_error:
+                raise error_for_code(group_error, f"OffsetFetch {group_id}")
+            out: list[tuple[TopicPartition, int, str, int]] = []
+            retry: list[KafkaError] = []
+            for t in topics:
+                for p in t.partitions:
+                    if p.error_code:
+                        err = error_for_code(p.error_code, f"OffsetFetch {t.name}-{p.partition_index}")
+                        if not err.retriable:
+                            raise err
+                        retry.append(err)
+                    else:
+                        tp = TopicPartition(t.name, p.partition_index)
+                        out.append((tp, p.committed_offset, p.metadata or "", p.committed_leader_epoch))
+            if retry:
+                raise retry[0]
+            return out
+
+        return await self._retrying(f"list_consumer_group_offsets({group_id})", attempt, None)
+
+
+class GroupsMixin(GroupCore):
+    """Typed group methods: ``AdminClient``'s, and the consumer's offset look-ups."""
+
+    @guarded
+    async def list_consumer_groups(self, broker_ids: Sequence[int] | None = None) -> list[GroupListing]:
+        """Every group known to the given brokers (default: all brokers)."""
+        return [
+            GroupListing(g.group_id, g.protocol_type, g.group_state or None, g.group_type or None)
+            for g in await self._list_groups(broker_ids)
+        ]
+
+    @guarded
+    async def list_consumer_group_offsets(
+        self,
+        group_id: str,
+        partitions: Iterable[TopicPartition] | None = None,
+        *,
+        member: Callable[[], tuple[str, int] | None] | None = None,
+    ) -> dict[TopicPartition, OffsetAndMetadata]:
+        """Committed offsets of ``group_id`` (all its partitions when ``partitions`` is None;
+        partitions without a committed offset are left out).
+
+        ``member`` (a consumer-protocol member's ``(member id, epoch)``, or None) is sent
+        with OffsetFetch v9+, as Java's consumer does, so the broker checks the epoch."""
+        return {
+            tp: OffsetAndMetadata(offset, metadata, epoch)
+            for tp, offset, metadata, epoch in await self._fetch_offsets(group_id, partitions, member=member)
+            if offset >= 0
+        }
 
     @guarded
     async def describe_consumer_groups(self, group_ids: Iterable[str]) -> list[GroupDescription]:
@@ -139,7 +271,7 @@ class GroupsMixin(AdminBase):
         )
 
     async def _describe_classic(self, node: int, group_id: str) -> GroupDescription:
-        response = await self._core.send(node, DescribeGroupsRequest(groups=[group_id]))
+        response = await self._describe_groups(node, [group_id], include_authorized_operations=False)
         g = response.groups[0]
         if g.error_code:
             raise error_for_code(g.error_code, g.error_message or f"DescribeGroups {group_id}")
@@ -177,87 +309,6 @@ class GroupsMixin(AdminBase):
 
             await self._retrying(f"delete_consumer_groups({group_id})", attempt, None)
         raise_item_errors("DeleteGroups", failures)
-
-    @guarded
-    async def list_consumer_group_offsets(
-        self,
-        group_id: str,
-        partitions: Iterable[TopicPartition] | None = None,
-        *,
-        member: Callable[[], tuple[str, int] | None] | None = None,
-    ) -> dict[TopicPartition, OffsetAndMetadata]:
-        """Committed offsets of ``group_id`` (all its partitions when ``partitions`` is None).
-
-        ``member`` (a consumer-protocol member's ``(member id, epoch)``, or None) is sent
-        with OffsetFetch v9+, as Java's consumer does, so the broker checks the epoch."""
-        wanted: dict[str, list[int]] | None = None
-        if partitions is not None:
-            wanted = {}
-            for tp in sorted(set(partitions)):
-                wanted.setdefault(tp.topic, []).append(tp.partition)
-
-        async def attempt() -> dict[TopicPartition, OffsetAndMetadata]:
-            node = await self.find_coordinator(group_id)
-            conn = await self._core.pool.connection(node)
-            version = min(conn.version_for(OffsetFetchRequest.API_KEY), OFFSET_FETCH_MAX)
-            if version >= 8:
-                identity = member() if member is not None and version >= MEMBER_FIELDS_VERSION else None
-                request = OffsetFetchRequest(
-                    groups=[
-                        OffsetFetchRequest.OffsetFetchRequestGroup(
-                            group_id=group_id,
-                            member_id=None if identity is None else identity[0],
-                            member_epoch=-1 if identity is None else identity[1],
-                            topics=None
-                            if wanted is None
-                            else [
-                                OffsetFetchRequest.OffsetFetchRequestTopics(name=t, partition_indexes=ps)
-                                for t, ps in wanted.items()
-                            ],
-                        )
-                    ],
-                    require_stable=True,
-                )
-                response = await conn.send(request, version=version)
-                group = response.groups[0]
-                group_error, topics = group.error_code, group.topics
-                if identity is not None and group_error in MEMBER_EPOCH_ERRORS:
-                    err = error_for_code(group_error, f"OffsetFetch {group_id} at epoch {identity[1]}")
-                    err.retriable = True  # the next attempt asks with the member's new epoch
-                    raise err
-            else:
-                request = OffsetFetchRequest(
-                    group_id=group_id,
-                    topics=None
-                    if wanted is None
-                    else [
-                        OffsetFetchRequest.OffsetFetchRequestTopic(name=t, partition_indexes=ps)
-                        for t, ps in wanted.items()
-                    ],
-                    require_stable=version >= 7,
-                )
-                response = await conn.send(request, version=version)
-                group_error, topics = response.error_code, response.topics
-            if group_error:
-                raise error_for_code(group_error, f"OffsetFetch {group_id}")
-            out: dict[TopicPartition, OffsetAndMetadata] = {}
-            retry: list[KafkaError] = []
-            for t in topics:
-                for p in t.partitions:
-                    if p.error_code:
-                        err = error_for_code(p.error_code, f"OffsetFetch {t.name}-{p.partition_index}")
-                        if not err.retriable:
-                            raise err
-                        retry.append(err)
-                    elif p.committed_offset >= 0:
-                        out[TopicPartition(t.name, p.partition_index)] = OffsetAndMetadata(
-                            p.committed_offset, p.metadata or "", p.committed_leader_epoch
-                        )
-            if retry:
-                raise retry[0]
-            return out
-
-        return await self._retrying(f"list_consumer_group_offsets({group_id})", attempt, None)
 
 
 def _described_partitions(assignment: ConsumerGroupDescribeResponse.Assignment) -> frozenset[TopicPartition]:

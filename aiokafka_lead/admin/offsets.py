@@ -14,7 +14,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 
 from aiokafka_lead.admin.base import AdminBase, pick_retry_error, raise_item_errors
-from aiokafka_lead.admin.types import ListOffsetsResultInfo
+from aiokafka_lead.admin.types import ListOffsetsResultInfo, RecordsToDelete
 from aiokafka_lead.client import guarded
 from aiokafka_lead.errors import KafkaError, error_for_code
 from aiokafka_lead.protocol.messages import DeleteRecordsRequest, ListOffsetsRequest
@@ -104,10 +104,13 @@ class OffsetsMixin(AdminBase):
 
     @guarded
     async def delete_records(
-        self, records_to_delete: Mapping[TopicPartition, int], timeout_ms: int | None = None
+        self,
+        records_to_delete: Mapping[TopicPartition, int | RecordsToDelete],
+        timeout_ms: int | None = None,
     ) -> dict[TopicPartition, int]:
-        """Delete records before each offset (-1: to the high watermark); return low watermarks."""
-        wanted = dict(records_to_delete)
+        """Delete records before each offset (an int or a ``RecordsToDelete``; -1: to the
+        high watermark); return the new low watermarks."""
+        wanted = {tp: v if isinstance(v, int) else v.before_offset for tp, v in records_to_delete.items()}
         timeout = self._request_timeout_ms if timeout_ms is None else timeout_ms
         results: dict[TopicPartition, int] = {}
 

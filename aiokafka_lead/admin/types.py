@@ -80,6 +80,14 @@ class ConfigResource:
         return int(self.resource_type)
 
 
+class UnknownResourceTypeError(KeyError, ValueError):
+    """A config resource type that does not exist: a KeyError, as aiokafka raises, and a
+    ValueError."""
+
+    def __str__(self) -> str:
+        return str(self.args[0]) if self.args else ""
+
+
 def _resource_type(value: ConfigResourceType | str | int) -> ConfigResourceType:
     try:
         if isinstance(value, ConfigResourceType):
@@ -89,7 +97,7 @@ def _resource_type(value: ConfigResourceType | str | int) -> ConfigResourceType:
         return ConfigResourceType(value)
     except (KeyError, ValueError):
         known = ", ".join(t.name for t in ConfigResourceType)
-        raise ValueError(f"unknown config resource type {value!r} (known: {known})") from None
+        raise UnknownResourceTypeError(f"unknown config resource type {value!r} (known: {known})") from None
 
 
 @dataclass(slots=True)

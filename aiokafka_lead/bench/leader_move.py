@@ -16,7 +16,7 @@ from dataclasses import dataclass
 
 import anyio
 
-from aiokafka_lead.admin import AIOKafkaAdminClient, NewTopic
+from aiokafka_lead.admin import AdminClient, NewTopic
 from aiokafka_lead.bench.load import paced_produce
 from aiokafka_lead.bench.stats import Samples, Summary
 from aiokafka_lead.producer import AIOKafkaProducer
@@ -36,7 +36,7 @@ class BenchConfig:
     warmup_s: float = 3.0  # produce this long first (JIT, connections, batches), unmeasured
 
 
-async def fresh_topic(admin: AIOKafkaAdminClient, prefix: str, cfg: BenchConfig) -> str:
+async def fresh_topic(admin: AdminClient, prefix: str, cfg: BenchConfig) -> str:
     name = f"{prefix}-{uuid.uuid4().hex[:8]}"
     brokers = len((await admin.describe_cluster()).brokers)
     rf = min(cfg.replication_factor, brokers)
@@ -46,7 +46,7 @@ async def fresh_topic(admin: AIOKafkaAdminClient, prefix: str, cfg: BenchConfig)
 
 
 async def warm_cluster(
-    bootstrap: str, admin: AIOKafkaAdminClient, cfg: BenchConfig, seconds: float, *, say: Say
+    bootstrap: str, admin: AdminClient, cfg: BenchConfig, seconds: float, *, say: Say
 ) -> None:
     """Unmeasured load first, with leader moves: a fresh broker JVM is still compiling its
     hot paths (elections, fetchers re-pointing among them), and without this the first
@@ -78,7 +78,7 @@ async def warm_cluster(
 
 
 async def run_moves(
-    admin: AIOKafkaAdminClient,
+    admin: AdminClient,
     topic: str,
     cfg: BenchConfig,
     *,
@@ -101,7 +101,7 @@ async def run_moves(
 
 async def run_in_process(
     bootstrap: str,
-    admin: AIOKafkaAdminClient,
+    admin: AdminClient,
     label: str,
     cfg: BenchConfig,
     *,

@@ -28,7 +28,7 @@ from pathlib import Path
 
 import anyio
 
-from aiokafka_lead.admin import AIOKafkaAdminClient
+from aiokafka_lead.admin import AdminClient
 from aiokafka_lead.testing.cluster import KafkaCluster
 from aiokafka_lead.testing.netem import LinkConditions, Toxiproxy, proxy_cluster, toxiproxy_server
 
@@ -129,7 +129,7 @@ async def cluster_for(
         direct = cluster.bootstrap()
         if offsets_topic:
             say(f"creating __consumer_offsets ({OFFSETS_TOPIC_PARTITIONS} partitions)")
-            async with AIOKafkaAdminClient(bootstrap_servers=direct) as admin:
+            async with AdminClient(bootstrap_servers=direct) as admin:
                 await admin.find_coordinator("aiokafka-lead-benchmark")
         settings = cluster.non_default_settings()
         if binary is None:

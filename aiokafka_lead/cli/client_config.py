@@ -75,7 +75,7 @@ def _ssl_context(props: dict[str, str]) -> ssl.SSLContext:
 
 
 def client_kwargs(props: dict[str, str]) -> dict[str, Any]:
-    """Keyword arguments for AIOKafkaAdminClient (and the producer/consumer)."""
+    """Keyword arguments for the admin client (and the producer/consumer)."""
     unknown = sorted(set(props) - KNOWN_KEYS)
     if unknown:
         raise ClientConfigError(f"unsupported client properties: {', '.join(unknown)}")

@@ -18,7 +18,7 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
-from aiokafka_lead.admin import AIOKafkaAdminClient
+from aiokafka_lead.admin import AdminClient
 from aiokafka_lead.bench.leader_move import BenchConfig, run_in_process, table, warm_cluster
 from aiokafka_lead.bench.plot import NO_PLOT, can_plot, plot_runs
 from aiokafka_lead.bench.scenarios import SCENARIOS, cluster_for
@@ -66,7 +66,7 @@ async def demo_on(
     cfg = BenchConfig(
         partitions=args.partitions, rate=args.rate, duration_s=args.duration, move_at=(0.2, 0.5, 0.8)
     )
-    async with AIOKafkaAdminClient(
+    async with AdminClient(
         bootstrap_servers=control_bootstrap or bootstrap, **client_kwargs
     ) as admin:
         cluster = await admin.describe_cluster()

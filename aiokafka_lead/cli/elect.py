@@ -7,7 +7,7 @@ import json
 from pathlib import Path
 from typing import Any
 
-from aiokafka_lead.admin import AIOKafkaAdminClient, ElectionResult
+from aiokafka_lead.admin import AdminClient, ElectionResult
 from aiokafka_lead.structs import TopicPartition
 
 DESCRIPTION = """\
@@ -107,7 +107,7 @@ def describe(result: ElectionResult, election: str) -> str:
 
 async def run(args: argparse.Namespace, client_kwargs: dict[str, Any]) -> int:
     partitions = select_partitions(args)
-    async with AIOKafkaAdminClient(bootstrap_servers=args.bootstrap_server, **client_kwargs) as admin:
+    async with AdminClient(bootstrap_servers=args.bootstrap_server, **client_kwargs) as admin:
         results = await admin.elect_leaders(args.election_type, partitions)
     if partitions is not None:  # partitions the broker left out of its answer
         for tp in partitions:

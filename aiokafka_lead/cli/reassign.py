@@ -7,7 +7,7 @@ import json
 from pathlib import Path
 from typing import Any
 
-from aiokafka_lead.admin import AIOKafkaAdminClient
+from aiokafka_lead.admin import AdminClient
 from aiokafka_lead.structs import TopicPartition
 
 
@@ -47,7 +47,7 @@ def load_reassignment(path: Path) -> dict[TopicPartition, list[int]]:
 
 async def run(args: argparse.Namespace, client_kwargs: dict[str, Any]) -> int:
     plan = load_reassignment(Path(args.reassignment_json_file))
-    async with AIOKafkaAdminClient(bootstrap_servers=args.bootstrap_server, **client_kwargs) as admin:
+    async with AdminClient(bootstrap_servers=args.bootstrap_server, **client_kwargs) as admin:
         if args.execute:
             await admin.alter_partition_reassignments(plan)
             print(f"Started reassignment of {len(plan)} partition(s).")

@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
-from aiokafka_lead.admin import AIOKafkaAdminClient, NewTopic
+from aiokafka_lead.admin import AdminClient, NewTopic
 
 
 def add_parser(sub: Any) -> None:
@@ -44,7 +44,7 @@ def _configs(items: list[str]) -> dict[str, str]:
 
 
 async def run(args: argparse.Namespace, client_kwargs: dict[str, Any]) -> int:
-    async with AIOKafkaAdminClient(bootstrap_servers=args.bootstrap_server, **client_kwargs) as admin:
+    async with AdminClient(bootstrap_servers=args.bootstrap_server, **client_kwargs) as admin:
         if args.action == "create":
             topic = NewTopic(
                 args.topic,

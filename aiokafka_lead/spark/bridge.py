@@ -13,7 +13,7 @@ from contextlib import contextmanager
 
 from anyio.from_thread import BlockingPortal, start_blocking_portal
 
-from aiokafka_lead.admin import AIOKafkaAdminClient
+from aiokafka_lead.admin import AdminClient
 from aiokafka_lead.spark.options import SourceOptions
 from aiokafka_lead.structs import TopicPartition
 
@@ -25,9 +25,9 @@ def portal() -> Iterator[BlockingPortal]:
 
 
 @contextmanager
-def admin_session(opts: SourceOptions) -> Iterator[tuple[BlockingPortal, AIOKafkaAdminClient]]:
+def admin_session(opts: SourceOptions) -> Iterator[tuple[BlockingPortal, AdminClient]]:
     with portal() as p:
-        admin = AIOKafkaAdminClient(bootstrap_servers=opts.bootstrap_servers, **opts.client_kwargs())
+        admin = AdminClient(bootstrap_servers=opts.bootstrap_servers, **opts.client_kwargs())
         p.call(admin.start)
         try:
             yield p, admin
@@ -36,7 +36,7 @@ def admin_session(opts: SourceOptions) -> Iterator[tuple[BlockingPortal, AIOKafk
 
 
 def subscribed_partitions(
-    p: BlockingPortal, admin: AIOKafkaAdminClient, opts: SourceOptions
+    p: BlockingPortal, admin: AdminClient, opts: SourceOptions
 ) -> list[TopicPartition]:
     """The partitions the subscription covers now (patterns and new partitions included)."""
     if opts.assign:
@@ -53,7 +53,7 @@ def subscribed_partitions(
 
 
 def list_offsets(
-    p: BlockingPortal, admin: AIOKafkaAdminClient, partitions: list[TopicPartition], spec: int, isolation: str
+    p: BlockingPortal, admin: AdminClient, partitions: list[TopicPartition], spec: int, isolation: str
 ) -> dict[TopicPartition, int]:
     if not partitions:
         return {}

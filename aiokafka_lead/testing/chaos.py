@@ -21,7 +21,7 @@ from dataclasses import dataclass, field
 import anyio
 import anyio.to_thread
 
-from aiokafka_lead.admin import AIOKafkaAdminClient
+from aiokafka_lead.admin import AdminClient
 from aiokafka_lead.errors import KafkaError
 from aiokafka_lead.structs import TopicPartition
 from aiokafka_lead.testing.cluster import KafkaCluster
@@ -115,9 +115,9 @@ class ChaosRunner:
         self.on_step = on_step
         self.report = ChaosReport()
 
-    def _admin(self) -> AIOKafkaAdminClient:
+    def _admin(self) -> AdminClient:
         # A fresh client per step: bootstrap() follows a node that moved to a new port.
-        return AIOKafkaAdminClient(
+        return AdminClient(
             bootstrap_servers=self.cluster.bootstrap(), request_timeout_ms=10_000, metadata_max_age_ms=1_000
         )
 

@@ -11,12 +11,12 @@ from collections.abc import Iterable
 
 import anyio
 
-from aiokafka_lead.admin import AIOKafkaAdminClient
+from aiokafka_lead.admin import AdminClient
 from aiokafka_lead.structs import TopicPartition
 
 
 async def current_leaders(
-    admin: AIOKafkaAdminClient, topics: Iterable[str]
+    admin: AdminClient, topics: Iterable[str]
 ) -> dict[TopicPartition, tuple[int, int]]:
     """(leader, leader epoch) per partition, as a Metadata request sees it now."""
     return {
@@ -27,7 +27,7 @@ async def current_leaders(
 
 
 async def rotate_leadership(
-    admin: AIOKafkaAdminClient, topics: Iterable[str], *, poll_interval: float = 0.1
+    admin: AdminClient, topics: Iterable[str], *, poll_interval: float = 0.1
 ) -> dict[TopicPartition, int]:
     """Move every partition's leadership to its next replica; return the new leaders.
 

@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 
-from aiokafka_lead.admin import AIOKafkaAdminClient, NewTopic
+from aiokafka_lead.admin import AdminClient, NewTopic
 
 
 def unique(prefix: str) -> str:
@@ -22,13 +22,13 @@ def tls_context(cluster: Any) -> ssl.SSLContext:
 
 
 @pytest.fixture
-async def admin(kafka_cluster: Any) -> AsyncIterator[AIOKafkaAdminClient]:
-    async with AIOKafkaAdminClient(bootstrap_servers=kafka_cluster.bootstrap()) as client:
+async def admin(kafka_cluster: Any) -> AsyncIterator[AdminClient]:
+    async with AdminClient(bootstrap_servers=kafka_cluster.bootstrap()) as client:
         yield client
 
 
 @pytest.fixture
-async def topic3(admin: AIOKafkaAdminClient) -> AsyncIterator[str]:
+async def topic3(admin: AdminClient) -> AsyncIterator[str]:
     """A fresh 3-partition, replication-factor-3 topic, deleted afterwards."""
     name = unique("t")
     await admin.create_topics([NewTopic(name, 3, 3)])

@@ -11,7 +11,7 @@ import anyio
 import pytest
 
 from aiokafka_lead.admin import (
-    AIOKafkaAdminClient,
+    AdminClient,
     ConfigResource,
     ConfigResourceType,
     NewPartitions,
@@ -44,7 +44,7 @@ def kafka_describe_leaders(cluster: Any, topic: str) -> dict[int, int]:
     return {int(p): int(leader) for p, leader in re.findall(r"Partition: (\d+)\s+Leader: (-?\d+)", out)}
 
 
-async def test_topic_lifecycle(admin: AIOKafkaAdminClient) -> None:
+async def test_topic_lifecycle(admin: AdminClient) -> None:
     name = unique("life")
     await admin.create_topics([NewTopic(name, 2, 3, topic_configs={"retention.ms": "3600000"})])
     assert name in await admin.list_topics()
@@ -77,8 +77,19 @@ async def test_topic_lifecycle(admin: AIOKafkaAdminClient) -> None:
         await admin.describe_topics([name])
 
 
+async def test_a_topics_error_is_the_answer_not_retried(admin: AdminClient) -> None:
+    """A per-topic error is the controller's answer: raised at once, naming the topic, not
+    retried until the request timeout (40 s here) runs out."""
+    gone = unique("gone")
+    with anyio.fail_after(10):
+        with pytest.raises(UnknownTopicOrPartitionError, match=gone):
+            await admin.delete_topics([gone])
+        with pytest.raises(UnknownTopicOrPartitionError, match=gone):
+            await admin.create_partitions({gone: NewPartitions(2)})
+
+
 async def test_elect_leaders_moves_leadership_confirmed_by_kafka(
-    admin: AIOKafkaAdminClient, topic3: str, kafka_cluster: Any
+    admin: AdminClient, topic3: str, kafka_cluster: Any
 ) -> None:
     before = await current_leaders(admin, [topic3])
     with anyio.fail_after(60):
@@ -106,7 +117,7 @@ def run_cli(*args: str) -> subprocess.CompletedProcess[str]:
 
 @pytest.mark.security_listeners
 async def test_elect_leaders_cli_end_to_end_over_sasl_ssl(
-    admin: AIOKafkaAdminClient, topic3: str, kafka_cluster: Any
+    admin: AdminClient, topic3: str, kafka_cluster: Any
 ) -> None:
     plan = {}
     for t in await admin.describe_topics([topic3]):
@@ -178,7 +189,7 @@ async def test_elect_leaders_cli_end_to_end_over_sasl_ssl(
 
 
 async def test_list_offsets_never_goes_backwards_while_leaders_move(
-    admin: AIOKafkaAdminClient, topic3: str, kafka_cluster: Any
+    admin: AdminClient, topic3: str, kafka_cluster: Any
 ) -> None:
     """KIP-207: polled in a loop during leader moves, LATEST is monotonic and
     OFFSET_NOT_AVAILABLE never reaches the caller."""

@@ -13,7 +13,7 @@ import anyio
 import pytest
 
 from aiokafka_lead import AIOKafkaConsumer, AIOKafkaProducer, TopicPartition
-from aiokafka_lead.admin import AIOKafkaAdminClient, NewTopic
+from aiokafka_lead.admin import AdminClient, NewTopic
 from aiokafka_lead.errors import (
     KafkaConnectionError,
     KafkaTimeoutError,
@@ -28,12 +28,12 @@ pytestmark = pytest.mark.integration
 
 
 @pytest.fixture
-async def admin1(kafka_cluster_1: Any) -> AsyncIterator[AIOKafkaAdminClient]:
-    async with AIOKafkaAdminClient(bootstrap_servers=kafka_cluster_1.bootstrap()) as client:
+async def admin1(kafka_cluster_1: Any) -> AsyncIterator[AdminClient]:
+    async with AdminClient(bootstrap_servers=kafka_cluster_1.bootstrap()) as client:
         yield client
 
 
-async def small_topic(admin: AIOKafkaAdminClient, max_message_bytes: int) -> str:
+async def small_topic(admin: AdminClient, max_message_bytes: int) -> str:
     name = unique("too-large")
     await admin.create_topics(
         [NewTopic(name, 1, 1, topic_configs={"max.message.bytes": str(max_message_bytes)})]
@@ -43,7 +43,7 @@ async def small_topic(admin: AIOKafkaAdminClient, max_message_bytes: int) -> str
 
 @pytest.mark.parametrize("idempotent", [True, False], ids=["idempotent", "plain"])
 async def test_a_batch_over_max_message_bytes_is_split_and_delivered_in_order(
-    admin1: AIOKafkaAdminClient, kafka_cluster_1: Any, idempotent: bool
+    admin1: AdminClient, kafka_cluster_1: Any, idempotent: bool
 ) -> None:
     bootstrap = kafka_cluster_1.bootstrap()
     topic = await small_topic(admin1, 3000)
@@ -68,7 +68,7 @@ async def test_a_batch_over_max_message_bytes_is_split_and_delivered_in_order(
 
 
 async def test_a_single_record_over_max_message_bytes_fails_alone(
-    admin1: AIOKafkaAdminClient, kafka_cluster_1: Any
+    admin1: AdminClient, kafka_cluster_1: Any
 ) -> None:
     bootstrap = kafka_cluster_1.bootstrap()
     topic = await small_topic(admin1, 1000)
@@ -130,7 +130,7 @@ def _mismatches(cluster: Any) -> list[tuple[str, dict[str, Any], type[Exception]
 async def test_listener_mismatches_fail_start_at_once_and_name_the_cause(kafka_cluster_1: Any) -> None:
     for name, options, error, message in _mismatches(kafka_cluster_1):
         listener = options.pop("listener", "PLAINTEXT")
-        admin = AIOKafkaAdminClient(
+        admin = AdminClient(
             bootstrap_servers=kafka_cluster_1.bootstrap(listener), request_timeout_ms=10_000, **options
         )
         started = time.monotonic()
@@ -146,7 +146,7 @@ async def test_unknown_topics_with_auto_creation_off_say_so(kafka_cluster_1: Any
     missing = unique("missing")
     tp = TopicPartition(missing, 0)
     with anyio.fail_after(60):
-        async with AIOKafkaAdminClient(bootstrap_servers=bootstrap, request_timeout_ms=3000) as admin:
+        async with AdminClient(bootstrap_servers=bootstrap, request_timeout_ms=3000) as admin:
             with pytest.raises(UnknownTopicOrPartitionError, match=missing):
                 await admin.describe_topics([missing])
         async with AIOKafkaConsumer(bootstrap_servers=bootstrap, request_timeout_ms=3000) as consumer:
@@ -156,5 +156,5 @@ async def test_unknown_topics_with_auto_creation_off_say_so(kafka_cluster_1: Any
             with pytest.raises(KafkaTimeoutError, match=f"'{missing}' not in the cluster's metadata"):
                 await consumer.end_offsets([tp])
             assert await consumer.getmany(timeout_ms=200) == {}
-        async with AIOKafkaAdminClient(bootstrap_servers=bootstrap) as admin:
+        async with AdminClient(bootstrap_servers=bootstrap) as admin:
             assert missing not in await admin.list_topics()  # nothing created it on the way

@@ -20,7 +20,7 @@ import anyio
 import pytest
 
 from aiokafka_lead import AIOKafkaConsumer, AIOKafkaProducer
-from aiokafka_lead.admin import AIOKafkaAdminClient, NewTopic
+from aiokafka_lead.admin import AdminClient, NewTopic
 from aiokafka_lead.errors import KafkaError
 from aiokafka_lead.producer import lanes
 from aiokafka_lead.producer.batch import DeliveryHandle
@@ -72,7 +72,7 @@ def report(name: str, numbers: dict[str, Any]) -> None:
 
 
 async def create_topic(bootstrap: str, topic: str) -> None:
-    async with AIOKafkaAdminClient(bootstrap_servers=bootstrap) as admin:
+    async with AdminClient(bootstrap_servers=bootstrap) as admin:
         await admin.create_topics(
             [NewTopic(topic, PARTITIONS, 3, topic_configs={"min.insync.replicas": "2"})]
         )
@@ -82,7 +82,7 @@ async def drop_topic(cluster: KafkaCluster, topic: str) -> None:
     """Best effort, bounded: a leftover topic is harmless, a hanging teardown is not."""
     with anyio.move_on_after(30, shield=True):
         try:
-            async with AIOKafkaAdminClient(bootstrap_servers=cluster.bootstrap()) as admin:
+            async with AdminClient(bootstrap_servers=cluster.bootstrap()) as admin:
                 await admin.delete_topics([topic])
         except KafkaError:
             pass
@@ -510,7 +510,7 @@ async def consume_and_commit(consumer: AIOKafkaConsumer[Any, Any], index: int, l
 
 
 async def committed_offsets(bootstrap: str, topic: str, group: str) -> dict[int, int]:
-    async with AIOKafkaAdminClient(bootstrap_servers=bootstrap) as admin:
+    async with AdminClient(bootstrap_servers=bootstrap) as admin:
         offsets = await admin.list_consumer_group_offsets(group)
     return {tp.partition: o.offset for tp, o in offsets.items() if tp.topic == topic}
 
@@ -586,7 +586,7 @@ async def test_consumer_group_manual_commits_through_chaos(
                     )
                     await producer.flush()
                 produce_s = time.monotonic() - started
-                async with AIOKafkaAdminClient(bootstrap_servers=cluster.bootstrap()) as admin:
+                async with AdminClient(bootstrap_servers=cluster.bootstrap()) as admin:
                     end = {
                         tp.partition: info.offset
                         for tp, info in (

@@ -16,7 +16,7 @@ from pathlib import Path
 import anyio
 import pytest
 
-from aiokafka_lead.admin import AIOKafkaAdminClient, NewTopic
+from aiokafka_lead.admin import AdminClient, NewTopic
 from aiokafka_lead.testing import kafka_image
 from aiokafka_lead.testing.cluster import config, probe
 from aiokafka_lead.testing.cluster.waiting import wait_until
@@ -67,7 +67,7 @@ def all_three_ready() -> bool:
 
 async def through_all_three_brokers_and_a_leader_move() -> None:
     topic = f"compose-{uuid.uuid4().hex[:8]}"
-    async with AIOKafkaAdminClient(bootstrap_servers=README_BOOTSTRAP) as admin:
+    async with AdminClient(bootstrap_servers=README_BOOTSTRAP) as admin:
         # One partition led by each broker: records go through all three.
         await admin.create_topics(
             [NewTopic(topic, replica_assignments={0: [1, 2, 3], 1: [2, 3, 1], 2: [3, 1, 2]})]

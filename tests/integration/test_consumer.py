@@ -16,7 +16,7 @@ from typing import Any
 import anyio
 import pytest
 
-from aiokafka_lead.admin import AIOKafkaAdminClient, NewTopic
+from aiokafka_lead.admin import AdminClient, NewTopic
 from aiokafka_lead.client import ClientCore, connection_config
 from aiokafka_lead.consumer import (
     AIOKafkaConsumer,
@@ -134,7 +134,7 @@ async def more_than(items: list[Any], n: int) -> bool:
 
 
 async def test_consume_while_every_leader_moves_three_times(
-    kafka_cluster: Any, admin: AIOKafkaAdminClient, topic3: str
+    kafka_cluster: Any, admin: AdminClient, topic3: str
 ) -> None:
     bootstrap = kafka_cluster.bootstrap()
     tps = tps_of(topic3, 3)
@@ -233,7 +233,7 @@ async def wait_for(predicate: Any, seconds: float) -> None:
 
 
 async def test_group_of_three_survives_join_leave_and_kill(
-    kafka_cluster: Any, admin: AIOKafkaAdminClient
+    kafka_cluster: Any, admin: AdminClient
 ) -> None:
     bootstrap = kafka_cluster.bootstrap()
     topic, group = unique("grp"), unique("g")
@@ -312,7 +312,7 @@ async def test_group_of_three_survives_join_leave_and_kill(
 
 
 async def test_cooperative_sticky_keeps_unaffected_partitions(
-    kafka_cluster: Any, admin: AIOKafkaAdminClient
+    kafka_cluster: Any, admin: AdminClient
 ) -> None:
     bootstrap = kafka_cluster.bootstrap()
     topic, group = unique("coop"), unique("g")
@@ -342,7 +342,7 @@ async def test_cooperative_sticky_keeps_unaffected_partitions(
 
 
 async def test_pattern_subscription_picks_up_a_new_topic(
-    kafka_cluster: Any, admin: AIOKafkaAdminClient
+    kafka_cluster: Any, admin: AdminClient
 ) -> None:
     bootstrap = kafka_cluster.bootstrap()
     prefix = unique("pat")

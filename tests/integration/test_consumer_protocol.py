@@ -15,7 +15,7 @@ import anyio
 import anyio.to_thread
 
 from aiokafka_lead import AIOKafkaProducer
-from aiokafka_lead.admin import AIOKafkaAdminClient, NewTopic
+from aiokafka_lead.admin import AdminClient, NewTopic
 from aiokafka_lead.consumer import AIOKafkaConsumer, ConsumerRebalanceListener, ConsumerStoppedError
 from aiokafka_lead.consumer.consumer_protocol import ConsumerGroupMember
 from aiokafka_lead.structs import TopicPartition
@@ -68,7 +68,7 @@ async def produce_until(bootstrap: str, topic: str, partitions: int, stop: anyio
 
 
 async def test_group_of_three_on_twelve_partitions_survives_join_leave_and_kill(
-    kafka_cluster: Any, admin: AIOKafkaAdminClient
+    kafka_cluster: Any, admin: AdminClient
 ) -> None:
     bootstrap = kafka_cluster.bootstrap()
     topic, group = unique("kip848"), unique("g")
@@ -127,7 +127,7 @@ async def test_group_of_three_on_twelve_partitions_survives_join_leave_and_kill(
 
 
 async def test_kafka_group_command_describes_our_consumer_group(
-    kafka_cluster: Any, admin: AIOKafkaAdminClient
+    kafka_cluster: Any, admin: AdminClient
 ) -> None:
     bootstrap = kafka_cluster.bootstrap()
     topic, group = unique("kip848-cmd"), unique("g")
@@ -164,7 +164,7 @@ async def test_kafka_group_command_describes_our_consumer_group(
 
 
 async def test_a_member_on_librdkafka_shares_the_group(
-    kafka_cluster: Any, admin: AIOKafkaAdminClient
+    kafka_cluster: Any, admin: AdminClient
 ) -> None:
     import confluent_kafka
 
@@ -242,7 +242,7 @@ async def test_a_member_on_librdkafka_shares_the_group(
 
 
 async def test_static_member_restarted_within_the_session_keeps_its_partitions(
-    kafka_cluster: Any, admin: AIOKafkaAdminClient
+    kafka_cluster: Any, admin: AdminClient
 ) -> None:
     bootstrap = kafka_cluster.bootstrap()
     topic, group = unique("kip848-static"), unique("g")
@@ -274,7 +274,7 @@ async def test_static_member_restarted_within_the_session_keeps_its_partitions(
 
 
 async def test_a_pattern_goes_to_the_broker_and_picks_up_a_new_topic(
-    kafka_cluster: Any, admin: AIOKafkaAdminClient
+    kafka_cluster: Any, admin: AdminClient
 ) -> None:
     bootstrap = kafka_cluster.bootstrap()
     prefix = unique("kip848re")

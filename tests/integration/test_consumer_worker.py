@@ -13,7 +13,7 @@ import anyio
 import pytest
 from anyio.streams.text import TextReceiveStream
 
-from aiokafka_lead.admin import AIOKafkaAdminClient, NewTopic
+from aiokafka_lead.admin import AdminClient, NewTopic
 from aiokafka_lead.structs import TopicPartition
 from tests.integration.conftest import unique
 from tests.integration.test_consumer import RawProducer
@@ -24,7 +24,7 @@ WORKER = Path(__file__).resolve().parents[2] / "examples" / "consumer_worker.py"
 
 
 async def test_worker_processes_commits_and_leaves_on_sigterm(
-    kafka_cluster: Any, admin: AIOKafkaAdminClient
+    kafka_cluster: Any, admin: AdminClient
 ) -> None:
     bootstrap = kafka_cluster.bootstrap()
     topic, group = unique("work"), unique("workers")

@@ -14,7 +14,7 @@ from pathlib import Path
 import anyio
 import pytest
 
-from aiokafka_lead.admin import AIOKafkaAdminClient, ConfigResource, ConfigResourceType, NewTopic
+from aiokafka_lead.admin import AdminClient, ConfigResource, ConfigResourceType, NewTopic
 from aiokafka_lead.testing.containers import (
     LABEL,
     KafkaContainer,
@@ -40,7 +40,7 @@ async def test_single_node_from_the_host_and_from_another_container(
     assert kafka_container.image == default_image()
     bootstrap = kafka_container.bootstrap_servers()
     topic = _topic()
-    async with AIOKafkaAdminClient(bootstrap_servers=bootstrap) as admin:
+    async with AdminClient(bootstrap_servers=bootstrap) as admin:
         await admin.create_topics([NewTopic(topic, 2, 1)])
         # The broker runs with the harness's settings, passed as KAFKA_* variables.
         broker = ConfigResource(ConfigResourceType.BROKER, "1", {"replica.fetch.backoff.ms": None})
@@ -86,7 +86,7 @@ async def test_three_nodes_survive_kill_and_a_restart_on_a_new_port() -> None:
     await anyio.to_thread.run_sync(cluster.up)
     try:
         topic = _topic()
-        async with AIOKafkaAdminClient(
+        async with AdminClient(
             bootstrap_servers=cluster.bootstrap(), metadata_max_age_ms=500
         ) as admin:
             await admin.create_topics([NewTopic(topic, 3, 3)])

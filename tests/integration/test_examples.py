@@ -12,7 +12,7 @@ from typing import Any
 import anyio
 import pytest
 
-from aiokafka_lead.admin import AIOKafkaAdminClient, NewTopic, OffsetSpec
+from aiokafka_lead.admin import AdminClient, NewTopic, OffsetSpec
 from aiokafka_lead.structs import TopicPartition
 from tests.integration.conftest import unique
 from tests.support.waiting import eventually
@@ -21,7 +21,7 @@ pytestmark = pytest.mark.integration
 EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
 
 
-async def total_records(admin: AIOKafkaAdminClient, topic: str, partitions: int) -> int:
+async def total_records(admin: AdminClient, topic: str, partitions: int) -> int:
     offsets = await admin.list_offsets(
         {TopicPartition(topic, p): OffsetSpec.LATEST for p in range(partitions)}
     )
@@ -29,7 +29,7 @@ async def total_records(admin: AIOKafkaAdminClient, topic: str, partitions: int)
 
 
 async def test_producer_service_delivers_every_request(
-    admin: AIOKafkaAdminClient, kafka_cluster: Any
+    admin: AdminClient, kafka_cluster: Any
 ) -> None:
     topic = unique("orders")
     await admin.create_topics([NewTopic(topic, 3, 3)])
@@ -47,12 +47,12 @@ async def test_producer_service_delivers_every_request(
     assert await total_records(admin, topic, 3) == 3000
 
 
-async def serving(admin: AIOKafkaAdminClient, topic: str) -> bool:
+async def serving(admin: AdminClient, topic: str) -> bool:
     return await total_records(admin, topic, 3) >= 500
 
 
 async def test_producer_service_sigterm_flushes_everything_accepted(
-    admin: AIOKafkaAdminClient, kafka_cluster: Any
+    admin: AdminClient, kafka_cluster: Any
 ) -> None:
     topic = unique("orders")
     await admin.create_topics([NewTopic(topic, 3, 3)])

@@ -15,7 +15,7 @@ from typing import Any
 import anyio
 import pytest
 
-from aiokafka_lead.admin import AIOKafkaAdminClient
+from aiokafka_lead.admin import AdminClient
 from aiokafka_lead.admin.types import NewTopic
 from aiokafka_lead.network.config import ConnectionConfig
 from aiokafka_lead.network.connection import Connection
@@ -399,7 +399,7 @@ def _batches(data: bytes) -> list[RecordBatch]:
 async def test_fake_answers_like_a_real_broker(kafka_cluster_1: Any) -> None:
     topic = f"fake-vs-real-{uuid.uuid4().hex[:8]}"
     bootstrap = kafka_cluster_1.bootstrap()
-    async with AIOKafkaAdminClient(bootstrap_servers=bootstrap) as admin:
+    async with AdminClient(bootstrap_servers=bootstrap) as admin:
         await admin.create_topics([NewTopic(topic, num_partitions=1, replication_factor=1)])
         with anyio.fail_after(30):
             while True:

@@ -16,7 +16,7 @@ from typing import Any
 import anyio
 import pytest
 
-from aiokafka_lead.admin import AIOKafkaAdminClient
+from aiokafka_lead.admin import AdminClient
 from aiokafka_lead.admin.types import NewTopic
 from aiokafka_lead.network.connection import Connection
 from aiokafka_lead.protocol.messages import (
@@ -200,7 +200,7 @@ async def scenario(conn: Connection, topic: str) -> dict[str, Any]:
 async def test_fake_transactions_answer_like_a_real_broker(kafka_cluster_1: Any) -> None:
     topic = f"fake-vs-real-txn-{uuid.uuid4().hex[:8]}"
     bootstrap = kafka_cluster_1.bootstrap()
-    async with AIOKafkaAdminClient(bootstrap_servers=bootstrap) as admin:
+    async with AdminClient(bootstrap_servers=bootstrap) as admin:
         await admin.create_topics([NewTopic(topic, num_partitions=1, replication_factor=1)])
     host, port = bootstrap.split(",")[0].rsplit(":", 1)
     real = await run_against(host, int(port), topic, scenario)

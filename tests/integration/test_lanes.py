@@ -18,7 +18,7 @@ from pathlib import Path
 import anyio
 import pytest
 
-from aiokafka_lead.admin import AIOKafkaAdminClient, NewTopic
+from aiokafka_lead.admin import AdminClient, NewTopic
 from aiokafka_lead.producer import AIOKafkaProducer
 from aiokafka_lead.testing.cluster import KafkaCluster
 from tests.support.waiting import eventually
@@ -34,7 +34,7 @@ async def test_a_parked_acks_all_produce_does_not_hold_back_other_partitions(tmp
     paused = False
     try:
         with anyio.fail_after(120):
-            async with AIOKafkaAdminClient(bootstrap_servers=cluster.bootstrap()) as admin:
+            async with AdminClient(bootstrap_servers=cluster.bootstrap()) as admin:
                 await admin.create_topics([
                     NewTopic("parked", replica_assignments={0: [1, 2]}),
                     NewTopic("free", replica_assignments={0: [1]}),

@@ -9,7 +9,7 @@ from pathlib import Path
 import anyio
 import pytest
 
-from aiokafka_lead.admin import AIOKafkaAdminClient, NewTopic
+from aiokafka_lead.admin import AdminClient, NewTopic
 from aiokafka_lead.bench.scenarios import SCENARIOS, cluster_for
 from aiokafka_lead.producer import AIOKafkaProducer
 from aiokafka_lead.testing.cluster import KafkaCluster
@@ -41,7 +41,7 @@ async def test_clients_reach_a_broker_only_through_the_emulated_link(tmp_path: P
         proxy_port = cluster.ports(1).advertised_port("PROXIED")
         assert bootstrap == f"127.0.0.1:{proxy_port}" and proxy_port != cluster.ports(1).client["PROXIED"]
         with anyio.fail_after(120):
-            async with AIOKafkaAdminClient(bootstrap_servers=cluster.bootstrap()) as admin:
+            async with AdminClient(bootstrap_servers=cluster.bootstrap()) as admin:
                 await admin.create_topics([NewTopic("netem", 1, 1)])
             async with AIOKafkaProducer(bootstrap_servers=bootstrap, acks="all") as producer:
                 await producer.send_and_wait("netem", b"warm")
@@ -65,7 +65,7 @@ async def test_a_scenario_cluster_carries_the_offsets_topic_when_asked(tmp_path:
                 SCENARIOS["loopback-defaults"], tmp_path / str(wanted), rate=100, record_size=100,
                 brokers=1, offsets_topic=wanted, say=lambda _: None,
             ) as env:  # fmt: skip
-                async with AIOKafkaAdminClient(bootstrap_servers=env.control_bootstrap) as admin:
+                async with AdminClient(bootstrap_servers=env.control_bootstrap) as admin:
                     topics = await admin.list_topics()
                 state = next(line for line in env.describe() if line.startswith("cluster state:"))
                 assert ("__consumer_offsets" in topics) is wanted

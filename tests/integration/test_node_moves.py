@@ -5,7 +5,7 @@ from __future__ import annotations
 import anyio
 import pytest
 
-from aiokafka_lead.admin import AIOKafkaAdminClient, ConfigResource, ConfigResourceType
+from aiokafka_lead.admin import AdminClient, ConfigResource, ConfigResourceType
 from aiokafka_lead.testing.cluster import KafkaCluster
 from tests.support.waiting import eventually
 
@@ -14,7 +14,7 @@ pytestmark = pytest.mark.integration
 
 async def test_node_restarted_on_new_port_is_reached_again(kafka_node_control: KafkaCluster) -> None:
     cluster = kafka_node_control
-    async with AIOKafkaAdminClient(bootstrap_servers=cluster.bootstrap(), metadata_max_age_ms=500) as admin:
+    async with AdminClient(bootstrap_servers=cluster.bootstrap(), metadata_max_age_ms=500) as admin:
         broker2 = ConfigResource(ConfigResourceType.BROKER, "2", {"log.retention.hours": None})
         await admin.describe_configs([broker2])  # opens a connection to node 2
         old_port = admin._core.store.node(2).port  # type: ignore[union-attr]

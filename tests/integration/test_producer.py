@@ -10,7 +10,7 @@ from typing import Any
 import anyio
 import pytest
 
-from aiokafka_lead.admin import AIOKafkaAdminClient, NewTopic
+from aiokafka_lead.admin import AdminClient, NewTopic
 from aiokafka_lead.producer import AIOKafkaProducer
 from aiokafka_lead.testing.leaders import rotate_leadership
 from tests.integration.conftest import unique
@@ -27,7 +27,7 @@ async def flowing(handles: list[Any]) -> bool:
 
 
 async def test_continuous_acks_all_production_through_repeated_leader_moves(
-    admin: AIOKafkaAdminClient, kafka_cluster: Any
+    admin: AdminClient, kafka_cluster: Any
 ) -> None:
     """No error reaches the caller; every acknowledged record is stored exactly once; per-key
     order holds; the producer learned the moves from KIP-951 hints."""
@@ -92,7 +92,7 @@ def console_consume(cluster: Any, topic: str, count: int) -> list[tuple[int, str
 
 @pytest.mark.parametrize("codec", CODECS)
 async def test_kafka_console_consumer_reads_what_we_produce(
-    admin: AIOKafkaAdminClient, kafka_cluster: Any, codec: str | None
+    admin: AdminClient, kafka_cluster: Any, codec: str | None
 ) -> None:
     topic = unique(f"interop-{codec}")
     await admin.create_topics([NewTopic(topic, 1, 3)])
@@ -118,7 +118,7 @@ async def test_kafka_console_consumer_reads_what_we_produce(
 
 @pytest.mark.parametrize("codec", ["none", "gzip", "snappy", "lz4", "zstd"])
 async def test_we_read_what_kafkas_producer_writes(
-    admin: AIOKafkaAdminClient, kafka_cluster: Any, codec: str, tmp_path: Any
+    admin: AdminClient, kafka_cluster: Any, codec: str, tmp_path: Any
 ) -> None:
     topic = unique(f"java-{codec}")
     await admin.create_topics([NewTopic(topic, 1, 3)])

@@ -9,7 +9,7 @@ from typing import Any
 import anyio
 import pytest
 
-from aiokafka_lead.admin import AIOKafkaAdminClient
+from aiokafka_lead.admin import AdminClient
 from aiokafka_lead.errors import KafkaConnectionError, SaslAuthenticationFailedError
 from tests.integration.conftest import tls_context
 
@@ -34,7 +34,7 @@ async def test_secure_listeners(kafka_cluster: Any, listener: str, mechanism: st
         user, password = next(iter(kafka_cluster.users.items()))
         kwargs.update(sasl_mechanism=mechanism, sasl_plain_username=user, sasl_plain_password=password)
     with anyio.fail_after(60):
-        async with AIOKafkaAdminClient(
+        async with AdminClient(
             bootstrap_servers=kafka_cluster.bootstrap(listener), **kwargs
         ) as admin:
             cluster = await admin.describe_cluster()
@@ -48,7 +48,7 @@ async def test_secure_listeners(kafka_cluster: Any, listener: str, mechanism: st
 @pytest.mark.parametrize("mechanism", ["PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512"])
 async def test_wrong_password_fails_at_once(kafka_cluster: Any, mechanism: str) -> None:
     user = next(iter(kafka_cluster.users))
-    admin = AIOKafkaAdminClient(
+    admin = AdminClient(
         bootstrap_servers=kafka_cluster.bootstrap("SASL_SSL"),
         security_protocol="SASL_SSL",
         ssl_context=tls_context(kafka_cluster),
@@ -66,7 +66,7 @@ async def test_wrong_password_fails_at_once(kafka_cluster: Any, mechanism: str) 
 
 
 async def test_untrusted_certificate_is_a_clear_error(kafka_cluster: Any) -> None:
-    admin = AIOKafkaAdminClient(
+    admin = AdminClient(
         bootstrap_servers=kafka_cluster.bootstrap("SSL"),
         security_protocol="SSL",
         ssl_context=ssl.create_default_context(),  # system CAs do not include the test CA

@@ -18,7 +18,7 @@ import anyio
 import pytest
 
 from aiokafka_lead import AIOKafkaProducer
-from aiokafka_lead.admin import AIOKafkaAdminClient, NewTopic
+from aiokafka_lead.admin import AdminClient, NewTopic
 from aiokafka_lead.testing.leaders import rotate_leadership
 from tests.integration.conftest import unique
 
@@ -49,7 +49,7 @@ def make_topic(bootstrap: str, partitions: int) -> str:
     name = unique("spark")
 
     async def create() -> None:
-        async with AIOKafkaAdminClient(bootstrap_servers=bootstrap) as admin:
+        async with AdminClient(bootstrap_servers=bootstrap) as admin:
             await admin.create_topics([NewTopic(name, partitions, 3)])
 
     anyio.run(create)
@@ -165,7 +165,7 @@ def test_leader_moves_during_a_streaming_read_lose_and_duplicate_nothing(
 
     def move_leaders() -> None:
         async def rotate() -> None:
-            async with AIOKafkaAdminClient(bootstrap_servers=bootstrap) as admin:
+            async with AdminClient(bootstrap_servers=bootstrap) as admin:
                 for _ in range(3):
                     with anyio.fail_after(60):
                         await rotate_leadership(admin, [topic])

@@ -20,7 +20,7 @@ import anyio.to_thread
 import pytest
 
 from aiokafka_lead import AIOKafkaConsumer, AIOKafkaProducer
-from aiokafka_lead.admin import AIOKafkaAdminClient, NewTopic
+from aiokafka_lead.admin import AdminClient, NewTopic
 from aiokafka_lead.errors import ProducerFencedError
 from aiokafka_lead.structs import TopicPartition
 from aiokafka_lead.testing.chaos import ChaosOp, ChaosRunner, ChaosStep
@@ -40,7 +40,7 @@ COPY_PARTITIONS = 5
 
 
 async def make_topics(bootstrap: str, partitions: int, *names: str) -> None:
-    async with AIOKafkaAdminClient(bootstrap_servers=bootstrap) as admin:
+    async with AdminClient(bootstrap_servers=bootstrap) as admin:
         await admin.create_topics(
             [NewTopic(n, partitions, 3, topic_configs={"min.insync.replicas": "2"}) for n in names]
         )
@@ -296,7 +296,7 @@ async def test_transactional_copy_example_through_chaos(kafka_node_control: Kafk
     bootstrap = cluster.bootstrap()
     src, dst, group, txn_id = unique("copy-src"), unique("copy-dst"), unique("copier"), unique("copier-tx")
     await make_topics(bootstrap, COPY_PARTITIONS, src, dst)
-    async with AIOKafkaAdminClient(bootstrap_servers=bootstrap) as admin:
+    async with AdminClient(bootstrap_servers=bootstrap) as admin:
         coordinator = await admin.find_coordinator(txn_id, 1)
     schedule: Sequence[ChaosStep] = (
         ChaosStep(ChaosOp.ROTATE_LEADERS),
@@ -336,7 +336,7 @@ async def test_transactional_copy_example_through_chaos(kafka_node_control: Kafk
                     work.start_soon(runner.run)
 
                 async def copied() -> bool:
-                    async with AIOKafkaAdminClient(bootstrap_servers=cluster.bootstrap()) as admin:
+                    async with AdminClient(bootstrap_servers=cluster.bootstrap()) as admin:
                         offsets = await admin.list_consumer_group_offsets(group)
                     return sum(om.offset for om in offsets.values()) >= per_partition * COPY_PARTITIONS
 
@@ -384,7 +384,7 @@ async def test_example_stopped_by_sigterm_and_restarted_copies_exactly_once(kafk
     cmd = copier_command(bootstrap, src, dst, group, txn_id, "--max-records", "500")
 
     async def committed() -> int:
-        async with AIOKafkaAdminClient(bootstrap_servers=bootstrap) as admin:
+        async with AdminClient(bootstrap_servers=bootstrap) as admin:
             return sum(om.offset for om in (await admin.list_consumer_group_offsets(group)).values())
 
     async def run_until(enough: int) -> str:
@@ -420,7 +420,7 @@ async def test_back_to_back_transactions_are_never_refused_verification(kafka_cl
     the fix: about one transaction in four of this load had such a retry (lanes.py)."""
     bootstrap = kafka_cluster_1.bootstrap()
     topic = unique("verify")
-    async with AIOKafkaAdminClient(bootstrap_servers=bootstrap) as admin:
+    async with AdminClient(bootstrap_servers=bootstrap) as admin:
         await admin.create_topics([NewTopic(topic, 6, 1)])
     with anyio.fail_after(120):
         async with AIOKafkaProducer(

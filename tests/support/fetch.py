@@ -5,7 +5,7 @@ from __future__ import annotations
 import anyio
 
 from aiokafka_lead import AIOKafkaConsumer, ConsumerRecord, TopicPartition
-from aiokafka_lead.admin import AIOKafkaAdminClient
+from aiokafka_lead.admin import AdminClient
 
 
 async def read_topic(bootstrap: str, topic: str) -> dict[int, list[ConsumerRecord[bytes, bytes]]]:
@@ -16,7 +16,7 @@ async def read_topic(bootstrap: str, topic: str) -> dict[int, list[ConsumerRecor
     out: dict[int, list[ConsumerRecord[bytes, bytes]]] = {}
     async with consumer:
         with anyio.fail_after(120):
-            async with AIOKafkaAdminClient(bootstrap_servers=bootstrap) as admin:
+            async with AdminClient(bootstrap_servers=bootstrap) as admin:
                 [described] = await admin.describe_topics([topic])
             tps = [TopicPartition(topic, p.partition) for p in described.partitions]
             ends = await consumer.end_offsets(tps)

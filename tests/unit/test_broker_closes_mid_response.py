@@ -9,7 +9,7 @@ from typing import Any
 import anyio
 import pytest
 
-from aiokafka_lead import AIOKafkaAdminClient, AIOKafkaConsumer, AIOKafkaProducer, TopicPartition
+from aiokafka_lead import AdminClient, AIOKafkaConsumer, AIOKafkaProducer, TopicPartition
 from aiokafka_lead.admin.types import OffsetSpec
 from aiokafka_lead.testing.fake import FakeCluster, Truncate
 from tests.unit.consumer.util import consume, produce
@@ -75,7 +75,7 @@ async def test_admin_calls_cut_short_are_retried() -> None:
     with anyio.fail_after(DEADLINE):
         async with FakeCluster(brokers=1) as fc:
             fc.create_topic("t", partitions=1, replication_factor=1)
-            async with AIOKafkaAdminClient(bootstrap_servers=fc.bootstrap, retry_backoff_ms=20) as admin:
+            async with AdminClient(bootstrap_servers=fc.bootstrap, retry_backoff_ms=20) as admin:
                 fc.intercept(METADATA, cut(7), times=1)
                 assert "t" in await admin.list_topics()
                 fc.intercept(LIST_OFFSETS, cut(7), times=1)

@@ -8,6 +8,8 @@ from aiokafka_lead.protocol.generated.add_partitions_to_txn_request import AddPa
 from aiokafka_lead.protocol.generated.add_partitions_to_txn_response import (
     AddPartitionsToTxnResponse,
 )
+from aiokafka_lead.protocol.generated.alter_configs_request import AlterConfigsRequest
+from aiokafka_lead.protocol.generated.alter_configs_response import AlterConfigsResponse
 from aiokafka_lead.protocol.generated.alter_partition_reassignments_request import (
     AlterPartitionReassignmentsRequest,
 )
@@ -121,6 +123,8 @@ __all__ = [
     "AddOffsetsToTxnResponse",
     "AddPartitionsToTxnRequest",
     "AddPartitionsToTxnResponse",
+    "AlterConfigsRequest",
+    "AlterConfigsResponse",
     "AlterPartitionReassignmentsRequest",
     "AlterPartitionReassignmentsResponse",
     "AlterUserScramCredentialsRequest",
@@ -223,6 +227,7 @@ REQUEST_CLASSES: dict[int, type[Request]] = {
     26: EndTxnRequest,
     28: TxnOffsetCommitRequest,
     32: DescribeConfigsRequest,
+    33: AlterConfigsRequest,
     36: SaslAuthenticateRequest,
     37: CreatePartitionsRequest,
     42: DeleteGroupsRequest,
@@ -262,6 +267,7 @@ RESPONSE_CLASSES: dict[int, type[Response]] = {
     26: EndTxnResponse,
     28: TxnOffsetCommitResponse,
     32: DescribeConfigsResponse,
+    33: AlterConfigsResponse,
     36: SaslAuthenticateResponse,
     37: CreatePartitionsResponse,
     42: DeleteGroupsResponse,
@@ -300,6 +306,7 @@ AddOffsetsToTxnRequest.RESPONSE_CLASS = AddOffsetsToTxnResponse
 EndTxnRequest.RESPONSE_CLASS = EndTxnResponse
 TxnOffsetCommitRequest.RESPONSE_CLASS = TxnOffsetCommitResponse
 DescribeConfigsRequest.RESPONSE_CLASS = DescribeConfigsResponse
+AlterConfigsRequest.RESPONSE_CLASS = AlterConfigsResponse
 SaslAuthenticateRequest.RESPONSE_CLASS = SaslAuthenticateResponse
 CreatePartitionsRequest.RESPONSE_CLASS = CreatePartitionsResponse
 DeleteGroupsRequest.RESPONSE_CLASS = DeleteGroupsResponse

@@ -13,7 +13,7 @@ from typing import Any
 import anyio
 import pytest
 
-from aiokafka_lead.admin import AIOKafkaAdminClient
+from aiokafka_lead.admin import AdminClient
 from aiokafka_lead.consumer import AIOKafkaConsumer, ConsumerRebalanceListener
 from aiokafka_lead.consumer.consumer_protocol import ConsumerGroupMember
 from aiokafka_lead.consumer.coordinator import GroupCoordinator
@@ -286,7 +286,7 @@ async def test_admin_describes_a_consumer_group_with_its_members_and_assignments
         async with FakeCluster(brokers=3) as fc:
             fc.create_topic("t", partitions=3)
             async with (
-                AIOKafkaAdminClient(bootstrap_servers=fc.bootstrap) as admin,
+                AdminClient(bootstrap_servers=fc.bootstrap) as admin,
                 member(fc, group_instance_id="w1", client_id="first") as c1,
                 member(fc, client_id="second") as c2,
             ):

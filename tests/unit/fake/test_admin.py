@@ -5,7 +5,7 @@ from __future__ import annotations
 import anyio
 import pytest
 
-from aiokafka_lead.admin import AIOKafkaAdminClient
+from aiokafka_lead.admin import AdminClient
 from aiokafka_lead.admin.types import OffsetSpec
 from aiokafka_lead.errors import UnknownTopicOrPartitionError
 from aiokafka_lead.structs import TopicPartition
@@ -20,7 +20,7 @@ async def test_describe_topics() -> None:
         async with FakeCluster(brokers=3) as fc:
             topic_id = fc.create_topic("t", partitions=2, leaders=[2, 3])
             fc.move_leader(TP1, 1)
-            async with AIOKafkaAdminClient(bootstrap_servers=fc.bootstrap) as admin:
+            async with AdminClient(bootstrap_servers=fc.bootstrap) as admin:
                 (topic,) = await admin.describe_topics(["t"])
                 with pytest.raises(UnknownTopicOrPartitionError):
                     await admin.describe_topics(["missing"])
@@ -39,7 +39,7 @@ async def test_list_offsets() -> None:
             async with connect(fc, 2) as conn:
                 await conn.send(produce_request("t", 0, batch([b"a", b"b"], timestamp_ms=1000)))
                 await conn.send(produce_request("t", 0, batch([b"c"], timestamp_ms=5000)))
-            async with AIOKafkaAdminClient(bootstrap_servers=fc.bootstrap) as admin:
+            async with AdminClient(bootstrap_servers=fc.bootstrap) as admin:
                 latest = await admin.list_offsets({TP0: OffsetSpec.LATEST, TP1: OffsetSpec.LATEST})
                 earliest = await admin.list_offsets({TP0: OffsetSpec.EARLIEST})
                 newest = await admin.list_offsets({TP0: OffsetSpec.MAX_TIMESTAMP})
@@ -57,7 +57,7 @@ async def test_list_offsets_follows_a_moved_leader() -> None:
     with anyio.fail_after(DEADLINE):
         async with FakeCluster(brokers=3) as fc:
             fc.create_topic("t", leaders=[1])
-            async with AIOKafkaAdminClient(
+            async with AdminClient(
                 bootstrap_servers=fc.bootstrap, retry_backoff_ms=1, retry_backoff_max_ms=5
             ) as admin:
                 await admin.describe_topics(["t"])

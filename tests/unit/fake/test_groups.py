@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import anyio
 
-from aiokafka_lead.admin import AIOKafkaAdminClient
+from aiokafka_lead.admin import AdminClient
 from aiokafka_lead.network.connection import Connection
 from aiokafka_lead.protocol.messages import (
     FindCoordinatorRequest,
@@ -165,7 +165,7 @@ async def test_two_members_join_sync_commit_and_fetch() -> None:
                 beat = await a.send(HeartbeatRequest(group_id=GROUP, generation_id=2, member_id=a_id))
                 assert beat.error_code == 27  # B left: A must rejoin
 
-            async with AIOKafkaAdminClient(bootstrap_servers=fc.bootstrap) as admin:
+            async with AdminClient(bootstrap_servers=fc.bootstrap) as admin:
                 offsets = await admin.list_consumer_group_offsets(GROUP)
             assert offsets[TopicPartition("t", 1)].offset == 42
 
