@@ -134,7 +134,7 @@ class AIOKafkaConsumer(Generic[KT, VT]):
         session_timeout_ms, heartbeat_interval_ms) are refused, as Java refuses them: the
         broker decides those.
         """
-        self._state = "new"  # first: __del__ reads it even when the checks below fail
+        self._state = "stopped"  # first: a constructor that fails leaves nothing to close
         warn_loop_argument(loop)
         del loop
         validate_options("consumer", options_of(locals()), unsupported)
@@ -228,6 +228,7 @@ class AIOKafkaConsumer(Generic[KT, VT]):
             self._subs.subscribe(topics)
         # a poll waits for records or an error: partition errors ("none") wake it too
         self._subs.listeners.append(self._fetcher.notify_data)
+        self._state = "new"  # from here on, dropping it unclosed warns (as aiokafka's)
 
     # ----------------------------------------------------------------- lifecycle
     async def _setup(self, tg: anyio.abc.TaskGroup) -> None:
@@ -311,7 +312,7 @@ class AIOKafkaConsumer(Generic[KT, VT]):
             await self._core.close()
 
     def __del__(self) -> None:
-        if getattr(self, "_state", "stopped") in ("running", "stopping"):
+        if getattr(self, "_state", "stopped") != "stopped":
             warnings.warn(f"Unclosed AIOKafkaConsumer {self!r}", ResourceWarning, source=self, stacklevel=1)
 
     async def _abandon(self) -> None:
@@ -473,7 +474,10 @@ class AIOKafkaConsumer(Generic[KT, VT]):
         if self._core.host.running:
             self._core.store.request_refresh("consumer subscribed")
 
-    def subscription(self) -> frozenset[str]:
+    def subscription(self) -> frozenset[str] | set[str]:
+        """The subscribed (or pattern-matched) topics: a frozenset, or ``set()`` before any."""
+        if self._subs.kind == SubscriptionType.NONE:
+            return set()
         return self._subs.topics
 
     def unsubscribe(self) -> None:
@@ -492,8 +496,15 @@ class AIOKafkaConsumer(Generic[KT, VT]):
             if missing:
                 self._core.store.request_refresh(f"assigned unknown topics {sorted(set(missing))}")
 
-    def assignment(self) -> set[TopicPartition]:
-        return self._subs.assigned()
+    def assignment(self) -> frozenset[TopicPartition] | set[TopicPartition]:
+        """The partitions assigned now: a frozenset, or ``set()`` while there is no assignment."""
+        if self._subs.kind == SubscriptionType.NONE:
+            return set()
+        member = self._coordinator
+        auto = self._subs.kind in (SubscriptionType.AUTO_TOPICS, SubscriptionType.AUTO_PATTERN)
+        if auto and member is not None and not member.assignment_done:
+            return set()
+        return frozenset(self._subs.assigned())
 
     # --------------------------------------------------------------- positions
     def seek(self, partition: TopicPartition, offset: int) -> None:
@@ -514,13 +525,27 @@ class AIOKafkaConsumer(Generic[KT, VT]):
             raise IllegalStateError(f"Partitions {not_assigned} are not assigned")
         return list(partitions)
 
-    async def seek_to_beginning(self, *partitions: TopicPartition) -> None:
-        for tp in self._assigned_targets(partitions):
-            self._subs.request_reset(tp, EARLIEST)
+    async def seek_to_beginning(self, *partitions: TopicPartition) -> bool:
+        """Start over at the log start; True once the new positions are known (within the
+        request timeout, as aiokafka's: False if not yet, the reset still happens)."""
+        return await self._reset_and_wait(self._assigned_targets(partitions), EARLIEST)
 
-    async def seek_to_end(self, *partitions: TopicPartition) -> None:
-        for tp in self._assigned_targets(partitions):
-            self._subs.request_reset(tp, LATEST)
+    async def seek_to_end(self, *partitions: TopicPartition) -> bool:
+        """Jump to the log end; True once the new positions are known (see seek_to_beginning)."""
+        return await self._reset_and_wait(self._assigned_targets(partitions), LATEST)
+
+    async def _reset_and_wait(self, tps: list[TopicPartition], spec: int) -> bool:
+        for tp in tps:
+            self._subs.request_reset(tp, spec)
+        if not self._core.host.running:
+            return False
+        with anyio.move_on_after(self._request_timeout_ms / 1000):
+            while True:
+                version = self._subs.version
+                if all(self._position_settled(tp) for tp in tps):
+                    return True
+                await self._subs.wait_for_change(version)
+        return False
 
     @guarded
     async def seek_to_committed(self, *partitions: TopicPartition) -> dict[TopicPartition, int | None]:
@@ -601,6 +626,8 @@ class AIOKafkaConsumer(Generic[KT, VT]):
         self._require_group_call()
         if self._subs.kind == SubscriptionType.NONE:
             raise IllegalStateError("Not subscribed to any topics")
+        if self._subs.kind != SubscriptionType.USER_ASSIGNED and not self._coordinator.assignment_done:
+            raise IllegalStateError("No partitions assigned")
         self._raise_pending()
         normalized: dict[TopicPartition, OffsetAndMetadata] | None = None
         if offsets is not None:

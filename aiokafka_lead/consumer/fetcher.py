@@ -205,7 +205,13 @@ class Fetcher:
         by_node: dict[int, list[TopicPartition]] = {}
         express: dict[int, list[TopicPartition]] = {}
         for tp, st in self._subs.items():
-            if st.paused or tp in self._buffer or tp in self._in_flight or self._positions.busy(tp):
+            buffered = self._buffer.get(tp)
+            if buffered is not None and _stale(st, buffered):
+                # a seek or reset since the fetch: its records go now, not at the next poll of
+                # this partition (a poll of other partitions would leave the reset unplanned)
+                self._discard(tp)
+                buffered = None
+            if st.paused or buffered is not None or tp in self._in_flight or self._positions.busy(tp):
                 continue
             if st.retry_at > now:
                 next_retry = min(next_retry, st.retry_at)
@@ -568,12 +574,7 @@ class Fetcher:
                 continue
             pr = self._buffer[tp]
             st = self._subs.get(tp)
-            if (
-                st is None
-                or st.generation != pr.generation
-                or st.position != pr.next_offset
-                or st.reset_to is not None
-            ):
+            if st is None or _stale(st, pr):
                 self._discard(tp)
                 freed = True
                 continue
@@ -612,6 +613,15 @@ class Fetcher:
 
     def in_flight_partitions(self) -> set[TopicPartition]:
         return set(self._in_flight)
+
+
+def _stale(st: PartitionState, buffered: PartitionRecords) -> bool:
+    """Buffered records that no longer follow the partition's position (seek, reset)."""
+    return (
+        st.generation != buffered.generation
+        or st.position != buffered.next_offset
+        or st.reset_to is not None
+    )
 
 
 __all__ = ["FetchConfig", "FetchStats", "Fetcher"]

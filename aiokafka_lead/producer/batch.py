@@ -129,10 +129,16 @@ class DeliveryHandle:
     def add_done_callback(self, fn: Callable[[DeliveryHandle], Any], *, context: Any = None) -> None:
         """Call ``fn(handle)`` once the record is resolved (at once if it is)."""
         batch = self._target()
-        if self.done():
+        if not self.done():
+            batch.callbacks.append((self._index, fn, self))
+            return
+        try:
+            loop = asyncio.get_running_loop()
+        except RuntimeError:  # not on asyncio (trio): nothing to schedule on
             fn(self)
         else:
-            batch.callbacks.append((self._index, fn, self))
+            # as asyncio.Future does: asyncio.gather registers before it has its outer future
+            loop.call_soon(fn, self, context=context)
 
     def remove_done_callback(self, fn: Callable[[DeliveryHandle], Any]) -> int:
         """Remove every registration of ``fn`` on this handle; the number removed."""

@@ -11,7 +11,7 @@ import itertools
 import ssl
 import time
 import warnings
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Awaitable, Callable, Iterable, Sequence
 from types import TracebackType
 from typing import Any, Self
 
@@ -144,7 +144,7 @@ class AIOKafkaProducer:
         loop: Any = None,
         **unsupported: Any,
     ) -> None:
-        self._started = False  # first: __del__ reads it even when the checks below fail
+        self._needs_close = False  # first: a constructor that fails leaves nothing to close
         warn_loop_argument(loop)
         del loop
         validate_options("producer", options_of(locals()), unsupported)
@@ -216,6 +216,7 @@ class AIOKafkaProducer:
         # per topic, cached until the metadata changes (a TopicPartition per send() would cost
         # a NamedTuple each)
         self._views: dict[str, TopicView] = {}
+        self._needs_close = True  # from here on, dropping it unclosed warns (as aiokafka's)
 
     # ----------------------------------------------------------------- lifecycle
     async def _setup(self, tg: anyio.abc.TaskGroup) -> None:
@@ -261,14 +262,22 @@ class AIOKafkaProducer:
     async def start(self) -> None:
         """Connect, fetch metadata, get a producer id (idempotence) and start the sender."""
         self._core.extra_setup = self._setup
-        self._started = True
-        await self._core.start()
+        await self._begin(self._core.start)
+
+    async def _begin(self, start: Callable[[], Awaitable[None]]) -> None:
+        self._needs_close = True
+        try:
+            await start()
+        except BaseException:
+            self._needs_close = False  # the core closed itself: nothing is left open
+            raise
 
     async def stop(self) -> None:
         """Flush what was sent, then close; every pending delivery is resolved."""
         if self._closed:
             return
         self._closed = True
+        self._needs_close = False
         self._running = False
         try:
             if self._core.host.running:
@@ -280,12 +289,11 @@ class AIOKafkaProducer:
 
     async def __aenter__(self) -> Self:
         self._core.extra_setup = self._setup
-        self._started = True
-        await self._core.enter()
+        await self._begin(self._core.enter)
         return self
 
     def __del__(self) -> None:
-        if getattr(self, "_started", False) and not getattr(self, "_closed", True):
+        if getattr(self, "_needs_close", False):
             warnings.warn(f"Unclosed AIOKafkaProducer {self!r}", ResourceWarning, source=self, stacklevel=1)
 
     async def __aexit__(

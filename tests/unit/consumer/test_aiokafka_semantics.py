@@ -19,7 +19,7 @@ from aiokafka_lead.errors import InvalidSessionTimeoutError
 from aiokafka_lead.structs import TopicPartition
 from aiokafka_lead.testing.fake import FakeCluster
 from aiokafka_lead.testing.fake.intercept import Error
-from tests.unit.consumer.util import DEADLINE, consumer, produce
+from tests.unit.consumer.util import DEADLINE, consumer, produce, wait_until
 
 JOIN_GROUP = 11
 INVALID_SESSION_TIMEOUT = 26
@@ -245,3 +245,80 @@ async def test_a_failed_start_leaves_no_resource_warning() -> None:
         del c
         gc.collect()
     assert not [w for w in caught if issubclass(w.category, ResourceWarning)]
+
+
+async def test_position_after_seek_to_end_of_a_prefetched_partition() -> None:
+    """tp1's records sit in the prefetch buffer while only tp0 is polled: its reset must
+    still run (it waited for a poll of tp1 that never came)."""
+    tp0, tp1 = TopicPartition("t", 0), TopicPartition("t", 1)
+    with anyio.fail_after(DEADLINE):
+        async with FakeCluster(brokers=1) as fc:
+            fc.create_topic("t", partitions=2)
+            produce(fc, tp0, [b"a", b"b"])
+            produce(fc, tp1, [b"x", b"y", b"z"])
+            async with consumer(fc) as c:
+                c.assign([tp0, tp1])
+                assert len((await c.getmany(tp0, timeout_ms=5000))[tp0]) == 2
+                await wait_until(lambda: tp1 in c.fetcher._buffer)
+                await c.seek_to_end(tp1)
+                assert await c.position(tp1, timeout_ms=3000) == 3
+
+
+def test_a_client_dropped_without_stop_warns_even_if_never_started() -> None:
+    from aiokafka_lead import AIOKafkaProducer
+
+    for make in (
+        lambda: AIOKafkaConsumer(bootstrap_servers="127.0.0.1:1"),
+        lambda: AIOKafkaProducer(bootstrap_servers="127.0.0.1:1"),
+    ):
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            client = make()
+            del client
+            gc.collect()
+        assert [w for w in caught if issubclass(w.category, ResourceWarning)], make
+        with warnings.catch_warnings(record=True) as caught:  # a constructor that fails: nothing
+            warnings.simplefilter("always")
+            with pytest.raises(ValueError):
+                AIOKafkaConsumer(bootstrap_servers="127.0.0.1:1", auto_offset_reset="middle")
+            gc.collect()
+        assert not [w for w in caught if issubclass(w.category, ResourceWarning)]
+
+
+async def test_shapes_of_assignment_subscription_and_seek_results() -> None:
+    tp = TopicPartition("t", 0)
+    with anyio.fail_after(DEADLINE):
+        async with FakeCluster(brokers=1) as fc:
+            fc.create_topic("t", partitions=1)
+            produce(fc, tp, [b"a", b"b"])
+            async with consumer(fc, group_id="g", enable_auto_commit=False) as c:
+                assert c.assignment() == set() and type(c.assignment()) is set
+                assert c.subscription() == set() and type(c.subscription()) is set
+                with pytest.raises(IllegalStateError, match="Not subscribed"):
+                    await c.commit()
+                c.assign([tp])
+                assert type(c.assignment()) is frozenset and c.assignment() == {tp}
+                assert await c.seek_to_end(tp) is True
+                assert await c.position(tp) == 2
+                assert await c.seek_to_beginning() is True
+                assert await c.position(tp) == 0
+
+
+async def test_commit_before_the_first_assignment_is_refused() -> None:
+    with anyio.fail_after(DEADLINE):
+        async with FakeCluster(brokers=1) as fc:
+            fc.create_topic("t", partitions=1)
+            seen: list[str] = []
+
+            class CommitEarly(ConsumerRebalanceListener):
+                async def on_partitions_revoked(self, revoked: set[TopicPartition]) -> None:
+                    try:
+                        await c.commit()
+                    except IllegalStateError as exc:
+                        seen.append(str(exc))
+
+            c = group_consumer(fc, enable_auto_commit=False)
+            c.subscribe(["t"], listener=CommitEarly())
+            await c.start()
+            await c.stop()
+            assert seen == ["No partitions assigned"]

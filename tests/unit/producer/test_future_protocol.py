@@ -116,3 +116,15 @@ async def test_a_stopped_producer_raises_producer_closed() -> None:
             with pytest.raises(ProducerClosed):
                 await producer.send("t", b"v")
             assert issubclass(ProducerClosed, ClientClosedError)
+
+
+async def test_gather_of_a_done_handle_completes() -> None:
+    """A done future's callbacks are scheduled on the loop, as asyncio.Future's: gather
+    registers before it creates its outer future (called at once, it never completed)."""
+    with anyio.fail_after(DEADLINE):
+        async with FakeCluster(brokers=1) as fc:
+            fc.create_topic("t", partitions=1)
+            async with AIOKafkaProducer(bootstrap_servers=fc.bootstrap) as producer:
+                handle = await producer.send("t", b"v")
+                metadata = await handle
+                assert await asyncio.wait_for(asyncio.gather(handle), 5) == [metadata]
