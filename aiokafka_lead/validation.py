@@ -23,6 +23,7 @@ from typing import Any
 
 from aiokafka_lead.errors import KafkaConfigurationError
 from aiokafka_lead.records.compression import CompressionType, require_codec
+from aiokafka_lead.structs import OffsetAndMetadata, TopicPartition
 
 SECURITY_PROTOCOLS = ("PLAINTEXT", "SSL", "SASL_PLAINTEXT", "SASL_SSL")
 SASL_MECHANISMS = ("PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512")
@@ -283,3 +284,30 @@ _CROSS_RULES: dict[str, tuple[Callable[[Mapping[str, Any]], None], ...]] = {
     "producer": (_producer,),
     "consumer": (_consumer,),
 }
+
+
+def commit_offsets_argument(
+    offsets: Mapping[TopicPartition, int | OffsetAndMetadata | tuple[Any, ...]],
+) -> dict[TopicPartition, OffsetAndMetadata]:
+    """Offsets to commit in aiokafka's forms (an offset, (offset, metadata) or OffsetAndMetadata
+    per TopicPartition), checked at the call as aiokafka checks them."""
+    if not offsets or not isinstance(offsets, Mapping):
+        raise ValueError(offsets)
+    out: dict[TopicPartition, OffsetAndMetadata] = {}
+    for tp, value in offsets.items():
+        if not isinstance(tp, TopicPartition):
+            raise TypeError("Key should be TopicPartition instance")
+        if isinstance(value, OffsetAndMetadata):
+            out[tp] = value
+            continue
+        if isinstance(value, int):
+            offset, metadata = value, ""
+        else:
+            try:
+                offset, metadata = value
+            except (TypeError, ValueError) as exc:
+                raise ValueError(offsets) from exc
+            if not isinstance(metadata, str):
+                raise TypeError("Metadata should be a string")
+        out[tp] = OffsetAndMetadata(offset, metadata, -1)
+    return out

@@ -25,7 +25,6 @@ from aiokafka_lead.consumer.errors import (
     IllegalStateError,
     LogTruncationError,
     NoOffsetForPartitionError,
-    OffsetOutOfRangeConsumerError,
 )
 from aiokafka_lead.consumer.sticky_assignor import StickyPartitionAssignor
 
@@ -42,7 +41,6 @@ __all__ = [
     "MemberSubscription",
     "NoOffsetForPartitionError",
     "OffsetAndTimestamp",
-    "OffsetOutOfRangeConsumerError",
     "PartitionAssignor",
     "RangePartitionAssignor",
     "RebalanceProtocol",

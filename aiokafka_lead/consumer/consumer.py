@@ -48,7 +48,7 @@ from aiokafka_lead.structs import (
     OffsetAndTimestamp,
     TopicPartition,
 )
-from aiokafka_lead.validation import options_of, validate_options, warn_loop_argument
+from aiokafka_lead.validation import commit_offsets_argument, options_of, validate_options, warn_loop_argument
 
 log = logging.getLogger(__name__)
 
@@ -631,7 +631,7 @@ class AIOKafkaConsumer(Generic[KT, VT]):
         self._raise_pending()
         normalized: dict[TopicPartition, OffsetAndMetadata] | None = None
         if offsets is not None:
-            normalized = _commit_offsets(offsets)
+            normalized = commit_offsets_argument(offsets)
             for tp in normalized:
                 if not self._subs.is_assigned(tp):
                     raise IllegalStateError(f"Partition {tp} is not assigned")
@@ -789,32 +789,6 @@ class AIOKafkaConsumer(Generic[KT, VT]):
     @property
     def positions(self) -> PositionManager:
         return self._positions
-
-
-def _commit_offsets(
-    offsets: Mapping[TopicPartition, int | OffsetAndMetadata | tuple[Any, ...]],
-) -> dict[TopicPartition, OffsetAndMetadata]:
-    """commit()'s ``offsets`` in aiokafka's forms: an offset, (offset, metadata) or OffsetAndMetadata."""
-    if not offsets or not isinstance(offsets, Mapping):
-        raise ValueError(offsets)
-    out: dict[TopicPartition, OffsetAndMetadata] = {}
-    for tp, value in offsets.items():
-        if not isinstance(tp, TopicPartition):
-            raise TypeError("Key should be TopicPartition instance")
-        if isinstance(value, OffsetAndMetadata):
-            out[tp] = value
-            continue
-        if isinstance(value, int):
-            offset, metadata = value, ""
-        else:
-            try:
-                offset, metadata = value
-            except (TypeError, ValueError) as exc:
-                raise ValueError(offsets) from exc
-            if not isinstance(metadata, str):
-                raise TypeError("Metadata should be a string")
-        out[tp] = OffsetAndMetadata(offset, metadata, -1)
-    return out
 
 
 Consumer = AIOKafkaConsumer

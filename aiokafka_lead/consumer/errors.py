@@ -17,13 +17,13 @@ from aiokafka_lead.errors import (
 from aiokafka_lead.structs import TopicPartition
 
 
-class OffsetOutOfRangeConsumerError(OffsetOutOfRangeError):
-    """A fetch position is out of range and auto_offset_reset="none"; ``offsets`` names them."""
-
-    def __init__(self, offsets: Mapping[TopicPartition, int]) -> None:
-        names = ", ".join(f"{tp.topic}-{tp.partition}@{off}" for tp, off in sorted(offsets.items()))
-        super().__init__(f"fetch positions out of range (auto_offset_reset='none'): {names}")
-        self.offsets = dict(offsets)
+def offsets_out_of_range(offsets: Mapping[TopicPartition, int]) -> OffsetOutOfRangeError:
+    """aiokafka's OffsetOutOfRangeError for positions out of range under auto_offset_reset="none";
+    ``offsets`` names them."""
+    names = ", ".join(f"{tp.topic}-{tp.partition}@{off}" for tp, off in sorted(offsets.items()))
+    error = OffsetOutOfRangeError(f"fetch positions out of range (auto_offset_reset='none'): {names}")
+    error.offsets = dict(offsets)  # type: ignore[attr-defined]
+    return error
 
 
 class LogTruncationError(KafkaError):
@@ -55,5 +55,5 @@ __all__ = [
     "IllegalStateError",
     "LogTruncationError",
     "NoOffsetForPartitionError",
-    "OffsetOutOfRangeConsumerError",
+    "offsets_out_of_range",
 ]

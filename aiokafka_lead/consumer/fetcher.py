@@ -41,7 +41,7 @@ import anyio.lowlevel
 from aiokafka_lead.backoff import ExponentialBackoff
 from aiokafka_lead.client import ClientCore
 from aiokafka_lead.consumer.buffer import Chunk, PartitionRecords
-from aiokafka_lead.consumer.errors import OffsetOutOfRangeConsumerError
+from aiokafka_lead.consumer.errors import offsets_out_of_range
 from aiokafka_lead.consumer.offsets import PositionManager
 from aiokafka_lead.consumer.session import (
     FINAL_EPOCH,
@@ -539,7 +539,7 @@ class Fetcher:
     def _out_of_range(self, tp: TopicPartition, st: PartitionState, offset: int) -> None:
         strategy = self._subs.default_reset
         if strategy == ResetStrategy.NONE:
-            self._subs.fail_partition(tp, OffsetOutOfRangeConsumerError({tp: offset}))
+            self._subs.fail_partition(tp, offsets_out_of_range({tp: offset}))
             return
         log.info(
             "fetch offset %d out of range for %s-%d; resetting to %s",

@@ -501,7 +501,7 @@ class AIOKafkaProducer:
 
     def transaction(self) -> TransactionContext:
         """``async with producer.transaction():`` begin; commit on success, abort on error."""
-        return TransactionContext(self._transaction_manager())
+        return TransactionContext(self._transaction_manager)
 
     # ----------------------------------------------------------------- insight
     def metrics(self) -> dict[str, Any]:

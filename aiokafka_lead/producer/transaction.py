@@ -31,7 +31,7 @@ from __future__ import annotations
 import enum
 import logging
 import time
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from types import TracebackType
 from typing import TYPE_CHECKING, Any
 
@@ -51,6 +51,7 @@ from aiokafka_lead.producer.batch import ProducerBatch
 from aiokafka_lead.producer.idempotence import IdempotenceState
 from aiokafka_lead.producer.txn_requests import TV1_PRODUCE_MAX, TxnRequests
 from aiokafka_lead.structs import ConsumerGroupMetadata, OffsetAndMetadata, TopicPartition
+from aiokafka_lead.validation import commit_offsets_argument
 
 if TYPE_CHECKING:
     from aiokafka_lead.producer.accumulator import RecordAccumulator
@@ -337,13 +338,12 @@ class TransactionManager:
         group: str | ConsumerGroupMetadata,
     ) -> None:
         self._require_transaction("send_offsets_to_transaction()")
+        # checked before anything is sent, as aiokafka: a bad call leaves the transaction intact
+        group_id = group.group_id if isinstance(group, ConsumerGroupMetadata) else group
+        if not group_id or not isinstance(group_id, str):
+            raise ValueError(group_id)
         meta = ConsumerGroupMetadata(group) if isinstance(group, str) else group
-        normalized = {
-            tp: om if isinstance(om, OffsetAndMetadata) else OffsetAndMetadata(int(om), "")
-            for tp, om in offsets.items()
-        }
-        if not normalized:
-            return
+        normalized = commit_offsets_argument(offsets)
         pid, epoch = self._ids.producer_id, self._ids.producer_epoch
         try:
             if self.version < 2:
@@ -445,10 +445,12 @@ class TransactionManager:
 class TransactionContext:
     """``async with producer.transaction():`` commits on success, aborts on an exception."""
 
-    def __init__(self, manager: TransactionManager) -> None:
-        self._txn = manager
+    def __init__(self, manager: Callable[[], TransactionManager]) -> None:
+        self._manager = manager
 
     async def __aenter__(self) -> TransactionContext:
+        # the producer's state is checked here, not when transaction() is called (aiokafka)
+        self._txn = self._manager()
         self._txn.begin()
         return self
 

@@ -6,7 +6,7 @@ import anyio
 import pytest
 
 from aiokafka_lead.consumer import ConsumerStoppedError, NoOffsetForPartitionError, OffsetAndTimestamp
-from aiokafka_lead.consumer.errors import OffsetOutOfRangeConsumerError
+from aiokafka_lead.errors import OffsetOutOfRangeError
 from aiokafka_lead.protocol.messages import ListOffsetsResponse
 from aiokafka_lead.structs import TopicPartition
 from aiokafka_lead.testing.fake import Error, FakeCluster, Respond
@@ -169,7 +169,7 @@ async def test_out_of_range_position_resets_per_policy() -> None:
             async with consumer(fc, auto_offset_reset="none") as c:
                 c.assign([TP0])
                 c.seek(TP0, 50)
-                with pytest.raises(OffsetOutOfRangeConsumerError) as info:
+                with pytest.raises(OffsetOutOfRangeError) as info:
                     await c.getmany(timeout_ms=2000)
                 assert info.value.offsets == {TP0: 50}
 

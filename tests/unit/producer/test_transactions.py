@@ -395,3 +395,25 @@ async def test_a_batch_split_for_size_stays_in_the_transaction(version: int) -> 
                     await producer.commit_transaction()
                 await producer.abort_transaction()
             assert await committed_values(fc) == {0: values, 1: []}
+
+
+async def test_bad_send_offsets_arguments_leave_the_transaction_intact() -> None:
+    """Checked at the call (aiokafka's checks); before, the request went out and its failure
+    left the transaction abort-only."""
+    with anyio.fail_after(DEADLINE):
+        async with cluster() as fc, txn_producer(fc) as producer:
+            await producer.begin_transaction()
+            await producer.send_and_wait("t", b"v", partition=0)
+            with pytest.raises(ValueError):
+                await producer.send_offsets_to_transaction({TP0: 1}, "")
+            with pytest.raises(TypeError, match="TopicPartition"):
+                await producer.send_offsets_to_transaction({("t", 0): 1}, "g")  # type: ignore[dict-item]
+            with pytest.raises(ValueError):
+                await producer.send_offsets_to_transaction({}, "g")
+            await producer.commit_transaction()
+            assert (await committed_values(fc))[0] == [b"v"]
+            async with AIOKafkaProducer(bootstrap_servers=fc.bootstrap) as plain:
+                context = plain.transaction()  # as in aiokafka, the check comes on entering
+                with pytest.raises(IllegalOperation, match="transactional_id"):
+                    async with context:
+                        pass
