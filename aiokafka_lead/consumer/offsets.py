@@ -20,6 +20,7 @@ import math
 import time
 from collections.abc import Callable, Collection, Iterable
 
+import anyio
 import anyio.abc
 
 from aiokafka_lead.admin.groups import GroupsMixin
@@ -153,10 +154,26 @@ class PositionManager:
                 wanted[tp] = (st.reset_to, st.generation)
         if not wanted:
             return
+        store = self._core.store
+        unled = [tp for tp in wanted if store.leader_for(tp) is None]
+        if unled:  # e.g. just assigned: wait for the refresh that names their leaders
+            version = store.version
+            store.request_refresh(f"reset: no leader for {len(unled)} partition(s)")
+            with anyio.move_on_after(self.lookup._request_timeout_ms / 1000):
+                await store.wait_for_change(version)
+            unled = [tp for tp in wanted if store.leader_for(tp) is None]
+        if unled:
+            # a partition without a usable leader (an unknown or refused topic) must not hold
+            # back the others' resets (ListOffsets answers all or nothing): it backs off alone
+            for tp in unled:
+                del wanted[tp]
+            store.request_refresh(f"reset: no leader for {len(unled)} partition(s)")
+            self._back_off(unled)
+            if not wanted:
+                return
         result = await self.lookup.list_offsets(
             {tp: spec for tp, (spec, _) in wanted.items()}, self._isolation
         )
-        store = self._core.store
         for tp, info in result.items():
             st = self._subs.get(tp)
             spec, generation = wanted[tp]

@@ -39,9 +39,9 @@ TopicsFn = Callable[[], Collection[str] | None]
 
 
 def snapshot_from_response(
-    response: MetadataResponse, version: int, requested: Collection[str] | None
+    response: MetadataResponse, version: int, requested: Collection[str] | None, source: str = "Metadata"
 ) -> MetadataSnapshot:
-    """Translate a MetadataResponse into the store's terms."""
+    """Translate a MetadataResponse into the store's terms (the store checks the values)."""
     brokers = tuple(BrokerNode(b.node_id, b.host, b.port, b.rack) for b in response.brokers)
     topics = []
     for t in response.topics:
@@ -68,6 +68,7 @@ def snapshot_from_response(
         cluster_id=response.cluster_id,
         epochs_reliable=version >= RELIABLE_EPOCHS_VERSION,
         requested_topics=None if requested is None else frozenset(requested),
+        source=source,
     )
 
 
@@ -143,4 +144,6 @@ class MetadataRefresher:
                 self._pool.forget_nodes()
             raise error_for_code(response.error_code, f"Metadata from {conn!r}")
         self.refreshes += 1
-        return self._store.apply_metadata(snapshot_from_response(response, version, requested), reason=reason)
+        source = f"Metadata v{version} from {conn.broker}"
+        snapshot = snapshot_from_response(response, version, requested, source)
+        return self._store.apply_metadata(snapshot, reason=reason)

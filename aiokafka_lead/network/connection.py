@@ -118,6 +118,13 @@ class Connection:
         return f"<Connection node={self.node_id} {self.host}:{self.port}>"
 
     @property
+    def broker(self) -> str:
+        """The broker as errors and logs name it: "node 1 (host:9092)" or "bootstrap host:9092"."""
+        if self.node_id < 0:
+            return f"bootstrap {self.host}:{self.port}"
+        return f"node {self.node_id} ({self.host}:{self.port})"
+
+    @property
     def closed(self) -> bool:
         return self._closed.is_set()
 
