@@ -288,7 +288,7 @@ class MetadataStore:
                 usable.append(node)
                 continue
             self._warn.warning(
-                ("node", source, node.node_id, node.host, node.port),
+                ("node", node.node_id, node.host, node.port),
                 "%s: %s %s; that node is ignored (its partitions have no usable leader)",
                 source,
                 field,

@@ -142,17 +142,18 @@ class Connection:
         try:
             with anyio.fail_after(self._config.connect_timeout_ms / 1000):
                 self._stream = await self._open_stream()
-        except (TimeoutError, OSError, anyio.BrokenResourceError, anyio.EndOfStream, _TLSFailed) as exc:
+        except Exception as exc:  # of any kind (an OverflowError for a bad port): this node only
             if isinstance(exc, _TLSFailed):
                 what = (
                     f"failed in the TLS handshake ({exc.cause!r}): is this a TLS listener "
                     f"(security_protocol={self._config.security_protocol}) and does ssl_context trust it?"
                 )
             else:
-                what = "timed out" if isinstance(exc, TimeoutError) else f"failed: {exc!r}"
+                what = "timed out" if isinstance(exc, TimeoutError) else f"failed: {unwrap_group(exc)!r}"
             err = KafkaConnectionError(f"connect to {self.host}:{self.port} {what}")
             self._mark_closed(err)
             raise err from exc
+        started = False
         try:
             async with anyio.create_task_group() as tg:
                 tg.start_soon(self._read_loop)
@@ -162,10 +163,17 @@ class Connection:
                     tg.cancel_scope.cancel()
                     raise
                 task_status.started()
+                started = True
         except BaseException as exc:
             # The task group wraps a handshake failure in an exception group; callers (the
             # pool) must see the KafkaError itself, e.g. a broker that died mid-handshake.
             real = unwrap_group(exc)
+            if not started and isinstance(real, Exception) and not isinstance(real, KafkaError):
+                # e.g. an ApiVersions answer the codec refused in an unexpected way: still
+                # an ordinary connection error for this node, not a failure of the caller
+                real = KafkaConnectionError(f"{self.broker}: handshake failed: {real!r}")
+                self._mark_closed(real)
+                raise real from exc
             self._mark_closed(real if isinstance(real, KafkaError) else KafkaConnectionError(str(real)))
             if real is not exc and isinstance(real, KafkaError):
                 raise real from None
