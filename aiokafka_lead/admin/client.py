@@ -36,7 +36,13 @@ from aiokafka_lead.admin.types import (
 )
 from aiokafka_lead.backoff import ExponentialBackoff
 from aiokafka_lead.client import ClientCore, connection_config, guarded
-from aiokafka_lead.errors import KafkaError, UnknownTopicOrPartitionError, error_for_code
+from aiokafka_lead.errors import (
+    KafkaError,
+    KafkaProtocolError,
+    KafkaTimeoutError,
+    UnknownTopicOrPartitionError,
+    error_for_code,
+)
 from aiokafka_lead.protocol.messages import (
     CreatePartitionsRequest,
     CreateTopicsRequest,
@@ -164,6 +170,13 @@ class AIOKafkaAdminClient(GroupsMixin, LeadersMixin, OffsetsMixin, AdminBase):
                 "CreateTopics",
                 [(r.name, r.error_code, r.error_message) for r in response.topics if r.error_code],
             )
+            answered = {r.name for r in response.topics}
+            unanswered = [t.name for t in topics if t.name not in answered]
+            if unanswered:  # whether they were created is unknown: not a success, not retried
+                raise KafkaProtocolError(
+                    f"CreateTopics: the controller's answer has no result for topic(s) {unanswered} "
+                    f"(it names {sorted(answered)}); whether they were created is unknown"
+                )
 
         await self._retrying("create_topics", attempt, timeout + self._request_timeout_ms)
         if not validate_only:
@@ -171,6 +184,12 @@ class AIOKafkaAdminClient(GroupsMixin, LeadersMixin, OffsetsMixin, AdminBase):
             await self._await_propagation(
                 "create_topics", list(wanted), lambda t: _ready(t, wanted[t.name]), timeout
             )
+            absent = [name for name in wanted if self._core.store.partitions_for_topic(name) is None]
+            if absent:
+                raise KafkaTimeoutError(
+                    f"create_topics: the controller reported {absent} created, but the brokers' "
+                    f"metadata still does not show them after {timeout} ms"
+                )
 
     @guarded
     async def delete_topics(self, topics: Iterable[str], timeout_ms: int | None = None) -> None:

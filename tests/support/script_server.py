@@ -19,6 +19,7 @@ import anyio.abc
 from aiokafka_lead.protocol.framing import FrameReader, RequestHeader, decode_request, encode_response
 from aiokafka_lead.protocol.messages import ApiVersionsRequest, ApiVersionsResponse
 from aiokafka_lead.protocol.versions import CLIENT_VERSIONS
+from aiokafka_lead.runtime import unwrap_group
 
 Handler = Callable[[RequestHeader, Any], Awaitable[Any]]
 
@@ -89,7 +90,13 @@ async def script_server(handler: Handler) -> AsyncIterator[ScriptServer]:
     server = ScriptServer(handler)
     listener = await anyio.create_tcp_listener(local_host="127.0.0.1")
     server.port = listener.extra(anyio.abc.SocketAttribute.local_port)
-    async with listener, anyio.create_task_group() as tg:
-        tg.start_soon(listener.serve, server.serve)
-        yield server
-        tg.cancel_scope.cancel()
+    try:
+        async with listener, anyio.create_task_group() as tg:
+            tg.start_soon(listener.serve, server.serve)
+            yield server
+            tg.cancel_scope.cancel()
+    except BaseExceptionGroup as group:  # the body's own error, not wrapped by our task group
+        real = unwrap_group(group)
+        if real is group:
+            raise
+        raise real from real.__cause__
