@@ -51,15 +51,17 @@ from aiokafka_lead.consumer.session import (
     SessionPlan,
 )
 from aiokafka_lead.consumer.subscription import PartitionState, ResetStrategy, SubscriptionState
-from aiokafka_lead.errors import KafkaError, error_for_code
+from aiokafka_lead.errors import KafkaError, KafkaProtocolError, error_for_code
 from aiokafka_lead.metadata import MetadataChange
 from aiokafka_lead.metadata.model import ZERO_UUID, BrokerNode, HintOutcome, LeaderHint
 from aiokafka_lead.protocol.messages import FetchRequest, FetchResponse
+from aiokafka_lead.ratelog import RateLimitedLog
 from aiokafka_lead.records import MemoryRecords
 from aiokafka_lead.structs import TopicPartition
 
 log = logging.getLogger(__name__)
 
+KIP74_VERSION = 3  # Fetch max_bytes, and the first batch returned whole above it
 TOPIC_ID_VERSION = 13
 DIVERGING_EPOCH_VERSION = 12  # KIP-320: last_fetched_epoch in, diverging_epoch out
 RACK_VERSION = 11  # KIP-392
@@ -142,6 +144,7 @@ class Fetcher:
         self._data_ready = anyio.Event()
         self.stats = FetchStats()
         self._drain_start = 0
+        self._warn = RateLimitedLog(log)
 
     # ---------------------------------------------------------------- wake-ups
     def wake(self) -> None:
@@ -397,22 +400,30 @@ class Fetcher:
             session.on_response(plan, response.error_code, response.session_id)
         if response.error_code:
             raise error_for_code(response.error_code, f"Fetch from node {node_id}")
-        self._handle_response(node_id, version, sent, response)
+        self._handle_response(node_id, version, sent, response, f"Fetch v{version} from {conn.broker}")
 
     # ----------------------------------------------------------- the response
     def _handle_response(
-        self, node_id: int, version: int, sent: dict[TopicPartition, _Sent], response: FetchResponse
+        self,
+        node_id: int,
+        version: int,
+        sent: dict[TopicPartition, _Sent],
+        response: FetchResponse,
+        source: str = "Fetch",
     ) -> None:
         store = self._core.store
         hints: list[LeaderHint] = []
         hinted: list[TopicPartition] = []
         retry: list[TopicPartition] = []
         got_data = False
+        seen_records = False  # KIP-74: the first partition with records is owed a whole batch
         for t in response.responses:
             name = t.topic if version < TOPIC_ID_VERSION else store.topic_name(t.topic_id)
             if name is None:
                 continue
             for p in t.partitions:
+                owed_whole = not seen_records and version >= KIP74_VERSION
+                seen_records = seen_records or bool(p.records)
                 tp = TopicPartition(name, p.partition_index)
                 s = sent.get(tp)
                 st = self._subs.get(tp)
@@ -421,7 +432,7 @@ class Fetcher:
                     continue  # sought, reset or unassigned meanwhile
                 code = p.error_code
                 if code == 0:
-                    got_data |= self._accept(tp, st, s, p)
+                    got_data |= self._accept(tp, st, s, p, source=source, owed_whole=owed_whole)
                 elif code in (NOT_LEADER_OR_FOLLOWER, FENCED_LEADER_EPOCH):
                     leader = p.current_leader
                     hints.append(LeaderHint(name, tp.partition, leader.leader_id, leader.leader_epoch))
@@ -482,13 +493,19 @@ class Fetcher:
             self._back_off(stale, "leader moved, no usable hint")
 
     def _accept(
-        self, tp: TopicPartition, st: PartitionState, s: _Sent, p: FetchResponse.PartitionData
+        self,
+        tp: TopicPartition,
+        st: PartitionState,
+        s: _Sent,
+        p: FetchResponse.PartitionData,
+        *,
+        source: str = "Fetch",
+        owed_whole: bool = False,
     ) -> bool:
         div = p.diverging_epoch
         if div is not None and (div.epoch >= 0 or div.end_offset >= 0):
             self._positions.truncated(tp, st, div.end_offset, div.epoch, source="fetch DivergingEpoch")
             return False
-        st.failures = 0
         moved = self.stats.moved_at.get(tp)
         if moved is not None and tp not in self.stats.answered:
             self.stats.answered.add(tp)
@@ -503,12 +520,12 @@ class Fetcher:
             st.log_start_offset = p.log_start_offset
         data = p.records
         if not data:
+            st.failures = 0
             return False
         raw = bytes(data)
-        if next(iter(MemoryRecords(raw)), None) is None:
-            # only a cut-off batch: the broker filled max_bytes with other partitions first
-            self._back_off([tp], "fetch returned only a partial batch")
+        if not self._progresses(tp, s.fetch_offset, raw, source, owed_whole):
             return False
+        st.failures = 0
         aborted = None
         if self._config.isolation_level == 1 and p.aborted_transactions:
             aborted = [(a.producer_id, a.first_offset) for a in p.aborted_transactions]
@@ -527,6 +544,43 @@ class Fetcher:
         if moved is not None:
             self.stats.move_recovery_s.append(time.monotonic() - moved)
         self.max_buffered_bytes = max(self.max_buffered_bytes, self.buffered_bytes)
+        return True
+
+    def _progresses(
+        self, tp: TopicPartition, fetch_offset: int, raw: bytes, source: str, owed_whole: bool
+    ) -> bool:
+        """Whether the records take the position forward; if not, the partition backs off
+        exponentially (a broker that keeps answering so never causes a fetch storm) and the
+        problem is logged or, when the broker owed a whole batch, raised."""
+        next_offset = MemoryRecords(raw, topic=tp.topic, partition=tp.partition).next_offset()
+        where = f"{source}: {tp.topic}-{tp.partition} at offset {fetch_offset}"
+        if next_offset is None and owed_whole:
+            # KIP-74: the first batch of the first partition with records is returned whole,
+            # however large; a broker that sends less stays stuck there (Java: "failed to make
+            # progress")
+            self._report_error(
+                KafkaProtocolError(
+                    f"{where}: failed to make progress: the answer holds {len(raw)} bytes but no "
+                    "complete record batch, although the broker owed one whole batch (KIP-74)"
+                )
+            )
+            self._back_off([tp], "no complete batch, although owed one")
+            return False
+        if next_offset is None:
+            # only a cut-off batch after other partitions' data (brokers send none since KIP-74)
+            self._back_off([tp], "fetch returned only a partial batch")
+            return False
+        if next_offset <= fetch_offset:
+            self._warn.warning(
+                ("below", tp),
+                "%s: the answer's records end at offset %d, below the fetch offset: no progress; "
+                "backing off",
+                where,
+                next_offset - 1,
+            )
+            self._back_off([tp], f"records end at {next_offset - 1}, below the fetch offset")
+            return False
+        self._warn.clear(("below", tp))
         return True
 
     def _out_of_range(self, tp: TopicPartition, st: PartitionState, offset: int) -> None:
