@@ -62,6 +62,11 @@ API_VERSIONS_MAX = 4
 CLIENT_SOFTWARE_NAME = "aiokafka-lead"
 
 
+def _api_name(response_cls: Any) -> str:
+    """"Metadata" for MetadataResponse: the API's name in the Kafka spec."""
+    return str(response_cls.__name__).removesuffix("Response")
+
+
 @dataclass(slots=True)
 class _Pending:
     response_cls: Any
@@ -109,6 +114,7 @@ class Connection:
         self._close_reason: BaseException | None = None
         self._first_bytes = b""  # what the peer sent first: names a listener mismatch
         self._answered = 0  # responses received (a close before the second one hints a mismatch)
+        self._unanswered_bytes = 0  # bytes received that are not yet part of a whole frame
         self.api_versions: ApiVersionTable | None = None
         #: finalized feature levels from ApiVersions v3+ (e.g. ``transaction.version``)
         self.finalized_features: dict[str, int] = {}
@@ -271,7 +277,10 @@ class Connection:
         self._closed.set()
         pending, self._pending = self._pending, {}
         for waiter in pending.values():
-            waiter.error = KafkaConnectionError(f"{self!r} closed while waiting: {reason}")
+            waiter.error = KafkaConnectionError(
+                f"{_api_name(waiter.response_cls)} v{waiter.version} request to {self.broker}: "
+                f"the connection closed while waiting: {reason}"
+            )
             waiter.done.set()
         log.debug("%r closed: %s", self, reason)
 
@@ -324,8 +333,8 @@ class Connection:
                     await pending.done.wait()
             except TimeoutError:
                 err = KafkaTimeoutError(
-                    f"request api_key={request.API_KEY} v{version} to {self!r} timed out "
-                    f"after {timeout_s:.3f}s"
+                    f"{_api_name(request.RESPONSE_CLASS)} v{version} request to {self.broker} timed out: "
+                    f"no answer within {timeout_s * 1000:.0f} ms (the request timeout); connection closed"
                 )
                 await self._fail(err)
                 raise err from None
@@ -352,15 +361,17 @@ class Connection:
                 data = await stream.receive(256 * 1024)
                 if len(self._first_bytes) < 8:
                     self._first_bytes += data[: 8 - len(self._first_bytes)]
+                self._unanswered_bytes += len(data)
                 for frame in self._reader.feed(data):
+                    self._unanswered_bytes -= len(frame) + 4
                     self._dispatch(frame)
         except anyio.EndOfStream:
-            reason = f"{self!r}: broker closed the connection{self._hint(closed=True)}"
+            reason = f"the broker closed the connection{self._hint(closed=True)}"
             self._mark_closed(KafkaConnectionError(reason))
         except (OSError, anyio.BrokenResourceError, anyio.ClosedResourceError) as exc:
-            self._mark_closed(KafkaConnectionError(f"{self!r}: read failed: {exc!r}"))
+            self._mark_closed(KafkaConnectionError(f"read from {self.broker} failed: {exc!r}"))
         except DecodeError as exc:
-            reason = f"{self!r}: malformed frame from broker: {exc}{self._hint(closed=False)}"
+            reason = f"malformed frame from {self.broker}: {exc}{self._hint(closed=False)}"
             self._mark_closed(KafkaConnectionError(reason))
 
     def _hint(self, *, closed: bool) -> str:
@@ -371,6 +382,10 @@ class Connection:
             return f" (it answered with TLS: use security_protocol 'SSL' or 'SASL_SSL', not {protocol})"
         if first and self._answered == 0 and all(32 <= b < 127 for b in first[:4]):
             return f" (it answered {first.decode('ascii', 'replace')!r}...: not a Kafka listener)"
+        if closed and self._unanswered_bytes:
+            # it had begun an answer: a broker that failed or a cut network, not a listener
+            # that refused our request (that one closes without a byte)
+            return f" in the middle of a response ({self._unanswered_bytes} bytes of it received)"
         if closed and self._answered <= 1:
             return (
                 f" before answering a request after ApiVersions; a listener that expects SASL or TLS "
@@ -387,7 +402,9 @@ class Connection:
         try:
             _, waiter.response = decode_response(frame, waiter.response_cls, waiter.version)
         except DecodeError as exc:
-            waiter.error = exc  # the frame boundary is intact: only this request failed
+            # the frame boundary is intact: only this request failed
+            api = _api_name(waiter.response_cls)
+            waiter.error = DecodeError(f"{api} v{waiter.version} response from {self.broker}: {exc}")
             if waiter.fallback_version is not None:
                 try:
                     _, waiter.response = decode_response(frame, waiter.response_cls, waiter.fallback_version)

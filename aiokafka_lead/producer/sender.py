@@ -20,7 +20,14 @@ import anyio.abc
 
 from aiokafka_lead.backoff import ExponentialBackoff
 from aiokafka_lead.client import ClientCore
-from aiokafka_lead.errors import KafkaError, KafkaProtocolError, KafkaTimeoutError, error_for_code
+from aiokafka_lead.errors import (
+    DecodeError,
+    KafkaConnectionError,
+    KafkaError,
+    KafkaProtocolError,
+    KafkaTimeoutError,
+    error_for_code,
+)
 from aiokafka_lead.metadata import BrokerNode, LeaderHint, MetadataChange
 from aiokafka_lead.producer.accumulator import RecordAccumulator
 from aiokafka_lead.producer.batch import ProducerBatch
@@ -214,6 +221,15 @@ class Sender:
                 response = await conn.send(
                     request, version=min(version, cap) if cap else version, expect_response=self._acks != 0
                 )
+            except DecodeError as exc:
+                # the broker may well have written the batches: the outcome is unknown, as after
+                # a cut connection, and handled like one (an idempotent resend keeps its sequence
+                # numbers, so the broker writes it once)
+                unknown = KafkaConnectionError(f"{exc}; the outcome is unknown, as after a cut connection")
+                now = time.monotonic()
+                for batch in batches:
+                    self._retry_or_fail(batch, unknown, now)
+                return
             except KafkaError as exc:
                 if exc.retriable:
                     store.request_refresh(f"produce to node {node_id} failed: {type(exc).__name__}")
