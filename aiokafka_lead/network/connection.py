@@ -334,7 +334,7 @@ class Connection:
             except TimeoutError:
                 err = KafkaTimeoutError(
                     f"{_api_name(request.RESPONSE_CLASS)} v{version} request to {self.broker} timed out: "
-                    f"no answer within {timeout_s * 1000:.0f} ms (the request timeout); connection closed"
+                    f"no answer within {timeout_s * 1000:.0f} ms; its connection is closed"
                 )
                 await self._fail(err)
                 raise err from None

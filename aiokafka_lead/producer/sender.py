@@ -219,7 +219,10 @@ class Sender:
                 version = conn.version_for(ProduceRequest.API_KEY)
                 cap = self._txn.produce_version_cap if self._txn is not None else None
                 response = await conn.send(
-                    request, version=min(version, cap) if cap else version, expect_response=self._acks != 0
+                    request,
+                    version=min(version, cap) if cap else version,
+                    expect_response=self._acks != 0,
+                    timeout_ms=self._wait_ms(batches),
                 )
             except DecodeError as exc:
                 # the broker may well have written the batches: the outcome is unknown, as after
@@ -249,6 +252,14 @@ class Sender:
             self._in_flight -= 1
             self._lanes.end(node_id, lane, sent_at, latency)
             self._acc.wake()
+
+    def _wait_ms(self, batches: list[ProducerBatch]) -> float:
+        """How long to wait for the answer: the request timeout, but never past the delivery
+        deadline of the oldest batch (a silent broker must not stretch delivery_timeout_ms by
+        a whole request timeout)."""
+        deadline = min(b.created_at for b in batches) + self._acc.delivery_timeout_s
+        left_ms = (deadline - time.monotonic()) * 1000
+        return max(min(float(self._timeout_ms), left_ms), 1.0)
 
     def _split(self, batch: ProducerBatch, node_id: int) -> None:
         """MESSAGE_TOO_LARGE for a batch of several records: split it and send the parts (not a
