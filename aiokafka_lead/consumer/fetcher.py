@@ -51,7 +51,13 @@ from aiokafka_lead.consumer.session import (
     SessionPlan,
 )
 from aiokafka_lead.consumer.subscription import PartitionState, ResetStrategy, SubscriptionState
-from aiokafka_lead.errors import KafkaError, KafkaProtocolError, error_for_code
+from aiokafka_lead.errors import (
+    DecodeError,
+    KafkaConnectionError,
+    KafkaError,
+    KafkaProtocolError,
+    error_for_code,
+)
 from aiokafka_lead.metadata import MetadataChange
 from aiokafka_lead.metadata.model import ZERO_UUID, BrokerNode, HintOutcome, LeaderHint
 from aiokafka_lead.protocol.messages import FetchRequest, FetchResponse
@@ -145,6 +151,7 @@ class Fetcher:
         self.stats = FetchStats()
         self._drain_start = 0
         self._warn = RateLimitedLog(log)
+        self._node_failures: dict[int, int] = {}  # fetches failed in a row, per node
 
     # ---------------------------------------------------------------- wake-ups
     def wake(self) -> None:
@@ -285,6 +292,15 @@ class Fetcher:
             if not exc.retriable:
                 self._report_error(exc)
             log.debug("fetch from node %d failed: %r", node_id, exc)
+            failures = self._node_failures[node_id] = self._node_failures.get(node_id, 0) + 1
+            if failures >= 2:
+                self._warn.warning(
+                    ("node", node_id),
+                    "fetches from node %d keep failing (%d in a row); retrying; last: %s",
+                    node_id,
+                    failures,
+                    exc,
+                )
             self._core.store.request_refresh(f"fetch from node {node_id} failed: {type(exc).__name__}")
             self._back_off(sent, exc)
         finally:
@@ -392,10 +408,19 @@ class Fetcher:
             response: FetchResponse = await conn.send(
                 request, version=version, timeout_ms=self._config.request_timeout_ms + max_wait_ms
             )
+        except DecodeError as exc:
+            if session is not None:
+                session.reset()
+            # retried like a cut connection (fetching changes nothing on the broker); a broker
+            # that keeps answering so is warned about by the caller
+            raise KafkaConnectionError(f"{exc}; fetching again") from exc
         except BaseException:
             if session is not None:
                 session.reset()
             raise
+        if self._node_failures.pop(node_id, 0) >= 2:
+            log.info("fetches from node %d succeed again", node_id)
+            self._warn.clear(("node", node_id))
         if session is not None:
             session.on_response(plan, response.error_code, response.session_id)
         if response.error_code:

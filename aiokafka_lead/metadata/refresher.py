@@ -18,7 +18,14 @@ import anyio
 import anyio.abc
 
 from aiokafka_lead.backoff import ExponentialBackoff
-from aiokafka_lead.errors import KafkaError, KafkaTimeoutError, RebootstrapRequiredError, error_for_code
+from aiokafka_lead.errors import (
+    DecodeError,
+    KafkaError,
+    KafkaTimeoutError,
+    RebootstrapRequiredError,
+    error_for_code,
+)
+from aiokafka_lead.metadata.decode import decode_metadata
 from aiokafka_lead.metadata.model import (
     BrokerNode,
     MetadataChange,
@@ -43,10 +50,13 @@ def snapshot_from_response(
 ) -> MetadataSnapshot:
     """Translate a MetadataResponse into the store's terms (the store checks the values)."""
     brokers = tuple(BrokerNode(b.node_id, b.host, b.port, b.rack) for b in response.brokers)
+    wanted = None if requested is None else frozenset(requested)
     topics = []
     for t in response.topics:
         if t.name is None:
             continue  # queried by id and unknown: nothing to name it by
+        if wanted is not None and t.name not in wanted:
+            continue  # not asked for: the store would ignore it
         parts = tuple(
             PartitionMetadata(
                 topic=t.name,
@@ -138,7 +148,13 @@ class MetadataRefresher:
             else [MetadataRequest.MetadataRequestTopic(name=t) for t in sorted(requested)]
         )
         request = MetadataRequest(topics=topics, allow_auto_topic_creation=self._auto_create)
-        response: MetadataResponse = await conn.send(request, version=version)
+        # only our topics are decoded (metadata/decode.py): memory follows what we use
+        frame: bytes = await conn.send(request, version=version, decode=bytes)
+        try:
+            response = await decode_metadata(frame, version, requested)
+        except DecodeError as exc:
+            raise DecodeError(f"Metadata v{version} response from {conn.broker}: {exc}") from None
+        del frame
         if version >= 13 and response.error_code:
             if response.error_code == RebootstrapRequiredError.errno:
                 self._pool.forget_nodes()

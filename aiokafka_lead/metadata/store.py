@@ -96,6 +96,7 @@ class MetadataStore:
         self._names_by_id: dict[uuid.UUID, str] = {}
         self._topic_errors: dict[str, int] = {}
         self._topic_problems: dict[str, str] = {}  # topic -> why its last description was refused
+        self._leaderless: dict[str, int] = {}  # topic -> partitions without a usable leader
         self._warn = RateLimitedLog(log)
         self._stale: dict[TopicPartition, _StaleRun] = {}
         self._listeners: list[Listener] = []
@@ -249,8 +250,35 @@ class MetadataStore:
         brokers = self._usable_nodes(snapshot.brokers, snapshot.source, "Brokers")
         if brokers:
             self._merge_nodes(brokers, change, lagging=lagging)
+        self._warn_leaderless(snapshot, seen)
         self._publish(change)
         return change
+
+    def _warn_leaderless(self, snapshot: MetadataSnapshot, seen: set[str]) -> None:
+        """One WARNING (rate-limited) per topic whose partitions stay without a usable leader
+        in two answers in a row (a new topic's first answer often has none yet)."""
+        for topic in snapshot.topics:
+            name = topic.name
+            if name not in seen or name not in self._topics:
+                continue
+            missing = [p.partition for p in topic.partitions if self.leader_for(p.tp) is None]
+            key = ("no leader", name)
+            if not missing:
+                if self._leaderless.pop(name, None) is not None:
+                    self._warn.clear(key)
+                continue
+            if name in self._leaderless:
+                shown = ", ".join(map(str, sorted(missing)[:10])) + (", ..." if len(missing) > 10 else "")
+                self._warn.warning(
+                    key,
+                    "%s: topic %r: %d partition(s) without a usable leader (%s): no leader elected, "
+                    "or the leader is not among the usable brokers; their records wait",
+                    snapshot.source,
+                    name,
+                    len(missing),
+                    shown,
+                )
+            self._leaderless[name] = len(missing)
 
     def _is_lagging(self, snapshot: MetadataSnapshot) -> bool:
         """True if the response knows an older leader epoch than we do for any partition."""

@@ -22,6 +22,7 @@ from typing import Any
 
 import anyio
 import anyio.abc
+import anyio.to_thread
 from anyio.streams.tls import TLSStream
 
 from aiokafka_lead._version import __version__
@@ -56,6 +57,8 @@ from aiokafka_lead.runtime import unwrap_group
 log = logging.getLogger(__name__)
 
 UNSUPPORTED_VERSION = 35
+#: frames at least this big are decoded in a worker thread (~20 ms of decoding on the loop)
+THREAD_DECODE_BYTES = 256 * 1024
 API_VERSIONS_MAX = 4
 # Brokers validate these against [a-zA-Z0-9](?:[a-zA-Z0-9\-.]*[a-zA-Z0-9])? (KIP-511):
 # an underscore makes ApiVersions fail with INVALID_REQUEST.
@@ -77,6 +80,8 @@ class _Pending:
     sent_at: float = 0.0
     # ApiVersions: a broker that lacks our version answers UNSUPPORTED_VERSION in v0 format
     fallback_version: int | None = None
+    # the caller's own decoder of the frame (e.g. Metadata keeping only the topics asked for)
+    decode: Callable[[memoryview | bytes], Any] | None = None
 
 
 class _TLSFailed(Exception):
@@ -156,7 +161,7 @@ class Connection:
                 )
             else:
                 what = "timed out" if isinstance(exc, TimeoutError) else f"failed: {unwrap_group(exc)!r}"
-            err = KafkaConnectionError(f"connect to {self.host}:{self.port} {what}")
+            err = KafkaConnectionError(f"connect to {self.broker} {what}")
             self._mark_closed(err)
             raise err from exc
         started = False
@@ -298,8 +303,14 @@ class Connection:
         timeout_ms: float | None = None,
         expect_response: bool = True,
         negotiate: bool = True,
+        decode: Callable[[memoryview | bytes], Any] | None = None,
     ) -> Any:
         """Send one request and return its decoded response (None when none is expected).
+
+        ``decode(frame)`` replaces the generated decoder (it raises DecodeError the same
+        way; ``decode=bytes`` hands the frame over as it is). Without it, frames of
+        ``THREAD_DECODE_BYTES`` or more are decoded in a worker thread, so a huge answer
+        does not hold the event loop for its whole decoding.
 
         Raises KafkaConnectionError (retriable) if the connection fails, KafkaTimeoutError
         after ``timeout_ms`` (default request_timeout_ms; the connection is then closed).
@@ -311,7 +322,7 @@ class Connection:
         timeout_s = (timeout_ms if timeout_ms is not None else self._config.request_timeout_ms) / 1000
         correlation_id = next(self._correlation) & 0x7FFFFFFF
         frame = encode_request(request, version, correlation_id, self._config.client_id)
-        pending = _Pending(request.RESPONSE_CLASS, version) if expect_response else None
+        pending = _Pending(request.RESPONSE_CLASS, version, decode=decode) if expect_response else None
         if pending is not None and request.API_KEY == ApiVersionsRequest.API_KEY and version > 0:
             pending.fallback_version = 0
         self.last_used = time.monotonic()
@@ -364,7 +375,10 @@ class Connection:
                 self._unanswered_bytes += len(data)
                 for frame in self._reader.feed(data):
                     self._unanswered_bytes -= len(frame) + 4
-                    self._dispatch(frame)
+                    if len(frame) >= THREAD_DECODE_BYTES:
+                        await self._dispatch_big(frame)
+                    else:
+                        self._dispatch(frame)
         except anyio.EndOfStream:
             reason = f"the broker closed the connection{self._hint(closed=True)}"
             self._mark_closed(KafkaConnectionError(reason))
@@ -393,14 +407,36 @@ class Connection:
             )
         return ""
 
-    def _dispatch(self, frame: bytes | memoryview) -> None:
+    def _waiter_for(self, frame: bytes | memoryview) -> _Pending:
         self._answered += 1
         correlation_id = peek_correlation_id(frame)
         waiter = self._pending.pop(correlation_id, None)
         if waiter is None:
             raise DecodeError(f"response with unknown correlation id {correlation_id}")
+        return waiter
+
+    def _dispatch(self, frame: bytes | memoryview) -> None:
+        waiter = self._waiter_for(frame)
+        self._decode(waiter, frame)
+        waiter.done.set()
+
+    async def _dispatch_big(self, frame: bytes | memoryview) -> None:
+        """The generated decoders in a worker thread; a caller's own decoder (which may be
+        cooperative, like Metadata's) here."""
+        waiter = self._waiter_for(frame)
+        if waiter.decode is None:
+            await anyio.to_thread.run_sync(self._decode, waiter, frame, abandon_on_cancel=True)
+        else:
+            self._decode(waiter, frame)
+        waiter.done.set()
+
+    def _decode(self, waiter: _Pending, frame: bytes | memoryview) -> None:
+        """Fill in the waiter's response or error (runs in a worker thread for big frames)."""
         try:
-            _, waiter.response = decode_response(frame, waiter.response_cls, waiter.version)
+            if waiter.decode is not None:
+                waiter.response = waiter.decode(frame)
+            else:
+                _, waiter.response = decode_response(frame, waiter.response_cls, waiter.version)
         except DecodeError as exc:
             # the frame boundary is intact: only this request failed
             api = _api_name(waiter.response_cls)
@@ -411,4 +447,3 @@ class Connection:
                     waiter.error = None
                 except DecodeError:
                     pass
-        waiter.done.set()

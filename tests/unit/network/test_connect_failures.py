@@ -33,7 +33,7 @@ async def test_a_connect_that_raises_anything_is_a_connection_error(host: str, p
     conn = Connection(host, port, ConnectionConfig(), node_id=2)
     with anyio.fail_after(5):
         async with anyio.create_task_group() as tg:
-            with pytest.raises(KafkaConnectionError, match=f"connect to {host}:{port} failed"):
+            with pytest.raises(KafkaConnectionError, match=f"connect to node 2 \\({host}:{port}\\) failed"):
                 await tg.start(conn.run)
     assert conn.closed
 
