@@ -231,7 +231,12 @@ class GroupsMixin(AdminBase):
                     require_stable=True,
                 )
                 response = await conn.send(request, version=version)
-                group = response.groups[0]
+                group = next((g for g in response.groups if g.group_id == group_id), None)
+                if group is None:  # retried: the next answer may be a good one
+                    raise error_for_code(
+                        COORDINATOR_NOT_AVAILABLE,
+                        f"OffsetFetch v{version} from {conn.broker}: Groups does not name group {group_id!r}",
+                    )
                 group_error, topics = group.error_code, group.topics
                 if identity is not None and group_error in MEMBER_EPOCH_ERRORS:
                     err = error_for_code(group_error, f"OffsetFetch {group_id} at epoch {identity[1]}")

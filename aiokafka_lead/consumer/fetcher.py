@@ -67,6 +67,8 @@ from aiokafka_lead.structs import TopicPartition
 
 log = logging.getLogger(__name__)
 
+#: an empty answer within max_wait_ms / EARLY_FRACTION did not wait for data
+EARLY_FRACTION = 4
 KIP74_VERSION = 3  # Fetch max_bytes, and the first batch returned whole above it
 TOPIC_ID_VERSION = 13
 DIVERGING_EPOCH_VERSION = 12  # KIP-320: last_fetched_epoch in, diverging_epoch out
@@ -404,6 +406,7 @@ class Fetcher:
         if unsent is not None and unsent[0]:
             unsent[0] = False
             self._unsent -= 1
+        sent_at = time.monotonic()
         try:
             response: FetchResponse = await conn.send(
                 request, version=version, timeout_ms=self._config.request_timeout_ms + max_wait_ms
@@ -425,7 +428,11 @@ class Fetcher:
             session.on_response(plan, response.error_code, response.session_id)
         if response.error_code:
             raise error_for_code(response.error_code, f"Fetch from node {node_id}")
-        self._handle_response(node_id, version, sent, response, f"Fetch v{version} from {conn.broker}")
+        # an answer without records long before max_wait_ms: the broker did not wait for data
+        early = max_wait_ms > 0 and time.monotonic() - sent_at < max_wait_ms / 1000 / EARLY_FRACTION
+        self._handle_response(
+            node_id, version, sent, response, f"Fetch v{version} from {conn.broker}", early=early
+        )
 
     # ----------------------------------------------------------- the response
     def _handle_response(
@@ -435,8 +442,11 @@ class Fetcher:
         sent: dict[TopicPartition, _Sent],
         response: FetchResponse,
         source: str = "Fetch",
+        *,
+        early: bool = False,
     ) -> None:
         store = self._core.store
+        empty: list[TopicPartition] = []
         hints: list[LeaderHint] = []
         hinted: list[TopicPartition] = []
         retry: list[TopicPartition] = []
@@ -457,7 +467,10 @@ class Fetcher:
                     continue  # sought, reset or unassigned meanwhile
                 code = p.error_code
                 if code == 0:
-                    got_data |= self._accept(tp, st, s, p, source=source, owed_whole=owed_whole)
+                    accepted = self._accept(tp, st, s, p, source=source, owed_whole=owed_whole, early=early)
+                    got_data |= accepted
+                    if not accepted and not p.records:
+                        empty.append(tp)
                 elif code in (NOT_LEADER_OR_FOLLOWER, FENCED_LEADER_EPOCH):
                     leader = p.current_leader
                     hints.append(LeaderHint(name, tp.partition, leader.leader_id, leader.leader_epoch))
@@ -475,6 +488,17 @@ class Fetcher:
             self._apply_hints(node_id, hints, sent, response)
         if retry:
             self._back_off(retry, "partition error")
+        if early and empty and not got_data and not retry and not hinted:
+            # nothing to read and no reason to answer early: pace the next fetch (a broker
+            # that ignores max_wait_ms, or knows no epoch like ours, would make a storm)
+            self._back_off(empty, "empty answer long before max_wait_ms")
+            if any((st := self._subs.get(tp)) is not None and st.failures >= 3 for tp in empty):
+                self._warn.warning(
+                    ("early", node_id),
+                    "%s: empty answers long before max_wait_ms, again and again (a broker that does "
+                    "not wait for data); fetching from it is paced",
+                    source,
+                )
         if got_data:
             self.stats.last_data_at[node_id] = time.monotonic()
             self.notify_data()
@@ -526,6 +550,7 @@ class Fetcher:
         *,
         source: str = "Fetch",
         owed_whole: bool = False,
+        early: bool = False,
     ) -> bool:
         div = p.diverging_epoch
         if div is not None and (div.epoch >= 0 or div.end_offset >= 0):
@@ -545,7 +570,8 @@ class Fetcher:
             st.log_start_offset = p.log_start_offset
         data = p.records
         if not data:
-            st.failures = 0
+            if not early:
+                st.failures = 0  # a long poll that found nothing: all is well
             return False
         raw = bytes(data)
         if not self._progresses(tp, s.fetch_offset, raw, source, owed_whole):
@@ -577,7 +603,10 @@ class Fetcher:
         """Whether the records take the position forward; if not, the partition backs off
         exponentially (a broker that keeps answering so never causes a fetch storm) and the
         problem is logged or, when the broker owed a whole batch, raised."""
-        next_offset = MemoryRecords(raw, topic=tp.topic, partition=tp.partition).next_offset()
+        try:
+            next_offset = MemoryRecords(raw, topic=tp.topic, partition=tp.partition).next_offset()
+        except DecodeError as exc:
+            raise DecodeError(f"{source}: records of {tp.topic}-{tp.partition}: {exc}") from None
         where = f"{source}: {tp.topic}-{tp.partition} at offset {fetch_offset}"
         if next_offset is None and owed_whole:
             # KIP-74: the first batch of the first partition with records is returned whole,

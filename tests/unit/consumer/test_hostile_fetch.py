@@ -101,3 +101,27 @@ async def test_a_partial_batch_owed_whole_is_an_error_not_an_endless_empty_poll(
                 assert "failed to make progress" in message and "owed one whole batch (KIP-74)" in message
                 assert [r.value for r in await consume(c, 1)] == [b"x"]  # the healthy one flows
     watch.assert_responsive()
+
+
+async def test_empty_answers_that_do_not_wait_are_paced() -> None:
+    """A broker that answers every Fetch at once with nothing (ignoring max_wait_ms, or
+    because it knows no epoch like ours) must not get a fetch storm."""
+    async with watch_loop() as watch, FakeCluster(brokers=1) as fc:
+        fc.create_topic("t", partitions=1)
+        produce(fc, BAD, [b"a"])
+        with anyio.fail_after(DEADLINE):
+            async with consumer(fc, fetch_max_wait_ms=500) as c:
+                c.assign([BAD])
+                assert len(await consume(c, 1)) == 1
+                empty = answer(fc, BAD, b"", high_watermark=1)
+                fc.intercept(FETCH, lambda *_: empty, times=None)
+                since = fc.now()
+                with anyio.move_on_after(1.5):
+                    while True:
+                        assert await c.getmany(timeout_ms=100) == {}
+                fetches = fc.count(api_key=FETCH, since=since)
+                assert fetches <= 15, f"{fetches} fetches in 1.5 s"
+                fc.clear_intercepts()
+                produce(fc, BAD, [b"b"])
+                assert len(await consume(c, 1)) == 1  # and it reads on once the broker behaves
+    watch.assert_responsive()
