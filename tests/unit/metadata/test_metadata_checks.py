@@ -9,6 +9,8 @@ from typing import Any
 
 import anyio
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from aiokafka_lead import AIOKafkaProducer
 from aiokafka_lead.errors import KafkaTimeoutError
@@ -166,3 +168,23 @@ async def test_consumer_keeps_reading_the_others() -> None:
                 assert c.partitions_for_topic("bad") is None
                 assert c.partitions_for_topic("good") == {0}
     watch.assert_responsive()
+
+
+_INT32 = st.integers(-(2**31), 2**31 - 1)
+
+
+@settings(max_examples=150, deadline=None, derandomize=True, database=None)
+@given(
+    indexes=st.lists(st.one_of(_INT32, st.integers(0, 3)), max_size=5),
+    nodes=st.lists(st.tuples(_INT32, st.text(max_size=5), _INT32), max_size=3),
+)
+def test_any_answer_leaves_a_consistent_store(indexes: list[int], nodes: list[tuple[int, str, int]]) -> None:
+    """Whatever the indexes and nodes: the lied-about topic is either exactly 0..N-1 or
+    absent, only usable nodes are kept, and the good topic of the same answer is applied."""
+    store = MetadataStore()
+    brokers = (*NODES, *(BrokerNode(n, h, p) for n, h, p in nodes))
+    store.apply_metadata(snapshot(topic("t", indexes), topic("good", [0]), brokers=brokers))
+    parts = store.partitions_for_topic("t")
+    assert parts is None or parts == set(range(len(indexes)))
+    assert all(node_problem(n.node_id, n.host, n.port) is None for n in store.nodes())
+    assert store.partitions_for_topic("good") == {0}
