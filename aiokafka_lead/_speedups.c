@@ -8,7 +8,8 @@
  *       ConsumerRecord objects for a list of Record tuples (headers shared, as tuples), without running the
  *       dataclass __init__ (its slots are filled directly).
  *
- * Both are set up once by configure(Record, ConsumerRecord, field_names, DecodeError).
+ * Both are set up once by configure(Record, ConsumerRecord, field_names, DecodeError,
+ * CorruptRecordError); ABI names that signature's version (native.py refuses a stale build).
  *
  * Safety: every read is bounds-checked against the end of the current record (itself
  * checked against the end of the batch), so hostile bytes raise DecodeError and never
@@ -22,11 +23,14 @@
 #include <stdint.h>
 
 #define CONSUMER_RECORD_FIELDS 12
+/* bumped whenever configure() or a function's contract changes */
+#define SPEEDUPS_ABI 2
 
 static PyTypeObject *record_type = NULL;          /* records.batch.Record (a NamedTuple) */
 static PyTypeObject *consumer_record_type = NULL; /* structs.ConsumerRecord (slots dataclass) */
 static Py_ssize_t consumer_record_offsets[CONSUMER_RECORD_FIELDS];
 static PyObject *decode_error = NULL;             /* errors.DecodeError */
+static PyObject *corrupt_error = NULL;            /* errors.CorruptRecordError */
 static PyObject *minus_one = NULL;
 
 /* Minimum bytes of one record: length, attributes, timestampDelta, offsetDelta,
@@ -162,10 +166,11 @@ error:
     return NULL;
 }
 
-/* One record at buf[*pos] (bounded by end) as a Record tuple. */
+/* One record at buf[*pos] (bounded by end) as a Record tuple; its offset delta must be
+ * above *last_delta (offsets increase within a batch), which it then becomes. */
 static PyObject *
 read_record(const unsigned char *buf, Py_ssize_t *pos, Py_ssize_t end, int64_t base_offset,
-            int64_t base_timestamp, PyObject *log_append_time)
+            int64_t base_timestamp, PyObject *log_append_time, int64_t *last_delta)
 {
     int64_t length, timestamp_delta, offset_delta, n;
     Py_ssize_t rec_end;
@@ -184,6 +189,13 @@ read_record(const unsigned char *buf, Py_ssize_t *pos, Py_ssize_t end, int64_t b
         return NULL;
     if (read_varint(buf, pos, rec_end, 5, &offset_delta) < 0)
         return NULL;
+    if (offset_delta <= *last_delta) {
+        PyErr_Format(corrupt_error,
+                     "offset delta %lld follows %lld: offsets in a batch must increase",
+                     (long long)offset_delta, (long long)*last_delta);
+        return NULL;
+    }
+    *last_delta = offset_delta;
     if (read_varint(buf, pos, rec_end, 5, &n) < 0)
         return NULL;
     key = read_nullable_bytes(buf, pos, rec_end, n, "key");
@@ -235,7 +247,7 @@ error:
 static int
 require_configured(void)
 {
-    if (record_type == NULL || decode_error == NULL) {
+    if (record_type == NULL || decode_error == NULL || corrupt_error == NULL) {
         PyErr_SetString(PyExc_RuntimeError, "aiokafka_lead._speedups.configure() was not called");
         return -1;
     }
@@ -248,6 +260,7 @@ decode_records(PyObject *self, PyObject *args)
     Py_buffer view;
     Py_ssize_t pos, end, i;
     long long count, base_offset, base_timestamp;
+    int64_t last_delta = -1;
     PyObject *log_append_time, *records = NULL;
     const unsigned char *buf;
 
@@ -273,7 +286,8 @@ decode_records(PyObject *self, PyObject *args)
     if (records == NULL)
         goto done;
     for (i = 0; i < count; i++) {
-        PyObject *record = read_record(buf, &pos, end, base_offset, base_timestamp, log_append_time);
+        PyObject *record =
+            read_record(buf, &pos, end, base_offset, base_timestamp, log_append_time, &last_delta);
         if (record == NULL) {
             Py_CLEAR(records);
             goto done;
@@ -436,17 +450,18 @@ static PyObject *
 configure(PyObject *self, PyObject *args)
 {
     PyTypeObject *rec, *crec;
-    PyObject *names, *error;
+    PyObject *names, *error, *corrupt;
 
-    if (!PyArg_ParseTuple(args, "O!O!OO:configure", &PyType_Type, &rec, &PyType_Type, &crec, &names,
-                          &error))
+    if (!PyArg_ParseTuple(args, "O!O!OOO:configure", &PyType_Type, &rec, &PyType_Type, &crec, &names,
+                          &error, &corrupt))
         return NULL;
     if (!PyType_IsSubtype(rec, &PyTuple_Type)) {
         PyErr_SetString(PyExc_TypeError, "configure: Record must be a tuple subclass");
         return NULL;
     }
-    if (!PyExceptionClass_Check(error)) {
-        PyErr_SetString(PyExc_TypeError, "configure: DecodeError must be an exception class");
+    if (!PyExceptionClass_Check(error) || !PyExceptionClass_Check(corrupt)) {
+        PyErr_SetString(PyExc_TypeError,
+                        "configure: DecodeError and CorruptRecordError must be exception classes");
         return NULL;
     }
     if (bind_consumer_record(crec, names) < 0)
@@ -457,12 +472,15 @@ configure(PyObject *self, PyObject *args)
     Py_XSETREF(consumer_record_type, crec);
     Py_INCREF(error);
     Py_XSETREF(decode_error, error);
+    Py_INCREF(corrupt);
+    Py_XSETREF(corrupt_error, corrupt);
     Py_RETURN_NONE;
 }
 
 static PyMethodDef methods[] = {
     {"configure", configure, METH_VARARGS,
-     "configure(Record, ConsumerRecord, field_names, DecodeError): set up the module once."},
+     "configure(Record, ConsumerRecord, field_names, DecodeError, CorruptRecordError): set up the "
+     "module once."},
     {"decode_records", decode_records, METH_VARARGS,
      "decode_records(buf, pos, end, count, base_offset, base_timestamp, log_append_time) -> list"},
     {"build_consumer_records", build_consumer_records, METH_VARARGS,
@@ -479,7 +497,13 @@ static struct PyModuleDef module = {
 PyMODINIT_FUNC
 PyInit__speedups(void)
 {
+    PyObject *m;
     if (minus_one == NULL && (minus_one = PyLong_FromLong(-1)) == NULL)
         return NULL;
-    return PyModule_Create(&module);
+    m = PyModule_Create(&module);
+    if (m != NULL && PyModule_AddIntConstant(m, "ABI", SPEEDUPS_ABI) < 0) {
+        Py_DECREF(m);
+        return NULL;
+    }
+    return m;
 }

@@ -1,7 +1,13 @@
 from typing import Any
 
+ABI: int
+
 def configure(
-    record: type[Any], consumer_record: type[Any], field_names: tuple[str, ...], decode_error: type[Exception]
+    record: type[Any],
+    consumer_record: type[Any],
+    field_names: tuple[str, ...],
+    decode_error: type[Exception],
+    corrupt_error: type[Exception],
 ) -> None: ...
 def decode_records(
     buf: bytes,

@@ -233,6 +233,9 @@ class ClientCore:
                 if unknown
                 else ""
             )
+            problems = [p for t in missing if (p := self.store.topic_problem(t)) is not None]
+            if problems:
+                why += f": the brokers' answers were refused: {'; '.join(problems)}"
             names = ", ".join(map(repr, missing))
             raise KafkaTimeoutError(
                 f"topic(s) {names} not present in metadata after {timeout_ms:.0f} ms{why}"

@@ -22,6 +22,7 @@ from aiokafka_lead.admin.base import AdminBase, raise_item_errors
 from aiokafka_lead.admin.types import GroupDescription, GroupListing, MemberDescription
 from aiokafka_lead.client import guarded
 from aiokafka_lead.errors import DecodeError, KafkaError, UnsupportedVersionError, error_for_code
+from aiokafka_lead.metadata.checks import node_problem
 from aiokafka_lead.protocol.messages import (
     ConsumerGroupDescribeRequest,
     ConsumerGroupDescribeResponse,
@@ -35,6 +36,7 @@ from aiokafka_lead.protocol.messages import (
 from aiokafka_lead.structs import OffsetAndMetadata, TopicPartition
 
 GROUP_KEY = 0
+COORDINATOR_NOT_AVAILABLE = 15
 GROUP_ID_NOT_FOUND = 69
 #: OffsetFetch v9 (KIP-848) checks a member's id and epoch: these answers mean the member's
 #: epoch moved on (or it was fenced) and are retried with its identity of the moment
@@ -55,22 +57,32 @@ class GroupCore(AdminBase):
         async def attempt() -> int:
             conn = await self._core.any_connection()
             version = conn.version_for(FindCoordinatorRequest.API_KEY)
+            source = f"FindCoordinator v{version} from {conn.broker}"
             if version >= 4:
                 request = FindCoordinatorRequest(key_type=coordinator_type, coordinator_keys=[group_id])
                 response = await conn.send(request, version=version)
-                entry = response.coordinators[0]
-                code, node_id = entry.error_code, entry.node_id
+                entry = next((c for c in response.coordinators if c.key == group_id), None)
+                if entry is None:
+                    raise error_for_code(
+                        COORDINATOR_NOT_AVAILABLE, f"{source}: Coordinators does not name key {group_id!r}"
+                    )
+                code, node_id, host, port = entry.error_code, entry.node_id, entry.host, entry.port
                 message = entry.error_message
             else:
                 request = FindCoordinatorRequest(key=group_id, key_type=coordinator_type)
                 response = await conn.send(request, version=version)
-                code, node_id, message = (
+                code, node_id, host, port, message = (
                     response.error_code,
                     response.node_id,
+                    response.host,
+                    response.port,
                     response.error_message,
                 )
             if code:
                 raise error_for_code(code, message or f"FindCoordinator {group_id}")
+            problem = node_problem(node_id, host, port, what="coordinator")
+            if problem is not None:  # retried: the next answer may be a good one
+                raise error_for_code(COORDINATOR_NOT_AVAILABLE, f"{source}: {problem}")
             if self._core.store.node(node_id) is None:
                 await self._core.refresh_metadata(f"coordinator {node_id} unknown")
             return int(node_id)
@@ -150,7 +162,12 @@ class GroupCore(AdminBase):
                     require_stable=True,
                 )
                 response = await conn.send(request, version=version)
-                group = response.groups[0]
+                group = next((g for g in response.groups if g.group_id == group_id), None)
+                if group is None:  # retried: the next answer may be a good one
+                    raise error_for_code(
+                        COORDINATOR_NOT_AVAILABLE,
+                        f"OffsetFetch v{version} from {conn.broker}: Groups does not name group {group_id!r}",
+                    )
                 group_error, topics = group.error_code, group.topics
                 if identity is not None and group_error in MEMBER_EPOCH_ERRORS:
                     err = error_for_code(group_error, f"OffsetFetch {group_id} at epoch {identity[1]}")

@@ -88,9 +88,12 @@ class OffsetsMixin(AdminBase):
             return [exc]
         errors: list[KafkaError] = []
         fatal: list[tuple[str, int, str | None]] = []
+        topics_asked = set(tps)
         for t in response.topics:
             for p in t.partitions:
                 tp = TopicPartition(t.name, p.partition_index)
+                if tp not in topics_asked:
+                    continue  # not asked for: a confused broker's extra, nothing to apply it to
                 if p.error_code == 0:
                     results[tp] = ListOffsetsResultInfo(p.offset, p.timestamp, p.leader_epoch)
                     continue

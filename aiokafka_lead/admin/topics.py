@@ -29,7 +29,13 @@ from aiokafka_lead.admin.types import (
     TopicDescription,
 )
 from aiokafka_lead.client import guarded
-from aiokafka_lead.errors import KafkaError, UnknownTopicOrPartitionError, error_for_code
+from aiokafka_lead.errors import (
+    KafkaError,
+    KafkaProtocolError,
+    KafkaTimeoutError,
+    UnknownTopicOrPartitionError,
+    error_for_code,
+)
 from aiokafka_lead.protocol.messages import (
     CreatePartitionsRequest,
     CreateTopicsRequest,
@@ -116,7 +122,14 @@ class TopicsCore(AdminBase):
                 validate_only=validate_only,
             )
             response = await self._send_to_controller(request)
-            return [(r.name, r.error_code, r.error_message) for r in response.topics]
+            answered = {r.name for r in response.topics}
+            unanswered = [n for n in names if n not in answered]
+            if unanswered:  # whether they were created is unknown: not a success, not retried
+                raise KafkaProtocolError(
+                    f"CreateTopics: the controller's answer has no result for topic(s) {unanswered} "
+                    f"(it names {sorted(answered)}); whether they were created is unknown"
+                )
+            return [(r.name, r.error_code, r.error_message) for r in response.topics if r.name in topics]
 
         outcomes = await self._per_topic(
             "create_topics", list(topics), send, timeout + self._request_timeout_ms
@@ -126,6 +139,12 @@ class TopicsCore(AdminBase):
             await self._await_propagation(
                 "create_topics", list(created), lambda t: _ready(t, created[t.name]), timeout
             )
+            absent = [name for name in created if self._core.store.partitions_for_topic(name) is None]
+            if absent:
+                raise KafkaTimeoutError(
+                    f"create_topics: the controller reported {absent} created, but the brokers' "
+                    f"metadata still does not show them after {timeout} ms"
+                )
         return outcomes
 
     async def _delete_topics(self, topics: Iterable[str], timeout_ms: int | None) -> list[Outcome]:

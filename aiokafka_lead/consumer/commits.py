@@ -118,6 +118,7 @@ class OffsetCommitter:
         deadline = time.monotonic() + timeout / 1000
         failures = 0
         pending = dict(offsets)
+        last: KafkaError | None = None
         while True:
             try:
                 with anyio.fail_after(max(deadline - time.monotonic(), 0.001)):
@@ -135,12 +136,20 @@ class OffsetCommitter:
                         continue
                 delay = 0.0 if self._link.node_id is None else self._backoff.delay_s(failures)
             except TimeoutError:
+                node = self._link.node_id
+                why = (
+                    f"last error: {last!r}"
+                    if last is not None
+                    else "no OffsetCommit answer from the group coordinator"
+                    + (f" (node {node})" if node is not None else "")
+                )
                 raise KafkaTimeoutError(
-                    f"commit for group {self.group_id} timed out after {timeout} ms"
+                    f"commit for group {self.group_id} timed out after {timeout} ms; {why}"
                 ) from None
             except KafkaError as exc:
                 if not exc.retriable:
                     raise
+                last = exc
                 delay = self._backoff.delay_s(failures)
             failures += 1
             if time.monotonic() + delay > deadline:

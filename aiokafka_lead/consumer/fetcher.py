@@ -51,15 +51,25 @@ from aiokafka_lead.consumer.session import (
     SessionPlan,
 )
 from aiokafka_lead.consumer.subscription import PartitionState, ResetStrategy, SubscriptionState
-from aiokafka_lead.errors import KafkaError, error_for_code
+from aiokafka_lead.errors import (
+    DecodeError,
+    KafkaConnectionError,
+    KafkaError,
+    KafkaProtocolError,
+    error_for_code,
+)
 from aiokafka_lead.metadata import MetadataChange
 from aiokafka_lead.metadata.model import ZERO_UUID, BrokerNode, HintOutcome, LeaderHint
 from aiokafka_lead.protocol.messages import FetchRequest, FetchResponse
+from aiokafka_lead.ratelog import RateLimitedLog
 from aiokafka_lead.records import MemoryRecords
 from aiokafka_lead.structs import TopicPartition
 
 log = logging.getLogger(__name__)
 
+#: an empty answer within max_wait_ms / EARLY_FRACTION did not wait for data
+EARLY_FRACTION = 4
+KIP74_VERSION = 3  # Fetch max_bytes, and the first batch returned whole above it
 TOPIC_ID_VERSION = 13
 DIVERGING_EPOCH_VERSION = 12  # KIP-320: last_fetched_epoch in, diverging_epoch out
 RACK_VERSION = 11  # KIP-392
@@ -142,6 +152,8 @@ class Fetcher:
         self._data_ready = anyio.Event()
         self.stats = FetchStats()
         self._drain_start = 0
+        self._warn = RateLimitedLog(log)
+        self._node_failures: dict[int, int] = {}  # fetches failed in a row, per node
 
     # ---------------------------------------------------------------- wake-ups
     def wake(self) -> None:
@@ -288,6 +300,15 @@ class Fetcher:
             if not exc.retriable:
                 self._report_error(exc)
             log.debug("fetch from node %d failed: %r", node_id, exc)
+            failures = self._node_failures[node_id] = self._node_failures.get(node_id, 0) + 1
+            if failures >= 2:
+                self._warn.warning(
+                    ("node", node_id),
+                    "fetches from node %d keep failing (%d in a row); retrying; last: %s",
+                    node_id,
+                    failures,
+                    exc,
+                )
             self._core.store.request_refresh(f"fetch from node {node_id} failed: {type(exc).__name__}")
             self._back_off(sent, exc)
         finally:
@@ -391,34 +412,59 @@ class Fetcher:
         if unsent is not None and unsent[0]:
             unsent[0] = False
             self._unsent -= 1
+        sent_at = time.monotonic()
         try:
             response: FetchResponse = await conn.send(
                 request, version=version, timeout_ms=self._config.request_timeout_ms + max_wait_ms
             )
+        except DecodeError as exc:
+            if session is not None:
+                session.reset()
+            # retried like a cut connection (fetching changes nothing on the broker); a broker
+            # that keeps answering so is warned about by the caller
+            raise KafkaConnectionError(f"{exc}; fetching again") from exc
         except BaseException:
             if session is not None:
                 session.reset()
             raise
+        if self._node_failures.pop(node_id, 0) >= 2:
+            log.info("fetches from node %d succeed again", node_id)
+            self._warn.clear(("node", node_id))
         if session is not None:
             session.on_response(plan, response.error_code, response.session_id)
         if response.error_code:
             raise error_for_code(response.error_code, f"Fetch from node {node_id}")
-        self._handle_response(node_id, version, sent, response)
+        # an answer without records long before max_wait_ms: the broker did not wait for data
+        early = max_wait_ms > 0 and time.monotonic() - sent_at < max_wait_ms / 1000 / EARLY_FRACTION
+        self._handle_response(
+            node_id, version, sent, response, f"Fetch v{version} from {conn.broker}", early=early
+        )
 
     # ----------------------------------------------------------- the response
     def _handle_response(
-        self, node_id: int, version: int, sent: dict[TopicPartition, _Sent], response: FetchResponse
+        self,
+        node_id: int,
+        version: int,
+        sent: dict[TopicPartition, _Sent],
+        response: FetchResponse,
+        source: str = "Fetch",
+        *,
+        early: bool = False,
     ) -> None:
         store = self._core.store
+        empty: list[TopicPartition] = []
         hints: list[LeaderHint] = []
         hinted: list[TopicPartition] = []
         retry: list[TopicPartition] = []
         got_data = False
+        seen_records = False  # KIP-74: the first partition with records is owed a whole batch
         for t in response.responses:
             name = t.topic if version < TOPIC_ID_VERSION else store.topic_name(t.topic_id)
             if name is None:
                 continue
             for p in t.partitions:
+                owed_whole = not seen_records and version >= KIP74_VERSION
+                seen_records = seen_records or bool(p.records)
                 tp = TopicPartition(name, p.partition_index)
                 s = sent.get(tp)
                 st = self._subs.get(tp)
@@ -427,7 +473,10 @@ class Fetcher:
                     continue  # sought, reset or unassigned meanwhile
                 code = p.error_code
                 if code == 0:
-                    got_data |= self._accept(tp, st, s, p)
+                    accepted = self._accept(tp, st, s, p, source=source, owed_whole=owed_whole, early=early)
+                    got_data |= accepted
+                    if not accepted and not p.records:
+                        empty.append(tp)
                 elif code in (NOT_LEADER_OR_FOLLOWER, FENCED_LEADER_EPOCH):
                     leader = p.current_leader
                     hints.append(LeaderHint(name, tp.partition, leader.leader_id, leader.leader_epoch))
@@ -445,6 +494,17 @@ class Fetcher:
             self._apply_hints(node_id, hints, sent, response)
         if retry:
             self._back_off(retry, "partition error")
+        if early and empty and not got_data and not retry and not hinted:
+            # nothing to read and no reason to answer early: pace the next fetch (a broker
+            # that ignores max_wait_ms, or knows no epoch like ours, would make a storm)
+            self._back_off(empty, "empty answer long before max_wait_ms")
+            if any((st := self._subs.get(tp)) is not None and st.failures >= 3 for tp in empty):
+                self._warn.warning(
+                    ("early", node_id),
+                    "%s: empty answers long before max_wait_ms, again and again (a broker that does "
+                    "not wait for data); fetching from it is paced",
+                    source,
+                )
         if got_data:
             self.stats.last_data_at[node_id] = time.monotonic()
             self.notify_data()
@@ -488,13 +548,20 @@ class Fetcher:
             self._back_off(stale, "leader moved, no usable hint")
 
     def _accept(
-        self, tp: TopicPartition, st: PartitionState, s: _Sent, p: FetchResponse.PartitionData
+        self,
+        tp: TopicPartition,
+        st: PartitionState,
+        s: _Sent,
+        p: FetchResponse.PartitionData,
+        *,
+        source: str = "Fetch",
+        owed_whole: bool = False,
+        early: bool = False,
     ) -> bool:
         div = p.diverging_epoch
         if div is not None and (div.epoch >= 0 or div.end_offset >= 0):
             self._positions.truncated(tp, st, div.end_offset, div.epoch, source="fetch DivergingEpoch")
             return False
-        st.failures = 0
         moved = self.stats.moved_at.get(tp)
         if moved is not None and tp not in self.stats.answered:
             self.stats.answered.add(tp)
@@ -510,12 +577,13 @@ class Fetcher:
             st.log_start_offset = p.log_start_offset
         data = p.records
         if not data:
+            if not early:
+                st.failures = 0  # a long poll that found nothing: all is well
             return False
         raw = bytes(data)
-        if next(iter(MemoryRecords(raw)), None) is None:
-            # only a cut-off batch: the broker filled max_bytes with other partitions first
-            self._back_off([tp], "fetch returned only a partial batch")
+        if not self._progresses(tp, s.fetch_offset, raw, source, owed_whole):
             return False
+        st.failures = 0
         aborted = None
         if self._config.isolation_level == 1 and p.aborted_transactions:
             aborted = [(a.producer_id, a.first_offset) for a in p.aborted_transactions]
@@ -534,6 +602,46 @@ class Fetcher:
         if moved is not None:
             self.stats.move_recovery_s.append(time.monotonic() - moved)
         self.max_buffered_bytes = max(self.max_buffered_bytes, self.buffered_bytes)
+        return True
+
+    def _progresses(
+        self, tp: TopicPartition, fetch_offset: int, raw: bytes, source: str, owed_whole: bool
+    ) -> bool:
+        """Whether the records take the position forward; if not, the partition backs off
+        exponentially (a broker that keeps answering so never causes a fetch storm) and the
+        problem is logged or, when the broker owed a whole batch, raised."""
+        try:
+            next_offset = MemoryRecords(raw, topic=tp.topic, partition=tp.partition).next_offset()
+        except DecodeError as exc:
+            raise DecodeError(f"{source}: records of {tp.topic}-{tp.partition}: {exc}") from None
+        where = f"{source}: {tp.topic}-{tp.partition} at offset {fetch_offset}"
+        if next_offset is None and owed_whole:
+            # KIP-74: the first batch of the first partition with records is returned whole,
+            # however large; a broker that sends less stays stuck there (Java: "failed to make
+            # progress")
+            self._report_error(
+                KafkaProtocolError(
+                    f"{where}: failed to make progress: the answer holds {len(raw)} bytes but no "
+                    "complete record batch, although the broker owed one whole batch (KIP-74)"
+                )
+            )
+            self._back_off([tp], "no complete batch, although owed one")
+            return False
+        if next_offset is None:
+            # only a cut-off batch after other partitions' data (brokers send none since KIP-74)
+            self._back_off([tp], "fetch returned only a partial batch")
+            return False
+        if next_offset <= fetch_offset:
+            self._warn.warning(
+                ("below", tp),
+                "%s: the answer's records end at offset %d, below the fetch offset: no progress; "
+                "backing off",
+                where,
+                next_offset - 1,
+            )
+            self._back_off([tp], f"records end at {next_offset - 1}, below the fetch offset")
+            return False
+        self._warn.clear(("below", tp))
         return True
 
     def _out_of_range(self, tp: TopicPartition, st: PartitionState, offset: int) -> None:

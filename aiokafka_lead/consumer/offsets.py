@@ -19,6 +19,7 @@ import logging
 import time
 from collections.abc import Callable, Collection, Iterable
 
+import anyio
 import anyio.abc
 
 from aiokafka_lead.admin.groups import GroupsMixin
@@ -148,20 +149,53 @@ class PositionManager:
                 wanted[tp] = (st.reset_to, st.generation)
         if not wanted:
             return
+        store = self._core.store
+        unled = [tp for tp in wanted if store.leader_for(tp) is None]
+        if unled:  # e.g. just assigned: wait for the refresh that names their leaders
+            version = store.version
+            store.request_refresh(f"reset: no leader for {len(unled)} partition(s)")
+            with anyio.move_on_after(self.lookup._request_timeout_ms / 1000):
+                await store.wait_for_change(version)
+            unled = [tp for tp in wanted if store.leader_for(tp) is None]
+        if unled:
+            # a partition without a usable leader (an unknown or refused topic) must not hold
+            # back the others' resets (ListOffsets answers all or nothing): it backs off alone
+            for tp in unled:
+                del wanted[tp]
+            store.request_refresh(f"reset: no leader for {len(unled)} partition(s)")
+            self._back_off(unled)
+            if not wanted:
+                return
         result = await self.lookup.list_offsets(
             {tp: spec for tp, (spec, _) in wanted.items()}, self._isolation
         )
-        store = self._core.store
+        unusable = []
         for tp, info in result.items():
             st = self._subs.get(tp)
+            if tp not in wanted:
+                continue  # an answer for a partition we did not ask about
             spec, generation = wanted[tp]
             if st is None or st.generation != generation or st.reset_to != spec:
+                continue
+            if info.offset < 0 and spec in (EARLIEST, LATEST):
+                unusable.append(tp)  # the log's start or end is never unknown: ask again
                 continue
             if info.offset < 0:  # no record at or after the timestamp: go to the end
                 self._subs.request_reset(tp, LATEST)
                 continue
             log.debug("reset %s-%d to offset %d (spec %d)", tp.topic, tp.partition, info.offset, spec)
-            self._subs.seek(tp, info.offset, info.leader_epoch, validated_epoch=store.leader_epoch(tp))
+            epoch = info.leader_epoch
+            known = store.leader_epoch(tp)
+            if epoch > known >= 0:
+                # newer than the leader we know: our metadata lags, or the answer is wrong; a
+                # position epoch no record of the log carries would make every fetch come back
+                # empty (the leader knows no such epoch), so go without one until records come
+                store.request_refresh(f"reset: ListOffsets epoch {epoch} above {known}")
+                epoch = -1
+            self._subs.seek(tp, info.offset, epoch, validated_epoch=known)
+        if unusable:
+            log.info("ListOffsets answered no offset for the start or end of %s; asking again", unusable)
+            self._back_off(unusable)
 
     # -------------------------------------------------------------- validation
     async def _validate(self, tps: list[TopicPartition]) -> None:

@@ -68,7 +68,8 @@ class MetadataSnapshot:
     ``epochs_reliable`` is False for Metadata below v9 (the guide's rule): those
     responses are accepted as they are, and their partitions' epochs become unknown.
     ``requested_topics`` None means "all topics": topics absent from the response are
-    then dropped; otherwise only the named topics are touched.
+    then dropped; otherwise only the named topics are touched. ``source`` names the
+    answer in logs and errors ("Metadata v12 from node 1 (host:port)").
     """
 
     brokers: tuple[BrokerNode, ...]
@@ -77,6 +78,7 @@ class MetadataSnapshot:
     cluster_id: str | None = None
     epochs_reliable: bool = True
     requested_topics: frozenset[str] | None = None
+    source: str = "Metadata"
 
 
 @dataclass(frozen=True, slots=True)

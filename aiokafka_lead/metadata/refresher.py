@@ -18,7 +18,14 @@ import anyio
 import anyio.abc
 
 from aiokafka_lead.backoff import ExponentialBackoff
-from aiokafka_lead.errors import KafkaError, KafkaTimeoutError, RebootstrapRequiredError, error_for_code
+from aiokafka_lead.errors import (
+    DecodeError,
+    KafkaError,
+    KafkaTimeoutError,
+    RebootstrapRequiredError,
+    error_for_code,
+)
+from aiokafka_lead.metadata.decode import decode_metadata
 from aiokafka_lead.metadata.model import (
     BrokerNode,
     MetadataChange,
@@ -39,14 +46,17 @@ TopicsFn = Callable[[], Collection[str] | None]
 
 
 def snapshot_from_response(
-    response: MetadataResponse, version: int, requested: Collection[str] | None
+    response: MetadataResponse, version: int, requested: Collection[str] | None, source: str = "Metadata"
 ) -> MetadataSnapshot:
-    """Translate a MetadataResponse into the store's terms."""
+    """Translate a MetadataResponse into the store's terms (the store checks the values)."""
     brokers = tuple(BrokerNode(b.node_id, b.host, b.port, b.rack) for b in response.brokers)
+    wanted = None if requested is None else frozenset(requested)
     topics = []
     for t in response.topics:
         if t.name is None:
             continue  # queried by id and unknown: nothing to name it by
+        if wanted is not None and t.name not in wanted:
+            continue  # not asked for: the store would ignore it
         parts = tuple(
             PartitionMetadata(
                 topic=t.name,
@@ -68,6 +78,7 @@ def snapshot_from_response(
         cluster_id=response.cluster_id,
         epochs_reliable=version >= RELIABLE_EPOCHS_VERSION,
         requested_topics=None if requested is None else frozenset(requested),
+        source=source,
     )
 
 
@@ -137,10 +148,18 @@ class MetadataRefresher:
             else [MetadataRequest.MetadataRequestTopic(name=t) for t in sorted(requested)]
         )
         request = MetadataRequest(topics=topics, allow_auto_topic_creation=self._auto_create)
-        response: MetadataResponse = await conn.send(request, version=version)
+        # only our topics are decoded (metadata/decode.py): memory follows what we use
+        frame: bytes = await conn.send(request, version=version, decode=bytes)
+        try:
+            response = await decode_metadata(frame, version, requested)
+        except DecodeError as exc:
+            raise DecodeError(f"Metadata v{version} response from {conn.broker}: {exc}") from None
+        del frame
         if version >= 13 and response.error_code:
             if response.error_code == RebootstrapRequiredError.errno:
                 self._pool.forget_nodes()
             raise error_for_code(response.error_code, f"Metadata from {conn!r}")
         self.refreshes += 1
-        return self._store.apply_metadata(snapshot_from_response(response, version, requested), reason=reason)
+        source = f"Metadata v{version} from {conn.broker}"
+        snapshot = snapshot_from_response(response, version, requested, source)
+        return self._store.apply_metadata(snapshot, reason=reason)

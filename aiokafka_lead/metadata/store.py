@@ -14,6 +14,11 @@ Rules (KIP-951, KIP-320; docs/DESIGN.md "non-obvious invariants"):
   greater than the known one. Only hinted partitions change; endpoints of applied hints
   add or update nodes, never remove any.
 * Every hint response asks for an expedited refresh, applied or not; nobody waits for it.
+* What no real broker sends is refused (``checks.py``): a node with an impossible id, host
+  or port is left out (its partitions have no usable leader); a topic whose partitions are
+  not numbered 0..N-1 is dropped and unusable until a good answer comes (its problem is
+  kept for the timeout error); topics nobody asked for are ignored. Other topics and nodes
+  of the same answer are applied as usual.
 
 Mutators are synchronous and never await, so state is consistent without locks.
 """
@@ -30,6 +35,7 @@ from dataclasses import dataclass
 
 import anyio
 
+from aiokafka_lead.metadata.checks import node_problem, partitions_problem
 from aiokafka_lead.metadata.model import (
     NO_LEADER,
     ZERO_UUID,
@@ -41,6 +47,7 @@ from aiokafka_lead.metadata.model import (
     PartitionMetadata,
     TopicMetadata,
 )
+from aiokafka_lead.ratelog import RateLimitedLog
 from aiokafka_lead.structs import TopicPartition
 
 log = logging.getLogger(__name__)
@@ -88,6 +95,9 @@ class MetadataStore:
         self._topics: dict[str, _TopicState] = {}
         self._names_by_id: dict[uuid.UUID, str] = {}
         self._topic_errors: dict[str, int] = {}
+        self._topic_problems: dict[str, str] = {}  # topic -> why its last description was refused
+        self._leaderless: dict[str, int] = {}  # topic -> partitions without a usable leader
+        self._warn = RateLimitedLog(log)
         self._stale: dict[TopicPartition, _StaleRun] = {}
         self._listeners: list[Listener] = []
         self.version = 0  #: bumped by every mutation that changed something
@@ -153,6 +163,10 @@ class MetadataStore:
     def topic_error(self, topic: str) -> int:
         """The error code the last Metadata response gave for this topic (0 if none)."""
         return self._topic_errors.get(topic, 0)
+
+    def topic_problem(self, topic: str) -> str | None:
+        """Why the last description of this topic was refused (None if it was not)."""
+        return self._topic_problems.get(topic)
 
     def is_internal(self, topic: str) -> bool:
         state = self._topics.get(topic)
@@ -223,17 +237,48 @@ class MetadataStore:
         if snapshot.cluster_id is not None:
             self.cluster_id = snapshot.cluster_id
         seen: set[str] = set()
+        requested = snapshot.requested_topics
         for topic in snapshot.topics:
+            if requested is not None and topic.name not in requested:
+                continue  # nobody asked: keeping it would cost memory for nothing
             seen.add(topic.name)
-            self._merge_topic(topic, snapshot.epochs_reliable, change)
-        if snapshot.requested_topics is None:
+            self._merge_topic(topic, snapshot, change)
+        if requested is None:
             for name in list(self._topics):
                 if name not in seen:
                     self._drop_topic(name, change)
-        if snapshot.brokers:
-            self._merge_nodes(snapshot.brokers, change, lagging=lagging)
+        brokers = self._usable_nodes(snapshot.brokers, snapshot.source, "Brokers")
+        if brokers:
+            self._merge_nodes(brokers, change, lagging=lagging)
+        self._warn_leaderless(snapshot, seen)
         self._publish(change)
         return change
+
+    def _warn_leaderless(self, snapshot: MetadataSnapshot, seen: set[str]) -> None:
+        """One WARNING (rate-limited) per topic whose partitions stay without a usable leader
+        in two answers in a row (a new topic's first answer often has none yet)."""
+        for topic in snapshot.topics:
+            name = topic.name
+            if name not in seen or name not in self._topics:
+                continue
+            missing = [p.partition for p in topic.partitions if self.leader_for(p.tp) is None]
+            key = ("no leader", name)
+            if not missing:
+                if self._leaderless.pop(name, None) is not None:
+                    self._warn.clear(key)
+                continue
+            if name in self._leaderless:
+                shown = ", ".join(map(str, sorted(missing)[:10])) + (", ..." if len(missing) > 10 else "")
+                self._warn.warning(
+                    key,
+                    "%s: topic %r: %d partition(s) without a usable leader (%s): no leader elected, "
+                    "or the leader is not among the usable brokers; their records wait",
+                    snapshot.source,
+                    name,
+                    len(missing),
+                    shown,
+                )
+            self._leaderless[name] = len(missing)
 
     def _is_lagging(self, snapshot: MetadataSnapshot) -> bool:
         """True if the response knows an older leader epoch than we do for any partition."""
@@ -262,8 +307,39 @@ class MetadataStore:
             del self._nodes[node_id]
             change.nodes_removed.add(node_id)
 
-    def _merge_topic(self, topic: TopicMetadata, reliable: bool, change: MetadataChange) -> None:
+    def _usable_nodes(self, nodes: Iterable[BrokerNode], source: str, field: str) -> list[BrokerNode]:
+        """The nodes whose id, host and port can be used; the others are logged and left out."""
+        usable = []
+        for node in nodes:
+            problem = node_problem(node.node_id, node.host, node.port)
+            if problem is None:
+                usable.append(node)
+                continue
+            self._warn.warning(
+                ("node", node.node_id, node.host, node.port),
+                "%s: %s %s; that node is ignored (its partitions have no usable leader)",
+                source,
+                field,
+                problem,
+            )
+        return usable
+
+    def _merge_topic(self, topic: TopicMetadata, snapshot: MetadataSnapshot, change: MetadataChange) -> None:
         name = topic.name
+        reliable = snapshot.epochs_reliable
+        problem = None if topic.error_code else partitions_problem(p.partition for p in topic.partitions)
+        if problem is not None:
+            why = f"{snapshot.source}: topic {name!r} {problem}"
+            self._topic_problems[name] = why
+            self._warn.warning(
+                ("topic", name), "%s; the topic is unusable until a valid answer comes", why
+            )
+            self._drop_topic(name, change)
+            self.request_refresh(f"invalid metadata: topic {name}")
+            return
+        if self._topic_problems.pop(name, None) is not None:
+            self._warn.clear(("topic", name))
+            log.info("%s: topic %r is described validly again", snapshot.source, name)
         if topic.error_code:
             self._topic_errors[name] = topic.error_code
             if topic.error_code == UNKNOWN_TOPIC_OR_PARTITION:
@@ -356,7 +432,7 @@ class MetadataStore:
         Always requests an expedited refresh beside it (hint or not); returns the
         outcome per hinted partition so callers can tell whether the epoch advanced.
         """
-        listed = {n.node_id: n for n in endpoints}
+        listed = {n.node_id: n for n in self._usable_nodes(endpoints, reason, "NodeEndpoints")}
         change = MetadataChange(reason=reason)
         outcomes: dict[TopicPartition, HintOutcome] = {}
         for hint in hints:

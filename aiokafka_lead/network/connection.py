@@ -22,6 +22,7 @@ from typing import Any
 
 import anyio
 import anyio.abc
+import anyio.to_thread
 from anyio.streams.tls import TLSStream
 
 from aiokafka_lead._version import __version__
@@ -56,10 +57,17 @@ from aiokafka_lead.runtime import unwrap_group
 log = logging.getLogger(__name__)
 
 UNSUPPORTED_VERSION = 35
+#: frames at least this big are decoded in a worker thread (~20 ms of decoding on the loop)
+THREAD_DECODE_BYTES = 256 * 1024
 API_VERSIONS_MAX = 4
 # Brokers validate these against [a-zA-Z0-9](?:[a-zA-Z0-9\-.]*[a-zA-Z0-9])? (KIP-511):
 # an underscore makes ApiVersions fail with INVALID_REQUEST.
 CLIENT_SOFTWARE_NAME = "aiokafka-lead"
+
+
+def _api_name(response_cls: Any) -> str:
+    """"Metadata" for MetadataResponse: the API's name in the Kafka spec."""
+    return str(response_cls.__name__).removesuffix("Response")
 
 
 @dataclass(slots=True)
@@ -72,6 +80,8 @@ class _Pending:
     sent_at: float = 0.0
     # ApiVersions: a broker that lacks our version answers UNSUPPORTED_VERSION in v0 format
     fallback_version: int | None = None
+    # the caller's own decoder of the frame (e.g. Metadata keeping only the topics asked for)
+    decode: Callable[[memoryview | bytes], Any] | None = None
 
 
 class _TLSFailed(Exception):
@@ -109,6 +119,7 @@ class Connection:
         self._close_reason: BaseException | None = None
         self._first_bytes = b""  # what the peer sent first: names a listener mismatch
         self._answered = 0  # responses received (a close before the second one hints a mismatch)
+        self._unanswered_bytes = 0  # bytes received that are not yet part of a whole frame
         self.api_versions: ApiVersionTable | None = None
         #: finalized feature levels from ApiVersions v3+ (e.g. ``transaction.version``)
         self.finalized_features: dict[str, int] = {}
@@ -116,6 +127,13 @@ class Connection:
 
     def __repr__(self) -> str:
         return f"<Connection node={self.node_id} {self.host}:{self.port}>"
+
+    @property
+    def broker(self) -> str:
+        """The broker as errors and logs name it: "node 1 (host:9092)" or "bootstrap host:9092"."""
+        if self.node_id < 0:
+            return f"bootstrap {self.host}:{self.port}"
+        return f"node {self.node_id} ({self.host}:{self.port})"
 
     @property
     def closed(self) -> bool:
@@ -135,17 +153,18 @@ class Connection:
         try:
             with anyio.fail_after(self._config.connect_timeout_ms / 1000):
                 self._stream = await self._open_stream()
-        except (TimeoutError, OSError, anyio.BrokenResourceError, anyio.EndOfStream, _TLSFailed) as exc:
+        except Exception as exc:  # of any kind (an OverflowError for a bad port): this node only
             if isinstance(exc, _TLSFailed):
                 what = (
                     f"failed in the TLS handshake ({exc.cause!r}): is this a TLS listener "
                     f"(security_protocol={self._config.security_protocol}) and does ssl_context trust it?"
                 )
             else:
-                what = "timed out" if isinstance(exc, TimeoutError) else f"failed: {exc!r}"
-            err = KafkaConnectionError(f"connect to {self.host}:{self.port} {what}")
+                what = "timed out" if isinstance(exc, TimeoutError) else f"failed: {unwrap_group(exc)!r}"
+            err = KafkaConnectionError(f"connect to {self.broker} {what}")
             self._mark_closed(err)
             raise err from exc
+        started = False
         try:
             async with anyio.create_task_group() as tg:
                 tg.start_soon(self._read_loop)
@@ -155,10 +174,17 @@ class Connection:
                     tg.cancel_scope.cancel()
                     raise
                 task_status.started()
+                started = True
         except BaseException as exc:
             # The task group wraps a handshake failure in an exception group; callers (the
             # pool) must see the KafkaError itself, e.g. a broker that died mid-handshake.
             real = unwrap_group(exc)
+            if not started and isinstance(real, Exception) and not isinstance(real, KafkaError):
+                # e.g. an ApiVersions answer the codec refused in an unexpected way: still
+                # an ordinary connection error for this node, not a failure of the caller
+                real = KafkaConnectionError(f"{self.broker}: handshake failed: {real!r}")
+                self._mark_closed(real)
+                raise real from exc
             self._mark_closed(real if isinstance(real, KafkaError) else KafkaConnectionError(str(real)))
             if real is not exc and isinstance(real, KafkaError):
                 raise real from None
@@ -256,7 +282,10 @@ class Connection:
         self._closed.set()
         pending, self._pending = self._pending, {}
         for waiter in pending.values():
-            waiter.error = KafkaConnectionError(f"{self!r} closed while waiting: {reason}")
+            waiter.error = KafkaConnectionError(
+                f"{_api_name(waiter.response_cls)} v{waiter.version} request to {self.broker}: "
+                f"the connection closed while waiting: {reason}"
+            )
             waiter.done.set()
         log.debug("%r closed: %s", self, reason)
 
@@ -274,8 +303,14 @@ class Connection:
         timeout_ms: float | None = None,
         expect_response: bool = True,
         negotiate: bool = True,
+        decode: Callable[[memoryview | bytes], Any] | None = None,
     ) -> Any:
         """Send one request and return its decoded response (None when none is expected).
+
+        ``decode(frame)`` replaces the generated decoder (it raises DecodeError the same
+        way; ``decode=bytes`` hands the frame over as it is). Without it, frames of
+        ``THREAD_DECODE_BYTES`` or more are decoded in a worker thread, so a huge answer
+        does not hold the event loop for its whole decoding.
 
         Raises KafkaConnectionError (retriable) if the connection fails, KafkaTimeoutError
         after ``timeout_ms`` (default request_timeout_ms; the connection is then closed).
@@ -287,7 +322,7 @@ class Connection:
         timeout_s = (timeout_ms if timeout_ms is not None else self._config.request_timeout_ms) / 1000
         correlation_id = next(self._correlation) & 0x7FFFFFFF
         frame = encode_request(request, version, correlation_id, self._config.client_id)
-        pending = _Pending(request.RESPONSE_CLASS, version) if expect_response else None
+        pending = _Pending(request.RESPONSE_CLASS, version, decode=decode) if expect_response else None
         if pending is not None and request.API_KEY == ApiVersionsRequest.API_KEY and version > 0:
             pending.fallback_version = 0
         self.last_used = time.monotonic()
@@ -309,8 +344,8 @@ class Connection:
                     await pending.done.wait()
             except TimeoutError:
                 err = KafkaTimeoutError(
-                    f"request api_key={request.API_KEY} v{version} to {self!r} timed out "
-                    f"after {timeout_s:.3f}s"
+                    f"{_api_name(request.RESPONSE_CLASS)} v{version} request to {self.broker} timed out: "
+                    f"no answer within {timeout_s * 1000:.0f} ms; its connection is closed"
                 )
                 await self._fail(err)
                 raise err from None
@@ -337,15 +372,20 @@ class Connection:
                 data = await stream.receive(256 * 1024)
                 if len(self._first_bytes) < 8:
                     self._first_bytes += data[: 8 - len(self._first_bytes)]
+                self._unanswered_bytes += len(data)
                 for frame in self._reader.feed(data):
-                    self._dispatch(frame)
+                    self._unanswered_bytes -= len(frame) + 4
+                    if len(frame) >= THREAD_DECODE_BYTES:
+                        await self._dispatch_big(frame)
+                    else:
+                        self._dispatch(frame)
         except anyio.EndOfStream:
-            reason = f"{self!r}: broker closed the connection{self._hint(closed=True)}"
+            reason = f"the broker closed the connection{self._hint(closed=True)}"
             self._mark_closed(KafkaConnectionError(reason))
         except (OSError, anyio.BrokenResourceError, anyio.ClosedResourceError) as exc:
-            self._mark_closed(KafkaConnectionError(f"{self!r}: read failed: {exc!r}"))
+            self._mark_closed(KafkaConnectionError(f"read from {self.broker} failed: {exc!r}"))
         except DecodeError as exc:
-            reason = f"{self!r}: malformed frame from broker: {exc}{self._hint(closed=False)}"
+            reason = f"malformed frame from {self.broker}: {exc}{self._hint(closed=False)}"
             self._mark_closed(KafkaConnectionError(reason))
 
     def _hint(self, *, closed: bool) -> str:
@@ -356,6 +396,10 @@ class Connection:
             return f" (it answered with TLS: use security_protocol 'SSL' or 'SASL_SSL', not {protocol})"
         if first and self._answered == 0 and all(32 <= b < 127 for b in first[:4]):
             return f" (it answered {first.decode('ascii', 'replace')!r}...: not a Kafka listener)"
+        if closed and self._unanswered_bytes:
+            # it had begun an answer: a broker that failed or a cut network, not a listener
+            # that refused our request (that one closes without a byte)
+            return f" in the middle of a response ({self._unanswered_bytes} bytes of it received)"
         if closed and self._answered <= 1:
             return (
                 f" before answering a request after ApiVersions; a listener that expects SASL or TLS "
@@ -363,20 +407,43 @@ class Connection:
             )
         return ""
 
-    def _dispatch(self, frame: bytes | memoryview) -> None:
+    def _waiter_for(self, frame: bytes | memoryview) -> _Pending:
         self._answered += 1
         correlation_id = peek_correlation_id(frame)
         waiter = self._pending.pop(correlation_id, None)
         if waiter is None:
             raise DecodeError(f"response with unknown correlation id {correlation_id}")
+        return waiter
+
+    def _dispatch(self, frame: bytes | memoryview) -> None:
+        waiter = self._waiter_for(frame)
+        self._decode(waiter, frame)
+        waiter.done.set()
+
+    async def _dispatch_big(self, frame: bytes | memoryview) -> None:
+        """The generated decoders in a worker thread; a caller's own decoder (which may be
+        cooperative, like Metadata's) here."""
+        waiter = self._waiter_for(frame)
+        if waiter.decode is None:
+            await anyio.to_thread.run_sync(self._decode, waiter, frame, abandon_on_cancel=True)
+        else:
+            self._decode(waiter, frame)
+        waiter.done.set()
+
+    def _decode(self, waiter: _Pending, frame: bytes | memoryview) -> None:
+        """Fill in the waiter's response or error (runs in a worker thread for big frames)."""
         try:
-            _, waiter.response = decode_response(frame, waiter.response_cls, waiter.version)
+            if waiter.decode is not None:
+                waiter.response = waiter.decode(frame)
+            else:
+                _, waiter.response = decode_response(frame, waiter.response_cls, waiter.version)
         except DecodeError as exc:
-            waiter.error = exc  # the frame boundary is intact: only this request failed
+            # the frame boundary is intact: only this request failed
+            api = _api_name(waiter.response_cls)
+            waiter.error = DecodeError(f"{api} v{waiter.version} response from {self.broker}: {exc}")
             if waiter.fallback_version is not None:
                 try:
                     _, waiter.response = decode_response(frame, waiter.response_cls, waiter.fallback_version)
                     waiter.error = None
                 except DecodeError:
                     pass
-        waiter.done.set()

@@ -32,6 +32,7 @@ from aiokafka_lead.errors import KafkaConnectionError, KafkaError
 from aiokafka_lead.metadata import MetadataChange, MetadataStore
 from aiokafka_lead.network.config import ConnectionConfig
 from aiokafka_lead.network.connection import Connection
+from aiokafka_lead.ratelog import RateLimitedLog
 from aiokafka_lead.validation import parse_bootstrap
 
 log = logging.getLogger(__name__)
@@ -56,6 +57,7 @@ class _NodeState:
     conn: Connection | None = None
     failures: int = 0
     next_attempt: float = 0.0
+    last_error: str | None = None  # of the last connect attempt, None after a success
 
 
 class BrokerPool:
@@ -76,6 +78,7 @@ class BrokerPool:
         self._backoff = ExponentialBackoff(config.reconnect_backoff_ms, config.reconnect_backoff_max_ms)
         self._closed = False
         self._rebootstrap = False
+        self._warn = RateLimitedLog(log)
         self.connects = 0
         store.add_listener(self._on_metadata_change)
 
@@ -91,6 +94,11 @@ class BrokerPool:
             return self._bootstrap[index] if index < len(self._bootstrap) else None
         node = self._store.node(node_id)
         return None if node is None else node.address
+
+    def last_error(self, node_id: int) -> str | None:
+        """Why the last connect to ``node_id`` failed (None if it did not, or none was tried)."""
+        state = self._nodes.get(node_id)
+        return None if state is None else state.last_error
 
     def live_connection(self, node_id: int) -> Connection | None:
         state = self._nodes.get(node_id)
@@ -135,11 +143,24 @@ class BrokerPool:
                 raise  # wrong credentials, unsupported mechanism: no silent retry loop
             state.next_attempt = time.monotonic() + self._backoff.delay_s(state.failures)
             state.failures += 1
+            state.last_error = str(exc)
+            where = f"node {_node_of(node_id)} at {address[0]}:{address[1]}"
             if node_id >= 0:
-                where = f"node {_node_of(node_id)} at {address[0]}:{address[1]}"
                 self._store.request_refresh(f"connect failed: {where}")
+            if state.failures >= 2:  # keeps failing: tell the operator, once in a while
+                self._warn.warning(
+                    ("connect", address),
+                    "%s: %d connect attempts in a row failed; retrying with backoff; last: %s",
+                    where if node_id >= 0 else f"bootstrap server {address[0]}:{address[1]}",
+                    state.failures,
+                    exc,
+                )
             raise
+        if state.failures >= 2:
+            log.info("connected to node %d at %s:%d again", _node_of(node_id), *address)
+        self._warn.clear(("connect", address))
         state.failures = 0
+        state.last_error = None
         state.next_attempt = 0.0
         old, state.conn = state.conn, conn
         if old is not None and not old.closed:

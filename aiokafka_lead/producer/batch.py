@@ -186,6 +186,7 @@ class ProducerBatch:
         self.attempts = 0  # failed sends so far
         self.sent_epoch = -2  # leader epoch the store knew when the batch was last sent
         self.last_failure = 0.0
+        self.last_error: BaseException | None = None  # of the last failed send
         self.retry_at = 0.0  # earliest time of the next retry unless the epoch advanced
         self.base_sequence = -1
         self.producer_id = -1

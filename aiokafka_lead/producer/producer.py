@@ -19,6 +19,7 @@ import anyio
 import anyio.abc
 import anyio.lowlevel
 
+from aiokafka_lead.arguments import check_headers, check_partition, check_timestamp, check_topic
 from aiokafka_lead.backoff import ExponentialBackoff
 from aiokafka_lead.client import ClientCore, connection_config, guarded
 from aiokafka_lead.errors import (
@@ -82,13 +83,17 @@ class BatchBuilder:
             return None
         k = self._key_serializer(key) if self._key_serializer and key is not None else key
         v = self._value_serializer(value) if self._value_serializer and value is not None else value
-        ts = int(time.time() * 1000) if timestamp is None else timestamp
+        ts = int(time.time() * 1000) if timestamp is None else check_timestamp(timestamp)
+        header_list = check_headers(headers)
+        for name, data in (("key", k), ("value", v)):
+            if data is not None and not isinstance(data, bytes):
+                raise TypeError(f"{name} must be bytes (or set {name}_serializer), not {type(data).__name__}")
         before = self._builder.size_in_bytes()
-        delta = self._builder.append(ts, k, v, list(headers or ()))
+        delta = self._builder.append(ts, k, v, header_list)
         if delta is None:
             self._closed = True
             return None
-        self.reserved += estimate_record_size(k, v, headers or ())
+        self.reserved += estimate_record_size(k, v, header_list)
         return BatchAppendMetadata(delta, self._builder.size_in_bytes() - before, ts)
 
     def close(self) -> None:
@@ -327,6 +332,7 @@ class AIOKafkaProducer:
     async def partitions_for(self, topic: str) -> set[int]:
         """The topic's partition ids, waiting (up to max_block_ms) for its metadata."""
         self._check_open()
+        check_topic(topic)
         store = self._core.store
         if topic not in self._topics or store.partitions_for_topic(topic) is None:
             self._topics.add(topic)
@@ -375,15 +381,20 @@ class AIOKafkaProducer:
         """
         if not self._running:
             self._check_open()  # raises
+        # every argument is checked before anything changes (arguments.py); a topic with a
+        # cached view was checked before
+        if type(topic) is not str or topic not in self._views:
+            check_topic(topic)
+        if partition is not None:
+            check_partition(partition)
+        if timestamp_ms is not None:
+            check_timestamp(timestamp_ms)
         if self._plain and (key is None or type(key) is bytes) and (value is None or type(value) is bytes):
             key_bytes, value_bytes = key, value  # the hot path: bytes in, nothing to convert
         else:
             key_bytes, value_bytes = self._serialize(key, value)
-        if headers:
-            header_list: Sequence[tuple[str, bytes | None]] = list(headers)
-            for name, hvalue in header_list:
-                if not isinstance(name, str) or not (hvalue is None or isinstance(hvalue, bytes)):
-                    raise TypeError("headers must be (str, bytes | None) pairs")
+        header_list: Sequence[tuple[str, bytes | None]]
+        if headers is not None and (header_list := check_headers(headers)):
             size = estimate_record_size(key_bytes, value_bytes, header_list)
         else:  # the same estimate, inlined
             header_list = NO_HEADERS
@@ -445,6 +456,8 @@ class AIOKafkaProducer:
     async def send_batch(self, batch: BatchBuilder, topic: str, *, partition: int) -> DeliveryHandle:
         """Send a filled batch to one partition as it is; resolves with its first record's metadata."""
         self._check_open()
+        check_topic(topic)
+        check_partition(partition)
         if batch.record_count() == 0:
             raise ValueError("the batch is empty")
         if batch.size() > self._max_request_size:

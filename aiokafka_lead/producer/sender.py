@@ -20,7 +20,14 @@ import anyio.abc
 
 from aiokafka_lead.backoff import ExponentialBackoff
 from aiokafka_lead.client import ClientCore
-from aiokafka_lead.errors import KafkaError, KafkaProtocolError, KafkaTimeoutError, error_for_code
+from aiokafka_lead.errors import (
+    DecodeError,
+    KafkaConnectionError,
+    KafkaError,
+    KafkaProtocolError,
+    KafkaTimeoutError,
+    error_for_code,
+)
 from aiokafka_lead.metadata import BrokerNode, LeaderHint, MetadataChange
 from aiokafka_lead.producer.accumulator import RecordAccumulator
 from aiokafka_lead.producer.batch import ProducerBatch
@@ -28,6 +35,7 @@ from aiokafka_lead.producer.idempotence import IdempotenceState
 from aiokafka_lead.producer.lanes import NodeLanes
 from aiokafka_lead.producer.metrics import ProducerMetrics
 from aiokafka_lead.protocol.messages import ProduceRequest, ProduceResponse
+from aiokafka_lead.ratelog import RateLimitedLog
 
 if TYPE_CHECKING:
     from aiokafka_lead.producer.transaction import TransactionManager
@@ -72,6 +80,8 @@ class Sender:
         self._in_flight = 0
         # in flight per node and connection (lanes.py)
         self._lanes = NodeLanes(connections_per_broker, max_in_flight=max_in_flight)
+        self._node_failures: dict[int, int] = {}  # requests failed in a row, per node
+        self._warn = RateLimitedLog(log)
 
     def _on_metadata_change(self, change: MetadataChange) -> None:
         if change.leaders_changed or change.nodes_changed:
@@ -113,7 +123,8 @@ class Sender:
                     )
                     self._metrics.pipelined_batches += result.pipelined
                     for batch in result.expired:
-                        self._fail(batch, KafkaTimeoutError(self._expiry_message(batch, None)), expired=True)
+                        message = self._expiry_message(batch, batch.last_error)
+                        self._fail(batch, KafkaTimeoutError(message), expired=True)
                     for node_id, batches in result.by_node.items():
                         self._stamp(batches)  # here, in drain order: a partition's sequences ascend
                         self._in_flight += 1
@@ -129,12 +140,32 @@ class Sender:
 
     def _expiry_message(self, batch: ProducerBatch, last: BaseException | None) -> str:
         age = (time.monotonic() - batch.created_at) * 1000
-        detail = f"; last error: {last!r}" if last is not None else ""
+        detail = f"; last error: {last!r}" if last is not None else f"; {self._why_unsent(batch)}"
         return (
             f"{batch.record_count} record(s) for {batch.tp.topic}-{batch.tp.partition} not delivered "
             f"within delivery_timeout_ms ({self._acc.delivery_timeout_s * 1000:.0f} ms, age {age:.0f} ms, "
             f"{batch.attempts} attempt(s)){detail}"
         )
+
+    def _why_unsent(self, batch: ProducerBatch) -> str:
+        """Why a batch that expired in the queue could not go (the timeout error says it)."""
+        store = self._core.store
+        tp = batch.tp
+        part = store.partition(tp)
+        if part is None:
+            problem = store.topic_problem(tp.topic)
+            return problem or f"the metadata no longer lists {tp.topic}-{tp.partition}"
+        if part.leader_id < 0:
+            return f"{tp.topic}-{tp.partition} has no leader"
+        if store.node(part.leader_id) is None:
+            return f"its leader, node {part.leader_id}, is not among the usable brokers in the metadata"
+        try:
+            error = self._core.pool.last_error(part.leader_id)
+        except KafkaError:  # closing
+            error = None
+        if error is not None:
+            return f"its leader, node {part.leader_id}, is unreachable: {error}"
+        return f"its leader, node {part.leader_id}, was busy with earlier requests"
 
     # ----------------------------------------------------------------- outcomes
     def _fail(self, batch: ProducerBatch, error: BaseException, *, expired: bool = False) -> None:
@@ -165,6 +196,7 @@ class Sender:
             self._fail(batch, KafkaTimeoutError(self._expiry_message(batch, error)), expired=True)
             return
         batch.attempts += 1
+        batch.last_error = error
         if behind_earlier:
             batch.retry_at = now  # last_failure unchanged: no metadata refresh to wait for
         else:
@@ -212,11 +244,25 @@ class Sender:
                 version = conn.version_for(ProduceRequest.API_KEY)
                 cap = self._txn.produce_version_cap if self._txn is not None else None
                 response = await conn.send(
-                    request, version=min(version, cap) if cap else version, expect_response=self._acks != 0
+                    request,
+                    version=min(version, cap) if cap else version,
+                    expect_response=self._acks != 0,
+                    timeout_ms=self._wait_ms(batches),
                 )
+            except DecodeError as exc:
+                # the broker may well have written the batches: the outcome is unknown, as after
+                # a cut connection, and handled like one (an idempotent resend keeps its sequence
+                # numbers, so the broker writes it once)
+                unknown = KafkaConnectionError(f"{exc}; the outcome is unknown, as after a cut connection")
+                self._node_failed(node_id, unknown)
+                now = time.monotonic()
+                for batch in batches:
+                    self._retry_or_fail(batch, unknown, now)
+                return
             except KafkaError as exc:
                 if exc.retriable:
                     store.request_refresh(f"produce to node {node_id} failed: {type(exc).__name__}")
+                self._node_failed(node_id, exc)
                 now = time.monotonic()
                 for batch in batches:
                     self._retry_or_fail(batch, exc, now)
@@ -229,11 +275,34 @@ class Sender:
                     batch.complete(-1)
                     self._done(batch)
                 return
+            if self._node_failures.pop(node_id, 0) >= 2:
+                log.info("produce requests to node %d succeed again", node_id)
+                self._warn.clear(node_id)
             self._handle_response(node_id, batches, response)
         finally:
             self._in_flight -= 1
             self._lanes.end(node_id, lane, sent_at, latency)
             self._acc.wake()
+
+    def _node_failed(self, node_id: int, error: KafkaError) -> None:
+        """One WARNING (rate-limited) once a node keeps failing our requests."""
+        failures = self._node_failures[node_id] = self._node_failures.get(node_id, 0) + 1
+        if failures >= 2:
+            self._warn.warning(
+                node_id,
+                "produce requests to node %d keep failing (%d in a row); retrying; last: %s",
+                node_id,
+                failures,
+                error,
+            )
+
+    def _wait_ms(self, batches: list[ProducerBatch]) -> float:
+        """How long to wait for the answer: the request timeout, but never past the delivery
+        deadline of the oldest batch (a silent broker must not stretch delivery_timeout_ms by
+        a whole request timeout)."""
+        deadline = min(b.created_at for b in batches) + self._acc.delivery_timeout_s
+        left_ms = (deadline - time.monotonic()) * 1000
+        return max(min(float(self._timeout_ms), left_ms), 1.0)
 
     def _split(self, batch: ProducerBatch, node_id: int) -> None:
         """MESSAGE_TOO_LARGE for a batch of several records: split it and send the parts (not a

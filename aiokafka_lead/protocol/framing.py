@@ -206,7 +206,10 @@ class FrameReader:
             pos += 4 + size
         else:
             self._need = -1
-        del buf[:pos]
+        if pos == total:
+            self._buf = bytearray()  # drop the capacity a big frame left behind
+        else:
+            del buf[:pos]
         return frames
 
     @property

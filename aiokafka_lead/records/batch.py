@@ -5,8 +5,9 @@ crc uint32 (CRC32C over attributes..end), attributes int16, lastOffsetDelta int3
 baseTimestamp int64, maxTimestamp int64, producerId int64, producerEpoch int16,
 baseSequence int32, records [count int32] record...
 
-Error contract: structurally bad bytes raise :class:`DecodeError`, a CRC mismatch or a
-decompression bomb raises :class:`CorruptRecordError`; nothing else escapes. Header fields
+Error contract: structurally bad bytes raise :class:`DecodeError`, a CRC mismatch, a
+decompression bomb or record offsets that do not increase within the batch raise
+:class:`CorruptRecordError`; nothing else escapes. Header fields
 are parsed eagerly (one ``unpack_from``), records only when :meth:`RecordBatch.records` is
 called, and compressed payloads are inflated only then.
 """
@@ -263,6 +264,10 @@ class RecordBatch:
             return decode(buf, pos, end, count, self.base_offset, self.base_timestamp, log_append_time)
         except DecodeError as exc:
             raise DecodeError(f"{exc}{self._where()}") from None
+        except CorruptRecordError as exc:
+            raise CorruptRecordError(
+                str(exc), topic=self.topic, partition=self.partition, offset=self.base_offset
+            ) from None
         except (IndexError, ValueError) as exc:  # reads past the end, bad UTF-8
             raise DecodeError(f"malformed record: {exc}{self._where()}") from None
 
@@ -300,6 +305,7 @@ def _decode_records(  # noqa: PLR0917 - the C twin's positional signature
     Bounds are checked once per record (``pos == rec_end``) and once per batch (``pos == end``)
     rather than per field: an over-long field only shortens a slice or raises ``IndexError``,
     and the list is returned only after the final check, so nothing from a bad batch escapes.
+    Offsets must increase from one record to the next (the first delta at least 0).
     """
     if count > (end - pos) // _MIN_RECORD_SIZE:
         raise DecodeError(f"record count {count} cannot fit in {end - pos} bytes")
@@ -310,6 +316,7 @@ def _decode_records(  # noqa: PLR0917 - the C twin's positional signature
     varint = decode_varint
     no_headers = _NO_HEADERS
     zz = _ZIGZAG
+    last = base_offset - 1
     for _ in range(count):
         b = buf[pos]
         if b < 0x80:
@@ -341,6 +348,12 @@ def _decode_records(  # noqa: PLR0917 - the C twin's positional signature
         else:
             n, pos = varint(buf, pos, 5)
             offset = base_offset + n
+        if offset <= last:
+            raise CorruptRecordError(
+                f"offset delta {offset - base_offset} follows {last - base_offset}: "
+                "offsets in a batch must increase"
+            )
+        last = offset
         b = buf[pos]
         if b < 0x80:
             n = zz[b]

@@ -22,6 +22,8 @@ AnyRecordBatch = RecordBatch | LegacyRecordBatch
 
 _LENGTH = struct.Struct(">qi")
 _MAGIC_OFFSET = 16
+_LAST_DELTA = struct.Struct(">i")
+_LAST_DELTA_OFFSET = 23  # v2: baseOffset, batchLength, leaderEpoch, magic, crc, attributes
 
 
 class MemoryRecords:
@@ -96,8 +98,39 @@ class MemoryRecords:
         return length >= 0 and LOG_OVERHEAD + length <= end
 
     def next_offset(self) -> int | None:
-        """Offset after the last complete batch, or ``None`` if there is none."""
+        """Offset after the last complete batch, or ``None`` if there is none.
+
+        Reads only the fields it needs from each header (nothing is decoded or checked
+        beyond what :meth:`__iter__` checks), so it is cheap even for many small batches.
+        """
+        buf = self._buf
+        end = len(buf)
+        pos = 0
         last = None
-        for batch in self:
-            last = batch.last_offset
+        while end - pos >= LOG_OVERHEAD:
+            base_offset, length = _LENGTH.unpack_from(buf, pos)
+            if length < 0:
+                raise DecodeError(
+                    f"negative batch length {length} "
+                    f"(topic={self.topic}, partition={self.partition}, offset={base_offset})"
+                )
+            batch_end = pos + LOG_OVERHEAD + length
+            if batch_end > end or end - pos <= _MAGIC_OFFSET:
+                break  # partial trailing batch
+            magic = buf[pos + _MAGIC_OFFSET]
+            if magic == 2:
+                if length < HEADER_SIZE - LOG_OVERHEAD:
+                    raise DecodeError(
+                        f"record batch length {length} below the header size "
+                        f"(topic={self.topic}, partition={self.partition}, offset={base_offset})"
+                    )
+                last = base_offset + _LAST_DELTA.unpack_from(buf, pos + _LAST_DELTA_OFFSET)[0]
+            elif magic in (0, 1):
+                last = base_offset  # a legacy wrapper carries its last inner offset
+            else:
+                raise DecodeError(
+                    f"unknown record batch magic {magic} "
+                    f"(topic={self.topic}, partition={self.partition}, offset={base_offset})"
+                )
+            pos = batch_end
         return None if last is None else last + 1

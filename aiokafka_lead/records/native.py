@@ -15,7 +15,7 @@ from collections.abc import Callable
 from dataclasses import fields
 from typing import Any
 
-from aiokafka_lead.errors import DecodeError
+from aiokafka_lead.errors import CorruptRecordError, DecodeError
 from aiokafka_lead.records.record import Record
 from aiokafka_lead.structs import ConsumerRecord
 
@@ -42,6 +42,9 @@ CONSUMER_RECORD_FIELDS = (
     "leader_epoch",
 )
 
+#: the ``_speedups.ABI`` this module calls (configure's signature, the functions' contracts)
+ABI = 2
+
 decode_records: DecodeRecords | None = None
 build_consumer_records: BuildConsumerRecords | None = None
 #: why the extension is not in use, ``None`` when it is
@@ -58,10 +61,14 @@ def _load() -> None:
     except ImportError as exc:
         unavailable_reason = f"not built: {exc}"
         return
+    built = getattr(_speedups, "ABI", 1)
+    if built != ABI:  # built from an older _speedups.c: its checks differ, so do not use it
+        unavailable_reason = f"stale build (ABI {built}, need {ABI}): rebuild with setup.py build_ext"
+        return
     names = tuple(f.name for f in fields(ConsumerRecord))
     if names != CONSUMER_RECORD_FIELDS:  # the C side fills slots in this order
         raise RuntimeError(f"ConsumerRecord fields changed: {names}; update _speedups.c and native.py")
-    _speedups.configure(Record, ConsumerRecord, CONSUMER_RECORD_FIELDS, DecodeError)
+    _speedups.configure(Record, ConsumerRecord, CONSUMER_RECORD_FIELDS, DecodeError, CorruptRecordError)
     decode_records = _speedups.decode_records
     build_consumer_records = _speedups.build_consumer_records
 

@@ -1,8 +1,12 @@
-"""A scripted single-broker server for connection-level tests.
+"""A scripted single-broker server for connection-level tests, and wire-level faults.
 
 It answers ApiVersions itself (advertising what the client supports) and hands every
 other request to a handler, which returns a response, ``None`` (never answer), or raw
-bytes to write as they are (to send malformed frames).
+bytes to write as they are (to send malformed frames). The fault transforms at the end
+(a wrong correlation id, another API's body, trailing bytes, an oversized frame) turn a
+good encoded answer into a bad one; ``wire_fault`` makes each of them, and a cut, a stall,
+garbage and a closed connection, a FakeCluster interceptor action. Lies in the fields of an
+answer are in :mod:`tests.support.lies`.
 """
 
 from __future__ import annotations
@@ -19,6 +23,7 @@ import anyio.abc
 from aiokafka_lead.protocol.framing import FrameReader, RequestHeader, decode_request, encode_response
 from aiokafka_lead.protocol.messages import ApiVersionsRequest, ApiVersionsResponse
 from aiokafka_lead.protocol.versions import CLIENT_VERSIONS
+from aiokafka_lead.runtime import unwrap_group
 
 Handler = Callable[[RequestHeader, Any], Awaitable[Any]]
 
@@ -89,7 +94,81 @@ async def script_server(handler: Handler) -> AsyncIterator[ScriptServer]:
     server = ScriptServer(handler)
     listener = await anyio.create_tcp_listener(local_host="127.0.0.1")
     server.port = listener.extra(anyio.abc.SocketAttribute.local_port)
-    async with listener, anyio.create_task_group() as tg:
-        tg.start_soon(listener.serve, server.serve)
-        yield server
-        tg.cancel_scope.cancel()
+    try:
+        async with listener, anyio.create_task_group() as tg:
+            tg.start_soon(listener.serve, server.serve)
+            yield server
+            tg.cancel_scope.cancel()
+    except BaseExceptionGroup as group:  # the body's own error, not wrapped by our task group
+        real = unwrap_group(group)
+        if real is group:
+            raise
+        raise real from real.__cause__
+
+
+# ------------------------------------------------------------------ wire-level faults
+# Transforms of an encoded response frame (size prefix, correlation id, header, body): what
+# a broken or hostile broker puts on the wire instead of a good answer. They serve both a
+# ScriptServer handler (return the bytes) and a FakeCluster interceptor (``wire_fault``).
+
+
+def reframe(frame: bytes, payload: bytes) -> bytes:
+    """``payload`` (correlation id onwards) with a correct size prefix."""
+    return len(payload).to_bytes(4, "big") + payload
+
+
+def wrong_correlation_id(frame: bytes) -> bytes:
+    """The same answer for a request that was never sent."""
+    cid = (int.from_bytes(frame[4:8], "big") + 1000) & 0x7FFFFFFF
+    return reframe(frame, cid.to_bytes(4, "big") + frame[8:])
+
+
+def trailing_bytes(frame: bytes) -> bytes:
+    """The answer with bytes after its body."""
+    return reframe(frame, frame[4:] + b"\x00\x01\x02")
+
+
+def body_of_another_api(frame: bytes) -> bytes:
+    """Another API's answer (an ApiVersions v0 body) under this request's correlation id."""
+    other = ApiVersionsResponse(error_code=0, api_keys=[]).encode(0)
+    return reframe(frame, frame[4:8] + other)
+
+
+def oversized_frame(frame: bytes) -> bytes:
+    """A size prefix far above the client's frame limit."""
+    return (2**31 - 1).to_bytes(4, "big") + frame[4:]
+
+
+def wire_fault(name: str) -> Any:
+    """A FakeCluster interceptor action for one wire fault (see ``WIRE_FAULTS``)."""
+    from aiokafka_lead.testing.fake import Close, Corrupt, Drop, Rewrite, Truncate
+
+    transforms = {
+        "wrong-correlation-id": wrong_correlation_id,
+        "trailing-bytes": trailing_bytes,
+        "another-api": body_of_another_api,
+        "oversized-frame": oversized_frame,
+    }
+    if name in transforms:
+        transform = transforms[name]
+        return Rewrite(lambda response, frame: transform(frame))
+    return {
+        "cut": Truncate(11),
+        "cut-header": Truncate(6),
+        "stall": Drop(),
+        "garbage": Corrupt(),
+        "closed": Close(),
+    }[name]
+
+
+WIRE_FAULTS = (
+    "cut",
+    "cut-header",
+    "stall",
+    "garbage",
+    "closed",
+    "wrong-correlation-id",
+    "trailing-bytes",
+    "another-api",
+    "oversized-frame",
+)

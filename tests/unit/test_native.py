@@ -132,3 +132,21 @@ def test_consumer_record_builder_rejects_foreign_rows() -> None:
     assert native.build_consumer_records is not None
     with pytest.raises(TypeError):
         native.build_consumer_records([(1, 2)], "t", 0, 0, 0)  # type: ignore[list-item]
+
+
+def test_a_stale_build_is_not_used(monkeypatch: pytest.MonkeyPatch) -> None:
+    """An extension built from an older _speedups.c (another configure(), fewer checks) is
+    refused with a reason; the pure-Python loops run instead."""
+    import sys
+    import types
+
+    import aiokafka_lead
+
+    stale = types.ModuleType("aiokafka_lead._speedups")  # no ABI: the first version
+    monkeypatch.setitem(sys.modules, "aiokafka_lead._speedups", stale)
+    monkeypatch.setattr(aiokafka_lead, "_speedups", stale, raising=False)
+    for name in ("decode_records", "build_consumer_records", "unavailable_reason"):
+        monkeypatch.setattr(native, name, None)
+    native._load()
+    assert native.decode_records is None and native.build_consumer_records is None
+    assert native.unavailable_reason is not None and "stale build" in native.unavailable_reason

@@ -24,6 +24,7 @@ from aiokafka_lead.testing.fake.intercept import (
     Error,
     Interceptor,
     Respond,
+    Rewrite,
     Truncate,
     error_response,
 )
@@ -46,6 +47,7 @@ __all__ = [
     "RequestLog",
     "RequestRecord",
     "Respond",
+    "Rewrite",
     "Topic",
     "Truncate",
     "error_response",

@@ -31,6 +31,7 @@ from aiokafka_lead.testing.fake.intercept import (
     Drop,
     Error,
     Respond,
+    Rewrite,
     Truncate,
     error_response,
 )
@@ -179,6 +180,15 @@ class FakeBroker:
         if response is None:
             return  # acks=0
         data = encode_response(response, header.api_version, header.correlation_id)
+        if isinstance(action, Rewrite):
+            rewritten = action.fn(response, data)
+            if rewritten is None:
+                return
+            data = (
+                rewritten
+                if isinstance(rewritten, bytes)
+                else encode_response(rewritten, header.api_version, header.correlation_id)
+            )
         if isinstance(action, Truncate):
             await stream.send(data[: max(action.n_bytes, 0)])
             raise _CloseConnection

@@ -59,7 +59,17 @@ class Close:
     """Close the connection without answering."""
 
 
-Action: TypeAlias = Respond | Error | Delay | Drop | Truncate | Corrupt | Close
+@dataclass(frozen=True, slots=True)
+class Rewrite:
+    """Handle the request normally, then answer with what ``fn`` makes of the response: a
+    changed response (encoded at the request's version), raw bytes to write as they are (a
+    whole frame, size prefix included), or ``None`` (no answer; the connection stays open).
+    ``fn`` gets the response and its encoded frame."""
+
+    fn: Callable[[Response, bytes], Response | bytes | None]
+
+
+Action: TypeAlias = Respond | Error | Delay | Drop | Truncate | Corrupt | Close | Rewrite
 InterceptFn: TypeAlias = Callable[[int, RequestHeader, Any], Action | None]
 
 

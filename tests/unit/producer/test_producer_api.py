@@ -43,9 +43,9 @@ async def test_invalid_input_fails_fast_with_clear_errors() -> None:
                 await producer.send("t", "not bytes")  # type: ignore[arg-type]
             with pytest.raises(ValueError, match="has no partition 7"):
                 await producer.send("t", b"x", partition=7)
-            with pytest.raises(ValueError, match="has no partition '1'"):
+            with pytest.raises(TypeError, match="partition must be an int, not str"):
                 await producer.send("t", b"x", partition="1")  # type: ignore[arg-type]
-            with pytest.raises(TypeError, match="headers must be"):
+            with pytest.raises(TypeError, match=r"headers\[0\] value must be bytes"):
                 await producer.send("t", b"x", headers=[("h", "not bytes")])  # type: ignore[list-item]
             with pytest.raises(KafkaTimeoutError, match="not present in metadata"):
                 await producer.send("missing-topic", b"x")

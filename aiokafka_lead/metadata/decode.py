@@ -1,0 +1,86 @@
+"""Decoding a Metadata answer into what the client asked for.
+
+A broker may answer with more topics than were asked for (a lying or confused broker, or
+a request for all topics from another client sharing nothing with us). The producer and
+the consumer keep only their own topics, so the topics nobody asked for are dropped from
+the encoded body (walked by schema, :mod:`aiokafka_lead.protocol.skim`) before the
+generated decoder builds objects: memory follows what the client uses, not the cluster's
+size. The walk gives the event loop a turn every ``SLICE_S`` (a thread would not: the
+loop would wait for the interpreter lock at every system call), so even an answer of a
+million partitions never holds the loop long; a single topic of that size still does.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Collection
+
+import anyio.lowlevel
+
+from aiokafka_lead.protocol.framing import decode_response
+from aiokafka_lead.protocol.messages import MetadataResponse
+from aiokafka_lead.protocol.skim import iter_keep_array_items, keep_array_items, read_name
+
+#: the longest the walk holds the event loop before it gives it a turn
+SLICE_S = 0.01
+
+# Metadata topics begin with error_code (int16) then name, in every version
+_TOPIC_FIELDS = [f.attr for f in MetadataResponse.MetadataResponseTopic._FIELDS[:2]]
+assert _TOPIC_FIELDS == ["error_code", "name"], _TOPIC_FIELDS
+_NAME_AT = 2
+
+
+def metadata_decoder(
+    version: int, wanted: Collection[str] | None
+) -> Callable[[memoryview | bytes], MetadataResponse]:
+    """A frame decoder that keeps only the ``wanted`` topics (all of them when None)."""
+    names = None if wanted is None else frozenset(wanted)
+    flexible = MetadataResponse.is_flexible(version)
+
+    def decode(frame: memoryview | bytes) -> MetadataResponse:
+        if names is None:
+            return decode_response(frame, MetadataResponse, version)[1]
+        view = memoryview(frame)
+        header = 4 + (1 if MetadataResponse.header_version(version) >= 1 else 0)
+        if header == 5 and view[4] != 0:  # header tags present: let the full decoder read them
+            return decode_response(frame, MetadataResponse, version)[1]
+        body = keep_array_items(
+            MetadataResponse,
+            view[header:],
+            version,
+            "topics",
+            lambda buf, item: read_name(buf, item + _NAME_AT, flexible) in names,
+        )
+        return decode_response(bytes(view[:header]) + body, MetadataResponse, version)[1]
+
+    return decode
+
+
+async def decode_metadata(
+    frame: memoryview | bytes, version: int, wanted: Collection[str] | None
+) -> MetadataResponse:
+    """:func:`metadata_decoder`'s result, giving the event loop a turn every ``SLICE_S``."""
+    names = None if wanted is None else frozenset(wanted)
+    view = memoryview(frame)
+    header = 4 + (1 if MetadataResponse.header_version(version) >= 1 else 0)
+    if names is None or (header == 5 and view[4] != 0):
+        return metadata_decoder(version, names)(frame)
+    flexible = MetadataResponse.is_flexible(version)
+    walk = iter_keep_array_items(
+        MetadataResponse,
+        view[header:],
+        version,
+        "topics",
+        lambda buf, item: read_name(buf, item + _NAME_AT, flexible) in names,
+    )
+    turn_at = time.monotonic() + SLICE_S
+    while True:
+        try:
+            next(walk)
+        except StopIteration as done:
+            body: bytes = done.value
+            break
+        if time.monotonic() >= turn_at:
+            await anyio.lowlevel.checkpoint()
+            turn_at = time.monotonic() + SLICE_S
+    return decode_response(bytes(view[:header]) + body, MetadataResponse, version)[1]

@@ -1,0 +1,133 @@
+"""Running one hostile-broker case: a fake cluster whose broker lies once, a client doing
+one operation through the lie and then a healthy one, and the rules every case checks.
+
+Each case gets a fresh FakeCluster and clients with short timeouts. The lie (a field lie
+from :mod:`tests.support.lies` or a wire fault from :mod:`tests.support.script_server`)
+answers one request of its API; then:
+
+* the operation through the lie either succeeds (the client noticed and recovered, or the
+  lie was harmless) or raises a ``KafkaError`` (never a bare ``IndexError``/``TypeError``/
+  ``struct.error``/exception group) whose message says what failed, within the deadline;
+* a healthy operation afterwards succeeds (same client when it is still running);
+* nothing is left behind: no task, no socket;
+* the event loop is never blocked for more than 100 ms of CPU by one callback.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import re
+from collections.abc import AsyncIterator, Awaitable, Callable
+from contextlib import asynccontextmanager, suppress
+from dataclasses import dataclass, field
+from typing import Any
+
+import anyio
+
+from aiokafka_lead import AIOKafkaConsumer, AIOKafkaProducer
+from aiokafka_lead.errors import KafkaError
+from aiokafka_lead.records import RecordBatchBuilder
+from aiokafka_lead.structs import TopicPartition
+from aiokafka_lead.testing.fake import FakeCluster
+from tests.support.loop_lag import watch_loop
+
+#: every case ends well within this (a stalled answer costs one request timeout)
+DEADLINE_S = 8.0
+REQUEST_TIMEOUT_MS = 600
+TP = TopicPartition("t", 0)
+#: what an error message must mention (some of): the API, a broker, the partition or topic
+NAMES = re.compile(
+    r"Metadata|Produce|Fetch|ListOffsets|FindCoordinator|InitProducerId|ApiVersions|OffsetFetch|"
+    r"OffsetCommit|OffsetForLeaderEpoch|node \d|bootstrap|broker|t-0|'t'|topic|partition|coordinator|group",
+    re.IGNORECASE,
+)
+
+
+@dataclass
+class Report:
+    """What one case did: the error of the operation through the lie (None: it succeeded)."""
+
+    error: BaseException | None = None
+    notes: list[str] = field(default_factory=list)
+
+
+def producer(fc: FakeCluster, **kwargs: Any) -> AIOKafkaProducer:
+    kwargs.setdefault("request_timeout_ms", REQUEST_TIMEOUT_MS)
+    kwargs.setdefault("delivery_timeout_ms", 2 * REQUEST_TIMEOUT_MS)
+    kwargs.setdefault("max_block_ms", 2 * REQUEST_TIMEOUT_MS)
+    kwargs.setdefault("retry_backoff_ms", 10)
+    kwargs.setdefault("retry_backoff_max_ms", 50)
+    return AIOKafkaProducer(bootstrap_servers=fc.bootstrap, **kwargs)
+
+
+def consumer(fc: FakeCluster, **kwargs: Any) -> AIOKafkaConsumer[bytes, bytes]:
+    kwargs.setdefault("request_timeout_ms", REQUEST_TIMEOUT_MS)
+    kwargs.setdefault("retry_backoff_ms", 10)
+    kwargs.setdefault("retry_backoff_max_ms", 50)
+    kwargs.setdefault("fetch_max_wait_ms", 50)
+    kwargs.setdefault("auto_offset_reset", "earliest")
+    kwargs.setdefault("enable_auto_commit", False)
+    return AIOKafkaConsumer(bootstrap_servers=fc.bootstrap, **kwargs)
+
+
+def append(fc: FakeCluster, values: list[bytes], tp: TopicPartition = TP) -> None:
+    builder = RecordBatchBuilder()
+    for i, value in enumerate(values):
+        builder.append(1_700_000_000_000 + i, None, value, ())
+    fc.partition(tp).append(builder.build(-1, -1, -1))
+    fc.notify()
+
+
+async def read(c: AIOKafkaConsumer[bytes, bytes], count: int) -> list[bytes]:
+    """``count`` values (bound the caller with a deadline)."""
+    out: list[bytes] = []
+    while len(out) < count:
+        for records in (await c.getmany(timeout_ms=100)).values():
+            out.extend(r.value for r in records if r.value is not None)
+    return out
+
+
+def check_error(error: BaseException | None) -> None:
+    if error is None:
+        return
+    assert isinstance(error, KafkaError), f"not a KafkaError: {error!r}"
+    assert NAMES.search(str(error)), f"the error does not say what failed: {error!r}"
+
+
+async def through(operation: Awaitable[Any], report: Report) -> Any:
+    """Run the operation through the lie, recording its KafkaError (others propagate)."""
+    try:
+        return await operation
+    except KafkaError as exc:
+        report.error = exc
+        return None
+
+
+def _sockets() -> int:
+    count = 0
+    for fd in os.listdir("/proc/self/fd"):
+        with suppress(OSError):
+            count += os.readlink(f"/proc/self/fd/{fd}").startswith("socket:")
+    return count
+
+
+@asynccontextmanager
+async def hostile_case(brokers: int = 1, partitions: int = 1) -> AsyncIterator[FakeCluster]:
+    """A fresh cluster (topic ``t``) inside the suite's rules (leaks, loop blocks, deadline)."""
+    tasks_before = set(asyncio.all_tasks())
+    sockets_before = _sockets()
+    async with watch_loop() as watch:
+        with anyio.fail_after(DEADLINE_S):
+            async with FakeCluster(brokers=brokers, strict=False) as fc:
+                fc.create_topic("t", partitions=partitions)
+                yield fc
+    for _ in range(3):
+        await asyncio.sleep(0)
+    leaked = [t for t in asyncio.all_tasks() - tasks_before if not t.done()]
+    assert not leaked, f"tasks left behind: {leaked}"
+    assert _sockets() <= sockets_before, f"sockets left behind: {_sockets() - sockets_before}"
+    watch.assert_responsive()
+
+
+Scenario = Callable[[Any], Awaitable[Report]]
