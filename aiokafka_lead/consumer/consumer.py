@@ -24,6 +24,12 @@ import anyio
 import anyio.abc
 
 from aiokafka_lead.admin.offsets import ISOLATION_LEVELS
+from aiokafka_lead.arguments import (
+    check_timestamp,
+    check_topic,
+    check_topic_partition,
+    check_topic_partitions,
+)
 from aiokafka_lead.backoff import ExponentialBackoff
 from aiokafka_lead.client import ClientCore, connection_config, guarded
 from aiokafka_lead.consumer.assignors import PartitionAssignor
@@ -465,6 +471,8 @@ class AIOKafkaConsumer(Generic[KT, VT]):
                 raise ValueError(f"{pattern!r} is not a valid pattern: {err}") from err
         if listener is not None and not isinstance(listener, ConsumerRebalanceListener):
             raise TypeError("listener should be an instance of ConsumerRebalanceListener")
+        for topic in topics:
+            check_topic(topic)
         self._subs.subscribe(topics, pattern)
         if self._coordinator is not None:
             self._coordinator.listener = listener
@@ -488,7 +496,9 @@ class AIOKafkaConsumer(Generic[KT, VT]):
 
     def assign(self, partitions: Iterable[TopicPartition]) -> None:
         """Manual assignment (no group membership); positions start from committed or reset."""
-        tps = [TopicPartition(*tp) for tp in partitions]
+        if isinstance(partitions, str | bytes) or not isinstance(partitions, Iterable):
+            check_topic_partitions(partitions)  # raises its TypeError
+        tps = check_topic_partitions([TopicPartition(*p) if isinstance(p, tuple) else p for p in partitions])
         self._subs.assign_from_user(tps)
         self._fetcher.discard_unassigned()
         if self._core.host.running:
@@ -668,8 +678,10 @@ class AIOKafkaConsumer(Generic[KT, VT]):
         self, timestamps: Mapping[TopicPartition, int]
     ) -> dict[TopicPartition, OffsetAndTimestamp | None]:
         for tp, ts in timestamps.items():
-            if ts < 0:
-                raise ValueError(f"timestamp for {tp} must be >= 0")
+            check_topic_partition(tp)
+            if isinstance(ts, int) and not isinstance(ts, bool) and ts < 0:
+                raise ValueError(f"timestamp for {tp} must be >= 0")  # aiokafka's error
+            check_timestamp(ts)
         result = await self._list(dict(timestamps))
         return {
             tp: None

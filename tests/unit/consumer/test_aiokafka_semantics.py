@@ -322,3 +322,26 @@ async def test_commit_before_the_first_assignment_is_refused() -> None:
             await c.start()
             await c.stop()
             assert seen == ["No partitions assigned"]
+
+
+async def test_bad_partitions_and_topics_are_refused_and_change_nothing() -> None:
+    tp = TopicPartition("t", 0)
+    with anyio.fail_after(DEADLINE):
+        async with FakeCluster(brokers=1) as fc:
+            fc.create_topic("t", partitions=1)
+            async with consumer(fc) as c:
+                c.assign([tp])
+                with pytest.raises(ValueError, match="partition index"):
+                    c.assign([TopicPartition("t", -1)])
+                with pytest.raises(TypeError):
+                    c.assign("t")  # type: ignore[arg-type]
+                assert c.assignment() == {tp}
+                c.assign([("t", 0)])  # a plain tuple is taken as a TopicPartition
+                with pytest.raises(ValueError):
+                    await c.offsets_for_times({tp: -5})
+                with pytest.raises(TypeError):
+                    await c.offsets_for_times({tp: 1.5})  # type: ignore[dict-item]
+            fresh = consumer(fc)
+            with pytest.raises(ValueError):
+                fresh.subscribe(["bad name!"])
+            assert fresh.subscription() == set()
