@@ -42,7 +42,7 @@ demo: $(STAMP)
 	$(BIN)/aiokafka-lead demo $(DEMO_ARGS)
 
 # The KRaft broker image for Docker tests where apache/kafka cannot be pulled (debootstrap
-# base, Debian JRE, the cached Kafka jars); then KAFKA_IMAGE=aiokafka-lead/kafka:4.1.1.
+# base, Debian JRE, the cached Kafka jars); then KAFKA_IMAGE=aiokafka-lead/kafka:4.4.0.
 kafka-image: $(STAMP)
 	$(BIN)/python -m aiokafka_lead.testing.kafka_image build
 

@@ -173,7 +173,7 @@ class GroupsMixin(AdminBase):
                     if r.error_code and error_for_code(r.error_code).retriable:
                         raise error_for_code(r.error_code, f"DeleteGroups {group_id}")
                     if r.error_code:
-                        failures.append((r.group_id, r.error_code, None))
+                        failures.append((r.group_id, r.error_code, r.error_message))
 
             await self._retrying(f"delete_consumer_groups({group_id})", attempt, None)
         raise_item_errors("DeleteGroups", failures)

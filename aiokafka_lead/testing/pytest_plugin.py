@@ -102,7 +102,7 @@ def require_docker() -> None:
 @pytest.fixture(scope="session")
 def kafka_container() -> Iterator[KafkaContainer]:
     """A single-node KRaft broker in Docker (image ``$KAFKA_IMAGE``, default
-    apache/kafka:4.1.1), shared by the session; ``.bootstrap_servers()`` from the host,
+    apache/kafka:4.4.0), shared by the session; ``.bootstrap_servers()`` from the host,
     ``.internal_bootstrap_servers()`` from containers on its network."""
     require_docker()
     from aiokafka_lead.testing.containers import KafkaContainer
