@@ -16,6 +16,9 @@ import time
 from pathlib import Path
 
 DEFAULT_KAFKA_VERSION = "4.4.0"
+#: the versions the test suite runs against: the default (everything), then the
+#: compatibility subset's (tests/integration/test_compat.py)
+TESTED_KAFKA_VERSIONS = (DEFAULT_KAFKA_VERSION, "4.1.1", "3.9.2")
 DEPENDENCY_PLUGIN_VERSION = "3.8.1"
 
 # log4j2 version each Kafka line is built against; without the slf4j binding the broker
