@@ -390,6 +390,8 @@ class Fetcher:
         else:
             plan = SessionPlan(0, FINAL_EPOCH, wanted, (), wanted)
         request = self._request(plan, version, max_bytes, max_wait_ms)
+        if not self.replicas.send_rack(node_id):
+            request.rack_id = ""  # KIP-392: the replica this node names is unreachable
         self.stats.fetches += 1
         if unsent is not None and unsent[0]:
             unsent[0] = False

@@ -15,9 +15,13 @@ rules, as Java's consumer applies them:
   - the replica leaves the cluster metadata, or
   - the choice is ``metadata_max_age_ms`` old: the leader then decides again, as its
     ``replica.selector`` sees the cluster now;
-* a leader naming a replica the client cannot use (unknown, or being avoided) is not
-  followed: the partition backs off before asking the leader again, so a leader that keeps
-  naming a stopped broker causes no request storm;
+* a leader naming a replica the client cannot use is not followed. An unknown one (not in
+  the metadata) makes the partition back off and asks for metadata. One being avoided (a
+  Fetch to it failed) makes the client ask that leader again at once, without the rack:
+  the leader's selector then has no rack to match and serves the partitions itself. Java
+  keeps asking with the rack, so its consumer waits until the broker drops the lost
+  replica from the ISR (a killed broker: its session timeout); the rack is sent again once
+  the replica's backoff ends.
 * a leader naming itself, or a replica naming itself, changes nothing.
 
 Counters (``metrics()``): bytes of records fetched per node, the replicas in use, how often
@@ -50,7 +54,8 @@ class Answer(enum.Enum):
 
     DATA = "data"  # records (or none yet) from the node asked: accept them
     REDIRECTED = "redirected"  # fetch it from the named replica next, at once
-    NOT_FOLLOWED = "not_followed"  # a replica the client cannot use: back off, ask the leader again
+    NOT_FOLLOWED = "not_followed"  # a replica not in the metadata: back off, ask the leader again
+    WITHOUT_RACK = "without_rack"  # a replica being avoided: ask the leader at once, rackless
 
 
 @dataclass(frozen=True, slots=True)
@@ -79,6 +84,7 @@ class ReadReplicas:
         self._preferred: dict[TopicPartition, _Preferred] = {}
         self._avoid_until: dict[int, float] = {}
         self._node_failures: dict[int, int] = {}
+        self._rackless_until: dict[int, float] = {}
         #: bytes of records received per node
         self.bytes_by_node: collections.Counter[int] = collections.Counter()
         #: times a leader named another replica for a partition (and the client followed)
@@ -125,6 +131,11 @@ class ReadReplicas:
                 reason,
             )
 
+    def send_rack(self, node_id: int) -> bool:
+        """Whether a Fetch to ``node_id`` carries the client's rack: not while a replica it
+        named is being avoided."""
+        return self._rackless_until.get(node_id, 0.0) <= self._clock()
+
     def is_preferred(self, tp: TopicPartition, node_id: int) -> bool:
         chosen = self._preferred.get(tp)
         return chosen is not None and chosen.node_id == node_id
@@ -139,12 +150,17 @@ class ReadReplicas:
         self.bytes_by_node[node_id] += nbytes
         if preferred < 0 or preferred == node_id:
             return Answer.DATA
-        if self._store.node(preferred) is None or self._avoided(preferred):
-            why = "unknown" if self._store.node(preferred) is None else "unreachable"
-            self.fallbacks[f"named replica {why}"] += 1
-            if why == "unknown":
-                self._store.request_refresh(f"preferred read replica {preferred} not in metadata")
+        if self._store.node(preferred) is None:
+            self.fallbacks["named replica unknown"] += 1
+            self._store.request_refresh(f"preferred read replica {preferred} not in metadata")
             return Answer.NOT_FOLLOWED
+        if self._avoided(preferred):
+            self.fallbacks["named replica unreachable"] += 1
+            if not self.send_rack(node_id):
+                return Answer.NOT_FOLLOWED  # named even without the rack: back off
+            until = self._avoid_until[preferred]
+            self._rackless_until[node_id] = max(self._rackless_until.get(node_id, 0.0), until)
+            return Answer.WITHOUT_RACK
         leader = self._store.leader_for(tp)
         if leader is None:
             return Answer.NOT_FOLLOWED

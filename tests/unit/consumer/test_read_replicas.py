@@ -194,6 +194,31 @@ async def test_a_lost_replica_sends_its_partitions_back_to_their_leaders() -> No
             assert c.metrics()["preferred_read_replicas"] == {}
 
 
+async def test_a_leader_naming_a_lost_replica_is_asked_again_without_the_rack() -> None:
+    """A killed replica stays in the ISR until its session times out, so its leader keeps
+    naming it: the client then asks that leader without its rack, and the leader serves."""
+    with anyio.fail_after(DEADLINE):
+        async with racked_cluster() as fc, consumer(fc, **in_rack_b(fetch_max_wait_ms=2000)) as c:
+            fc.replica_selector = lambda cluster, part, rack, offset: 2 if rack == "b" else None
+            produce(fc, TP0, [b"a0"])
+            c.assign([TP0])
+            await consume(c, 1)
+            assert c.metrics()["preferred_read_replicas"] == {TP0: 2}
+            await wait_until(lambda: bool(c.fetcher.in_flight_partitions()))
+            stopped = fc.now()
+            await fc.stop_node(2)
+            produce(fc, TP0, [b"a1"])
+            assert [r.value for r in await consume(c, 1)] == [b"a1"]
+            assert fc.now() - stopped < 1.0
+            racks = [r.request.rack_id for r in fc.requests.select(FETCH, node_id=1, since=stopped)]
+            assert racks[:2] == ["b", ""]  # named the lost replica, then asked without the rack
+            assert c.metrics()["read_replica_fallbacks"]["named replica unreachable"] == 1
+            # once the replica's backoff ends the rack is sent again (and the replica retried)
+            await wait_until(lambda: fc.count(FETCH, node_id=1, since=stopped) > 2 and any(
+                r.request.rack_id == "b" for r in fc.requests.select(FETCH, node_id=1, since=stopped)[2:]
+            ))
+
+
 async def test_a_leader_move_with_a_hint_from_the_replica_goes_to_the_new_leader() -> None:
     with anyio.fail_after(DEADLINE):
         async with racked_cluster() as fc, consumer(fc, **in_rack_b(fetch_max_wait_ms=2000)) as c:

@@ -89,14 +89,20 @@ def test_a_failed_replica_is_avoided_with_a_growing_backoff() -> None:
     assert replicas.on_fetch_failed(3, [TP0, TP1]) == set()  # not their replica: nothing moves
     assert replicas.on_fetch_failed(2, [TP0, TP1]) == {TP0, TP1}
     assert replicas.node_for(TP0, leader(store, TP0)) == 1
-    # while avoided, a leader naming it again is not followed
+    # while avoided, a leader naming it again is asked again at once, without the rack
+    assert replicas.send_rack(1)
+    assert replicas.on_answer(TP0, 1, 2, 5, 0) is Answer.WITHOUT_RACK
+    assert not replicas.send_rack(1) and replicas.send_rack(3)
+    # a leader naming it even without the rack: back off instead
     assert replicas.on_answer(TP0, 1, 2, 5, 0) is Answer.NOT_FOLLOWED
     clock.now += 0.1
+    assert replicas.send_rack(1)
     assert replicas.on_answer(TP0, 1, 2, 5, 0) is Answer.REDIRECTED
     assert replicas.on_fetch_failed(2, [TP0]) == {TP0}
     clock.now += 0.1
-    assert replicas.on_answer(TP0, 1, 2, 5, 0) is Answer.NOT_FOLLOWED  # second failure: 200 ms
+    assert replicas.on_answer(TP0, 1, 2, 5, 0) is Answer.WITHOUT_RACK  # second failure: 200 ms
     clock.now += 0.1
+    assert replicas.send_rack(1)
     assert replicas.on_answer(TP0, 1, 2, 5, 100) is Answer.REDIRECTED
     assert replicas.bytes_by_node == {1: 100}
 
