@@ -8,7 +8,7 @@ VENV ?= .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: demo test lint typecheck codegen-check unit venv clean kafka-image test-docker
+.PHONY: demo test test-compat lint typecheck codegen-check unit venv clean kafka-image test-docker
 
 $(STAMP): pyproject.toml setup.py aiokafka_lead/_speedups.c
 	@echo ">> creating $(VENV) and installing aiokafka_lead[dev,spark]"
@@ -30,9 +30,16 @@ typecheck: $(STAMP)
 codegen-check: $(STAMP)
 	$(BIN)/python tools/gen_protocol.py --check
 
+# Everything, against Kafka 4.4 (the harness's default), plus the compatibility subset against
+# every other broker version the client is tested with (tests/integration/test_compat.py).
 test: $(STAMP) lint typecheck codegen-check
-	$(BIN)/python -m aiokafka_lead.testing.cluster provision
+	$(BIN)/python -m aiokafka_lead.testing.cluster provision --tested
 	$(BIN)/python -m pytest $(PYTEST_ARGS)
+
+# The version matrix alone: the compatibility subset against each tested broker version.
+test-compat: $(STAMP)
+	$(BIN)/python -m aiokafka_lead.testing.cluster provision --tested
+	$(BIN)/python -m pytest -m compat $(PYTEST_ARGS)
 
 unit: $(STAMP)
 	$(BIN)/python -m pytest -m 'not integration' $(PYTEST_ARGS)
@@ -42,7 +49,7 @@ demo: $(STAMP)
 	$(BIN)/aiokafka-lead demo $(DEMO_ARGS)
 
 # The KRaft broker image for Docker tests where apache/kafka cannot be pulled (debootstrap
-# base, Debian JRE, the cached Kafka jars); then KAFKA_IMAGE=aiokafka-lead/kafka:4.1.1.
+# base, Debian JRE, the cached Kafka jars); then KAFKA_IMAGE=aiokafka-lead/kafka:4.4.0.
 kafka-image: $(STAMP)
 	$(BIN)/python -m aiokafka_lead.testing.kafka_image build
 

@@ -1,4 +1,4 @@
-"""One exception class per Kafka 4.1 error code (``Errors.java``), public through
+"""One exception class per Kafka 4.4 error code (``Errors.java``), public through
 :mod:`aiokafka_lead.errors`. Written out class by class so type checkers see every name."""
 
 from __future__ import annotations
@@ -721,11 +721,27 @@ class ShareSessionLimitReachedError(BrokerResponseError):
     retriable = True
 
 
+class GroupDeletionFailedError(BrokerResponseError):
+    errno = 134
+    error_name = "GROUP_DELETION_FAILED"
+
+
+class StreamsTopologyDescriptionUpdateFailedError(BrokerResponseError):
+    errno = 135
+    error_name = "STREAMS_TOPOLOGY_DESCRIPTION_UPDATE_FAILED"
+
+
+class ControllerIdNotRegisteredError(BrokerResponseError):
+    errno = 136
+    error_name = "CONTROLLER_ID_NOT_REGISTERED"
+
+
 __all__ = [
     "BrokerIdNotRegisteredError",
     "BrokerNotAvailableError",
     "ClusterAuthorizationFailedError",
     "ConcurrentTransactionsError",
+    "ControllerIdNotRegisteredError",
     "CoordinatorLoadInProgressError",
     "CoordinatorNotAvailableError",
     "CorruptMessageError",
@@ -749,6 +765,7 @@ __all__ = [
     "FetchSessionIdNotFoundError",
     "FetchSessionTopicIdError",
     "GroupAuthorizationFailedError",
+    "GroupDeletionFailedError",
     "GroupIdNotFoundError",
     "GroupMaxSizeReachedError",
     "GroupSubscribedToTopicError",
@@ -828,6 +845,7 @@ __all__ = [
     "StaleMemberEpochError",
     "StreamsInvalidTopologyEpochError",
     "StreamsInvalidTopologyError",
+    "StreamsTopologyDescriptionUpdateFailedError",
     "StreamsTopologyFencedError",
     "TelemetryTooLargeError",
     "ThrottlingQuotaExceededError",

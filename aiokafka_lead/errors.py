@@ -1,7 +1,7 @@
 """Exception hierarchy.
 
 Base classes come from :mod:`aiokafka_lead._errors_base`, one class per Kafka error code
-(Kafka 4.1's ``Errors.java``) from :mod:`aiokafka_lead._error_codes`; everything is public
+(Kafka 4.4's ``Errors.java``) from :mod:`aiokafka_lead._error_codes`; everything is public
 here, so ``from aiokafka_lead.errors import NotLeaderOrFollowerError`` works like aiokafka's
 module. ``retriable`` / ``invalid_metadata`` mirror Java's ``RetriableException`` /
 ``InvalidMetadataException`` parents. Class names: the Kafka name in CamelCase plus ``Error``
@@ -76,7 +76,7 @@ def _collect() -> dict[int, type[BrokerResponseError]]:
     return dict(sorted(table.items()))
 
 
-#: error code -> exception class, for every code Kafka 4.1 defines (0 NONE excluded)
+#: error code -> exception class, for every code Kafka 4.4 defines (0 NONE excluded)
 ERROR_CLASSES: dict[int, type[BrokerResponseError]] = _collect()
 
 

@@ -50,6 +50,7 @@ from aiokafka_lead.bench.leader_move import BenchConfig, fresh_topic, run_moves,
 from aiokafka_lead.bench.plot import NO_PLOT, can_plot, plot_runs
 from aiokafka_lead.bench.scenarios import SCENARIOS, Environment, Scenario, cluster_for
 from aiokafka_lead.bench.stats import Samples, Summary, summarize
+from aiokafka_lead.testing.cluster.jars import DEFAULT_KAFKA_VERSION
 
 ROOT = Path(__file__).resolve().parent.parent
 RESULTS = ROOT / "benchmarks" / "results"
@@ -262,7 +263,7 @@ if __name__ == "__main__":
     parser.add_argument("--cluster-warmup", type=float, default=30, help="unmeasured load first")
     parser.add_argument("--rate", type=float, default=2000)
     parser.add_argument("--partitions", type=int, default=24)
-    parser.add_argument("--kafka-version", default="4.1.1")
+    parser.add_argument("--kafka-version", default=DEFAULT_KAFKA_VERSION)
     parser.add_argument("--machine", default="2 cores, 24 GiB")
     signal.signal(signal.SIGTERM, signal.default_int_handler)  # stop clusters and proxies on kill too
     sys.exit(anyio.run(main, parser.parse_args()))

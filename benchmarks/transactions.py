@@ -34,6 +34,7 @@ import anyio
 from aiokafka_lead.admin import AdminClient, NewTopic
 from aiokafka_lead.bench.children import bar_panel, peer_versions, run_child, say
 from aiokafka_lead.testing.cluster import KafkaCluster
+from aiokafka_lead.testing.cluster.jars import DEFAULT_KAFKA_VERSION
 
 ROOT = Path(__file__).resolve().parent.parent
 RESULTS = ROOT / "benchmarks" / "results"
@@ -285,7 +286,7 @@ if __name__ == "__main__":
     parser.add_argument("--size", type=int, default=100)
     parser.add_argument("--partitions", type=int, default=6)
     parser.add_argument("--timeout", type=float, default=600, help="seconds per client process")
-    parser.add_argument("--kafka-version", default="4.1.1")
+    parser.add_argument("--kafka-version", default=DEFAULT_KAFKA_VERSION)
     parser.add_argument("--machine", default="2 cores, 24 GiB, loopback")
     parser.add_argument("--load", default="not stated", help="what else ran on the machine")
     sys.exit(anyio.run(main, parser.parse_args()))

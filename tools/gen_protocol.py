@@ -20,7 +20,7 @@ Naming: one class per message (the spec's ``name``); every struct of the message
 including ``commonStructs``, becomes a nested class of the message class under its spec
 name (``ProduceResponse.PartitionProduceResponse``). Clash rule: if two different
 structs in one message share a name, the later one is renamed ``<ParentStruct><Name>``
-(none do in Kafka 4.1.1's generated set). Fields are the snake_case of spec names.
+(none do in Kafka 4.4.0's generated set). Fields are the snake_case of spec names.
 """
 
 from __future__ import annotations

@@ -38,6 +38,7 @@ from aiokafka_lead.structs import OffsetAndMetadata, TopicPartition
 GROUP_KEY = 0
 COORDINATOR_NOT_AVAILABLE = 15
 GROUP_ID_NOT_FOUND = 69
+UNSUPPORTED_VERSION = 35
 #: OffsetFetch v9 (KIP-848) checks a member's id and epoch: these answers mean the member's
 #: epoch moved on (or it was fenced) and are retried with its identity of the moment
 MEMBER_EPOCH_ERRORS = frozenset({25, 110, 113})
@@ -258,8 +259,8 @@ class GroupsMixin(GroupCore):
         except UnsupportedVersionError:
             return None
         g = response.groups[0]
-        if g.error_code == GROUP_ID_NOT_FOUND:
-            return None
+        if g.error_code in (GROUP_ID_NOT_FOUND, UNSUPPORTED_VERSION):
+            return None  # UNSUPPORTED_VERSION: advertised but not run (Kafka 3.x), as Java falls back
         if g.error_code:
             raise error_for_code(g.error_code, g.error_message or f"ConsumerGroupDescribe {group_id}")
         return GroupDescription(
@@ -322,7 +323,7 @@ class GroupsMixin(GroupCore):
                     if r.error_code and error_for_code(r.error_code).retriable:
                         raise error_for_code(r.error_code, f"DeleteGroups {group_id}")
                     if r.error_code:
-                        failures.append((r.group_id, r.error_code, None))
+                        failures.append((r.group_id, r.error_code, r.error_message))
 
             await self._retrying(f"delete_consumer_groups({group_id})", attempt, None)
         raise_item_errors("DeleteGroups", failures)

@@ -203,6 +203,7 @@ class AIOKafkaConsumer(Generic[KT, VT]):
                 client_rack=client_rack,
                 check_crcs=check_crcs,
                 request_timeout_ms=request_timeout_ms,
+                read_replica_expiry_ms=metadata_max_age_ms,
             ),
             backoff=self._backoff,
             report_error=self._report_error,
@@ -788,6 +789,20 @@ class AIOKafkaConsumer(Generic[KT, VT]):
         )
 
     # ----------------------------------------------------------- observability
+    def metrics(self) -> dict[str, Any]:
+        """Fetch counters: ``fetches``, KIP-951 ``hints_applied`` / ``hints_ignored``, and
+        KIP-392 fetch from follower: ``bytes_fetched_by_node`` (node id -> bytes of
+        records), ``preferred_read_replicas`` (partition -> the replica it is read from,
+        for partitions not read from their leader), ``read_replica_redirects`` and
+        ``read_replica_fallbacks`` (reason -> times a partition went back to its leader)."""
+        stats = self._fetcher.stats
+        return {
+            "fetches": stats.fetches,
+            "hints_applied": stats.hints_applied,
+            "hints_ignored": stats.hints_ignored,
+            **self._fetcher.replicas.metrics(),
+        }
+
     @property
     def fetcher(self) -> Fetcher:
         """The fetcher (its ``stats`` and buffer counters are for tests and metrics)."""

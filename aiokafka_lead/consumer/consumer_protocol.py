@@ -50,6 +50,7 @@ log = logging.getLogger(__name__)
 
 HEARTBEAT = ConsumerGroupHeartbeatRequest.API_KEY
 COORDINATOR_LOAD_IN_PROGRESS = 14
+UNSUPPORTED_VERSION = 35
 UNKNOWN_MEMBER_ID = 25
 FENCED_MEMBER_EPOCH = 110
 STALE_MEMBER_EPOCH = 113
@@ -180,12 +181,7 @@ class ConsumerGroupMember(GroupMemberBase):
                 if delay == 0 and failures > 1:
                     delay = self._backoff.delay_s(failures - 2)
             except UnsupportedVersionError as exc:
-                self._fail(
-                    KafkaError(
-                        f"group {self.group_id}: the coordinator does not speak the consumer group "
-                        f"protocol (KIP-848, ConsumerGroupHeartbeat): {exc}; use group_protocol='classic'"
-                    )
-                )
+                self._fail(self._no_consumer_protocol(str(exc)))
                 continue
             except KafkaError as exc:
                 delay = self._backoff.delay_s(failures)
@@ -263,8 +259,18 @@ class ConsumerGroupMember(GroupMemberBase):
             self._reconcile_wake.set()
         return max(self.heartbeat_interval_s - (time.monotonic() - sent_at), 0.001)
 
+    def _no_consumer_protocol(self, detail: str) -> UnsupportedVersionError:
+        return UnsupportedVersionError(
+            f"group {self.group_id}: the coordinator does not speak the consumer group protocol "
+            f"(KIP-848, ConsumerGroupHeartbeat): {detail}; use group_protocol='classic'"
+        )
+
     def _on_error(self, code: int, message: str | None) -> float:
         err = error_for_code(code, message or f"ConsumerGroupHeartbeat for group {self.group_id}")
+        if code == UNSUPPORTED_VERSION:
+            # a broker that advertises the API but does not run the protocol (Kafka 3.x)
+            self._fail(self._no_consumer_protocol(f"it answers {err}"))
+            return 0.0
         if code in COORDINATOR_MOVED:
             self._link.forget(f"heartbeat: {type(err).__name__}")
             return 0.0

@@ -23,6 +23,9 @@ request to the new leader at once (no Metadata request on that path; the store a
 refresher for one beside it), through KIP-320 validation when the position carries an
 epoch. A hint that does not advance the epoch backs the partition off exponentially, so
 a broker repeating a stale leader never causes a hot loop.
+
+KIP-392: a partition is fetched from the node ``replica_selection.ReadReplicas`` picks (its
+leader, or the read replica the leader named); the rules are in that module.
 """
 
 from __future__ import annotations
@@ -43,6 +46,7 @@ from aiokafka_lead.client import ClientCore
 from aiokafka_lead.consumer.buffer import Chunk, PartitionRecords
 from aiokafka_lead.consumer.errors import offsets_out_of_range
 from aiokafka_lead.consumer.offsets import PositionManager
+from aiokafka_lead.consumer.replica_selection import Answer, ReadReplicas
 from aiokafka_lead.consumer.session import (
     FINAL_EPOCH,
     SESSION_MIN_VERSION,
@@ -94,6 +98,8 @@ class FetchConfig:
     request_timeout_ms: int = 40_000
     #: KIP-227 incremental fetch sessions (False: every fetch names every partition)
     fetch_sessions: bool = True
+    #: KIP-392: how long a leader's choice of read replica holds (Java: metadata.max.age.ms)
+    read_replica_expiry_ms: int = 300_000
 
 
 @dataclass(slots=True)
@@ -154,6 +160,7 @@ class Fetcher:
         self._drain_start = 0
         self._warn = RateLimitedLog(log)
         self._node_failures: dict[int, int] = {}  # fetches failed in a row, per node
+        self.replicas = ReadReplicas(core.store, expiry_ms=config.read_replica_expiry_ms, backoff=backoff)
 
     # ---------------------------------------------------------------- wake-ups
     def wake(self) -> None:
@@ -242,10 +249,11 @@ class Fetcher:
             if st.position_epoch >= 0 and epoch > st.validated_epoch:
                 need_validation.append(tp)
                 continue
+            node_id = self.replicas.node_for(tp, leader)  # KIP-392: the leader or a read replica
             if st.express:
-                express.setdefault(leader.node_id, []).append(tp)
+                express.setdefault(node_id, []).append(tp)
             else:
-                by_node.setdefault(leader.node_id, []).append(tp)
+                by_node.setdefault(node_id, []).append(tp)
         if need_position:
             self._positions.start_initialize(tg, need_position)
         if need_reset:
@@ -310,7 +318,8 @@ class Fetcher:
                     exc,
                 )
             self._core.store.request_refresh(f"fetch from node {node_id} failed: {type(exc).__name__}")
-            self._back_off(sent, exc)
+            to_leader = self.replicas.on_fetch_failed(node_id, sent)  # KIP-392: at once
+            self._back_off([tp for tp in sent if tp not in to_leader], exc)
         finally:
             if unsent[0]:
                 self._unsent -= 1
@@ -408,6 +417,8 @@ class Fetcher:
         else:
             plan = SessionPlan(0, FINAL_EPOCH, wanted, (), wanted)
         request = self._request(plan, version, max_bytes, max_wait_ms)
+        if not self.replicas.send_rack(node_id):
+            request.rack_id = ""  # KIP-392: the replica this node names is unreachable
         self.stats.fetches += 1
         if unsent is not None and unsent[0]:
             unsent[0] = False
@@ -473,16 +484,33 @@ class Fetcher:
                     continue  # sought, reset or unassigned meanwhile
                 code = p.error_code
                 if code == 0:
-                    accepted = self._accept(tp, st, s, p, source=source, owed_whole=owed_whole, early=early)
-                    got_data |= accepted
-                    if not accepted and not p.records:
-                        empty.append(tp)
-                elif code in (NOT_LEADER_OR_FOLLOWER, FENCED_LEADER_EPOCH):
+                    answer = self.replicas.on_answer(
+                        tp,
+                        node_id,
+                        p.preferred_read_replica if version >= RACK_VERSION else -1,
+                        s.leader_epoch,
+                        len(p.records) if p.records is not None else 0,
+                    )
+                    if answer is Answer.DATA:
+                        accepted = self._accept(
+                            tp, st, s, p, source=source, owed_whole=owed_whole, early=early
+                        )
+                        got_data |= accepted
+                        if not accepted and not p.records:
+                            empty.append(tp)
+                    elif answer is Answer.NOT_FOLLOWED:
+                        retry.append(tp)
+                    continue
+                # KIP-392: any error from a read replica sends the partition back to its leader
+                from_replica = self.replicas.on_error(tp, node_id, error_for_code(code).error_name)
+                if code in (NOT_LEADER_OR_FOLLOWER, FENCED_LEADER_EPOCH):
                     leader = p.current_leader
                     hints.append(LeaderHint(name, tp.partition, leader.leader_id, leader.leader_epoch))
                     hinted.append(tp)
-                elif code == OFFSET_OUT_OF_RANGE:
+                elif code == OFFSET_OUT_OF_RANGE and not from_replica:
                     self._out_of_range(tp, st, s.fetch_offset)
+                elif code == OFFSET_OUT_OF_RANGE:
+                    retry.append(tp)  # a read replica's answer: the leader decides (after a backoff)
                 else:
                     err = error_for_code(code, f"Fetch {tp.topic}-{tp.partition} from node {node_id}")
                     if code in REFRESH_ERRORS:
@@ -713,6 +741,7 @@ class Fetcher:
     def discard_unassigned(self) -> None:
         for tp in [tp for tp in self._buffer if not self._subs.is_assigned(tp)]:
             self._discard(tp)
+        self.replicas.forget(tp for tp in self.replicas.in_use() if not self._subs.is_assigned(tp))
 
     @property
     def sessions(self) -> dict[int, FetchSession]:

@@ -33,6 +33,7 @@ from aiokafka_lead.errors import (
     KafkaTimeoutError,
     SaslAuthenticationFailedError,
     UnsupportedSaslMechanismError,
+    UnsupportedVersionError,
     error_for_code,
 )
 from aiokafka_lead.network.config import ConnectionConfig
@@ -228,6 +229,9 @@ class Connection:
         if response.error_code:
             raise error_for_code(response.error_code, "ApiVersions failed")
         self.api_versions = negotiate(response)
+        too_old = self.api_versions.too_old()
+        if too_old is not None:
+            raise UnsupportedVersionError(f"broker at {self.host}:{self.port} is too old: {too_old}")
         self.finalized_features = {f.name: f.max_version_level for f in response.finalized_features or ()}
         if self._config.uses_sasl:
             await self._authenticate()

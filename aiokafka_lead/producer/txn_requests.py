@@ -273,7 +273,7 @@ class TxnRequests:
                 group_id=group.group_id,
                 producer_id=producer_id,
                 producer_epoch=producer_epoch,
-                generation_id=group.generation_id,
+                generation_id_or_member_epoch=group.generation_id,
                 member_id=group.member_id,
                 group_instance_id=group.group_instance_id,
                 topics=[

@@ -1,4 +1,4 @@
-"""Sans-I/O Kafka wire codec, generated from Apache Kafka 4.1.1's JSON message specs.
+"""Sans-I/O Kafka wire codec, generated from Apache Kafka 4.4.0's JSON message specs.
 
 * ``messages``   -- one class per request/response (``ProduceRequest``...), api-key registry
 * ``framing``    -- size prefix, request/response headers, ``FrameReader``

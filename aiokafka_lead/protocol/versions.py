@@ -5,9 +5,14 @@ The client's range per API is the generated class's stable range, narrowed by:
 * Kafka 4.x floors (KIP-896): Produce >= 3, Fetch >= 4, ListOffsets >= 1,
   OffsetCommit >= 2, OffsetForLeaderEpoch >= 2. Produce's floor is ours, never the
   broker's: 4.x brokers advertise Produce v0 but reject v0-v2 (KAFKA-18659).
-* aims: Produce 12 (v13 keys topics by id, KIP-516), Fetch 17, Metadata 13,
-  ListOffsets 10 (v5+ makes brokers send OFFSET_NOT_AVAILABLE, KIP-207), ApiVersions 4;
+* caps, where a newer version changes semantics the client does not implement (the
+  table with the reasons is in docs/protocol.md): Produce 12, OffsetCommit 9,
+  OffsetFetch 9 and TxnOffsetCommit 5 (the next versions key topics by id, KIP-516 /
+  KIP-848 / KIP-1319), ApiVersions 4 (v5 checks the cluster and node id, KIP-1242);
   elsewhere the highest stable version generated.
+
+The oldest broker supported is Kafka 2.1, as for Java's 4.x clients (KIP-896); an older
+one is recognised by the newest Fetch version it speaks and refused at the handshake.
 """
 
 from __future__ import annotations
@@ -17,8 +22,8 @@ from collections.abc import Iterator, Mapping
 from aiokafka_lead.errors import UnsupportedVersionError, error_for_code
 from aiokafka_lead.protocol.generated import REQUEST_CLASSES, ApiVersionsResponse
 
-PRODUCE, FETCH, LIST_OFFSETS, METADATA, OFFSET_COMMIT = 0, 1, 2, 3, 8
-OFFSET_FOR_LEADER_EPOCH, API_VERSIONS = 23, 18
+PRODUCE, FETCH, LIST_OFFSETS, METADATA, OFFSET_COMMIT, OFFSET_FETCH = 0, 1, 2, 3, 8, 9
+OFFSET_FOR_LEADER_EPOCH, API_VERSIONS, TXN_OFFSET_COMMIT = 23, 18, 28
 
 #: KIP-896 minimums (Kafka 4.0 removed the older versions)
 FLOORS: dict[int, int] = {
@@ -31,11 +36,43 @@ FLOORS: dict[int, int] = {
 #: highest versions the client asks for where that is below the generated maximum
 AIMS: dict[int, int] = {
     PRODUCE: 12,
-    FETCH: 17,
-    METADATA: 13,
-    LIST_OFFSETS: 10,
+    OFFSET_COMMIT: 9,
+    OFFSET_FETCH: 9,
+    TXN_OFFSET_COMMIT: 5,
     API_VERSIONS: 4,
 }
+
+
+#: The oldest Kafka release the client supports, and the Fetch version it introduced.
+MIN_BROKER_RELEASE = "2.1"
+MIN_BROKER_FETCH = 10
+#: the newest Fetch version a broker speaks -> the Kafka release that speaks it
+FETCH_RELEASES: dict[int, str] = {
+    0: "0.8",
+    1: "0.9",
+    2: "0.10.0",
+    3: "0.10.1 or 0.10.2",
+    5: "0.11.0",
+    6: "1.0",
+    7: "1.1",
+    8: "2.0",
+    10: "2.1 or 2.2",
+    11: "2.3 to 2.6",
+    12: "2.7 to 3.0",
+    13: "3.1 to 3.4",
+    15: "3.5 or 3.6",
+    16: "3.7 or 3.8",
+    17: "3.9 or 4.0",
+    18: "4.1 or newer",
+}
+
+
+def broker_release(fetch_max: int) -> str:
+    """The Kafka release(s) whose newest Fetch version is ``fetch_max``."""
+    known = [v for v in FETCH_RELEASES if v <= fetch_max]
+    if not known:
+        return "unknown"
+    return FETCH_RELEASES[max(known)]
 
 
 def _client_range(api_key: int) -> tuple[int, int]:
@@ -85,6 +122,17 @@ class ApiVersionTable:
         raise UnsupportedVersionError(
             f"no common version of {name} (api key {api_key}): client supports {ours}, "
             f"broker supports {theirs}"
+        )
+
+    def too_old(self) -> str | None:
+        """Why the broker is older than the client supports (naming its release), or None.
+        A broker that does not advertise Fetch is not judged."""
+        fetch = self._broker.get(FETCH)
+        if fetch is None or fetch[1] >= MIN_BROKER_FETCH:
+            return None
+        return (
+            f"it speaks Fetch only up to v{fetch[1]}, as Kafka {broker_release(fetch[1])} does; "
+            f"aiokafka_lead needs Kafka {MIN_BROKER_RELEASE} or newer"
         )
 
     def supports(self, api_key: int) -> bool:

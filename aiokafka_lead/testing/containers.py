@@ -22,7 +22,7 @@ the network: inter-broker traffic and other containers) and CONTROLLER (``kafka-
 Readiness is a Metadata request from the host that lists every running node at its
 advertised port; a node that exits or never gets ready fails with its container log.
 The broker settings are the jar harness's (``cluster/config.py``), so both clusters
-behave alike. ``KAFKA_IMAGE`` chooses the image (default ``apache/kafka:4.1.1``).
+behave alike. ``KAFKA_IMAGE`` chooses the image (default ``apache/kafka:4.4.0``).
 """
 
 from __future__ import annotations

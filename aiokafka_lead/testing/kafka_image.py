@@ -14,7 +14,7 @@ environment-variable contract, from:
 
 A build is skipped when an image with the same inputs exists (a content hash of the
 Dockerfile, its scripts, the jar names and sizes and the base image is kept as a label).
-Select the image with ``KAFKA_IMAGE=aiokafka-lead/kafka:4.1.1``.
+Select the image with ``KAFKA_IMAGE=aiokafka-lead/kafka:4.4.0``.
 """
 
 from __future__ import annotations

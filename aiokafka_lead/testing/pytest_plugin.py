@@ -10,6 +10,10 @@ With ``AIOKAFKA_LEAD_CLUSTER=docker`` they are Docker containers of ``$KAFKA_IMA
 (``aiokafka_lead.testing.containers``, PLAINTEXT only) instead of the jar harness's JVMs.
 ``kafka_container`` is a single-node Docker broker in any mode; without a Docker engine
 (or without testcontainers) the tests using it skip, saying why.
+
+``versioned_cluster(tmp_path_factory, version, brokers)`` starts a cluster of another Kafka
+version with the jar harness (PLAINTEXT, the testing profile), for a fixture parametrized
+over versions (tests/integration/test_compat.py).
 """
 
 from __future__ import annotations
@@ -69,6 +73,22 @@ def _session_cluster(
         cluster.down()
 
 
+def versioned_cluster(
+    tmp_path_factory: pytest.TempPathFactory, version: str, brokers: int = 3
+) -> Iterator[KafkaCluster]:
+    """A ``brokers``-node KRaft cluster of Kafka ``version`` (jars provisioned on first use),
+    stopped when the generator is closed: ``yield from`` it in a fixture."""
+    directory = tmp_path_factory.mktemp(f"kafka-{version}-{brokers}node", numbered=True)
+    cluster = KafkaCluster(
+        directory, brokers, kafka_version=version, profile="testing", stop_at_exit=True
+    )
+    cluster.up(timeout=START_TIMEOUT)
+    try:
+        yield cluster
+    finally:
+        cluster.down()
+
+
 def docker_mode() -> bool:
     kind = os.environ.get(CLUSTER_ENV, "jar").strip().lower() or "jar"
     if kind not in ("jar", "docker"):
@@ -102,7 +122,7 @@ def require_docker() -> None:
 @pytest.fixture(scope="session")
 def kafka_container() -> Iterator[KafkaContainer]:
     """A single-node KRaft broker in Docker (image ``$KAFKA_IMAGE``, default
-    apache/kafka:4.1.1), shared by the session; ``.bootstrap_servers()`` from the host,
+    apache/kafka:4.4.0), shared by the session; ``.bootstrap_servers()`` from the host,
     ``.internal_bootstrap_servers()`` from containers on its network."""
     require_docker()
     from aiokafka_lead.testing.containers import KafkaContainer

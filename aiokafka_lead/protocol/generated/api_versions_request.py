@@ -55,24 +55,30 @@ from aiokafka_lead.protocol.schema import (
     unsupported_field,
 )
 
+_F_i = struct.Struct('>i')
+
 
 class ApiVersionsRequest(Request):
-    """Kafka ApiVersionsRequest (API key 18), versions 0-4."""
+    """Kafka ApiVersionsRequest (API key 18), versions 0-5."""
 
-    __slots__ = ('client_software_name', 'client_software_version')
+    __slots__ = ('client_software_name', 'client_software_version', 'cluster_id', 'node_id')
 
     API_KEY: ClassVar[int] = 18
     MIN_VERSION: ClassVar[int] = 0
-    MAX_VERSION: ClassVar[int] = 4
-    LATEST_VERSION: ClassVar[int] = 4
+    MAX_VERSION: ClassVar[int] = 5
+    LATEST_VERSION: ClassVar[int] = 5
     FLEXIBLE_MIN_VERSION: ClassVar[int | None] = 3
 
     client_software_name: str
     client_software_version: str
+    cluster_id: str | None
+    node_id: int
 
-    def __init__(self, *, client_software_name: str = '', client_software_version: str = '') -> None:
+    def __init__(self, *, client_software_name: str = '', client_software_version: str = '', cluster_id: str | None = None, node_id: int = -1) -> None:
         self.client_software_name = client_software_name
         self.client_software_version = client_software_version
+        self.cluster_id = cluster_id
+        self.node_id = node_id
         self.unknown_tagged_fields = None
 
 
@@ -87,6 +93,8 @@ def _d_ApiVersionsRequest_0(buf: memoryview, pos: int) -> tuple[ApiVersionsReque
     o = _C_ApiVersionsRequest.__new__(_C_ApiVersionsRequest)
     o.client_software_name = ''
     o.client_software_version = ''
+    o.cluster_id = None
+    o.node_id = -1
     o.unknown_tagged_fields = None
     return o, pos
 
@@ -104,6 +112,36 @@ def _d_ApiVersionsRequest_3(buf: memoryview, pos: int) -> tuple[ApiVersionsReque
     o = _C_ApiVersionsRequest.__new__(_C_ApiVersionsRequest)
     o.client_software_name, pos = read_compact_string(buf, pos)
     o.client_software_version, pos = read_compact_string(buf, pos)
+    o.cluster_id = None
+    o.node_id = -1
+    o.unknown_tagged_fields = None
+    ntags = buf[pos]
+    pos += 1
+    if ntags:
+        if ntags & 0x80:
+            ntags, pos = read_uvarint(buf, pos - 1)
+        pos = skip_tagged_fields(o, buf, pos, ntags)
+    return o, pos
+
+
+def _e_ApiVersionsRequest_5(o: ApiVersionsRequest, ap: Appender) -> None:
+    write_compact_string(ap, o.client_software_name)
+    write_compact_string(ap, o.client_software_version)
+    write_compact_nullable_string(ap, o.cluster_id)
+    ap(_F_i.pack(o.node_id))
+    if o.unknown_tagged_fields:
+        write_tagged_fields(ap, [], o.unknown_tagged_fields)
+    else:
+        ap(ZERO)
+
+
+def _d_ApiVersionsRequest_5(buf: memoryview, pos: int) -> tuple[ApiVersionsRequest, int]:
+    o = _C_ApiVersionsRequest.__new__(_C_ApiVersionsRequest)
+    o.client_software_name, pos = read_compact_string(buf, pos)
+    o.client_software_version, pos = read_compact_string(buf, pos)
+    o.cluster_id, pos = read_compact_nullable_string(buf, pos)
+    (o.node_id,) = _F_i.unpack_from(buf, pos)
+    pos += 4
     o.unknown_tagged_fields = None
     ntags = buf[pos]
     pos += 1
@@ -117,6 +155,8 @@ def _d_ApiVersionsRequest_3(buf: memoryview, pos: int) -> tuple[ApiVersionsReque
 ApiVersionsRequest._FIELDS = (
     Field('client_software_name', 'string', None, None, (3, 32767), None, None, None, True),
     Field('client_software_version', 'string', None, None, (3, 32767), None, None, None, True),
+    Field('cluster_id', 'string', None, None, (5, 32767), (5, 32767), None, None, True),
+    Field('node_id', 'int32', None, None, (5, 32767), None, None, None, True),
 )
-ApiVersionsRequest._ENCODERS = {0: _e_ApiVersionsRequest_0, 1: _e_ApiVersionsRequest_0, 2: _e_ApiVersionsRequest_0, 3: _e_ApiVersionsRequest_3, 4: _e_ApiVersionsRequest_3}
-ApiVersionsRequest._DECODERS = {0: _d_ApiVersionsRequest_0, 1: _d_ApiVersionsRequest_0, 2: _d_ApiVersionsRequest_0, 3: _d_ApiVersionsRequest_3, 4: _d_ApiVersionsRequest_3}
+ApiVersionsRequest._ENCODERS = {0: _e_ApiVersionsRequest_0, 1: _e_ApiVersionsRequest_0, 2: _e_ApiVersionsRequest_0, 3: _e_ApiVersionsRequest_3, 4: _e_ApiVersionsRequest_3, 5: _e_ApiVersionsRequest_5}
+ApiVersionsRequest._DECODERS = {0: _d_ApiVersionsRequest_0, 1: _d_ApiVersionsRequest_0, 2: _d_ApiVersionsRequest_0, 3: _d_ApiVersionsRequest_3, 4: _d_ApiVersionsRequest_3, 5: _d_ApiVersionsRequest_5}

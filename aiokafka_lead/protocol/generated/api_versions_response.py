@@ -64,14 +64,14 @@ _F_q = struct.Struct('>q')
 
 
 class ApiVersionsResponse(Response):
-    """Kafka ApiVersionsResponse (API key 18), versions 0-4."""
+    """Kafka ApiVersionsResponse (API key 18), versions 0-5."""
 
     __slots__ = ('error_code', 'api_keys', 'throttle_time_ms', 'supported_features', 'finalized_features_epoch', 'finalized_features', 'zk_migration_ready')
 
     API_KEY: ClassVar[int] = 18
     MIN_VERSION: ClassVar[int] = 0
-    MAX_VERSION: ClassVar[int] = 4
-    LATEST_VERSION: ClassVar[int] = 4
+    MAX_VERSION: ClassVar[int] = 5
+    LATEST_VERSION: ClassVar[int] = 5
     FLEXIBLE_MIN_VERSION: ClassVar[int | None] = 3
 
     class ApiVersion(Struct):
@@ -408,5 +408,5 @@ ApiVersionsResponse.FinalizedFeatureKey._FIELDS = (
     Field('max_version_level', 'int16', None, None, (3, 32767), None, None, None, False),
     Field('min_version_level', 'int16', None, None, (3, 32767), None, None, None, False),
 )
-ApiVersionsResponse._ENCODERS = {0: _e_ApiVersionsResponse_0, 1: _e_ApiVersionsResponse_1, 2: _e_ApiVersionsResponse_1, 3: _e_ApiVersionsResponse_3, 4: _e_ApiVersionsResponse_3}
-ApiVersionsResponse._DECODERS = {0: _d_ApiVersionsResponse_0, 1: _d_ApiVersionsResponse_1, 2: _d_ApiVersionsResponse_1, 3: _d_ApiVersionsResponse_3, 4: _d_ApiVersionsResponse_3}
+ApiVersionsResponse._ENCODERS = {0: _e_ApiVersionsResponse_0, 1: _e_ApiVersionsResponse_1, 2: _e_ApiVersionsResponse_1, 3: _e_ApiVersionsResponse_3, 4: _e_ApiVersionsResponse_3, 5: _e_ApiVersionsResponse_3}
+ApiVersionsResponse._DECODERS = {0: _d_ApiVersionsResponse_0, 1: _d_ApiVersionsResponse_1, 2: _d_ApiVersionsResponse_1, 3: _d_ApiVersionsResponse_3, 4: _d_ApiVersionsResponse_3, 5: _d_ApiVersionsResponse_3}

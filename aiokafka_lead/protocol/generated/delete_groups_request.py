@@ -57,14 +57,14 @@ from aiokafka_lead.protocol.schema import (
 
 
 class DeleteGroupsRequest(Request):
-    """Kafka DeleteGroupsRequest (API key 42), versions 0-2."""
+    """Kafka DeleteGroupsRequest (API key 42), versions 0-3."""
 
     __slots__ = ('groups_names',)
 
     API_KEY: ClassVar[int] = 42
     MIN_VERSION: ClassVar[int] = 0
-    MAX_VERSION: ClassVar[int] = 2
-    LATEST_VERSION: ClassVar[int] = 2
+    MAX_VERSION: ClassVar[int] = 3
+    LATEST_VERSION: ClassVar[int] = 3
     FLEXIBLE_MIN_VERSION: ClassVar[int | None] = 2
 
     groups_names: list[str]
@@ -134,5 +134,5 @@ def _d_DeleteGroupsRequest_2(buf: memoryview, pos: int) -> tuple[DeleteGroupsReq
 DeleteGroupsRequest._FIELDS = (
     Field('groups_names', 'array', 'string', None, (0, 32767), None, None, None, False),
 )
-DeleteGroupsRequest._ENCODERS = {0: _e_DeleteGroupsRequest_0, 1: _e_DeleteGroupsRequest_0, 2: _e_DeleteGroupsRequest_2}
-DeleteGroupsRequest._DECODERS = {0: _d_DeleteGroupsRequest_0, 1: _d_DeleteGroupsRequest_0, 2: _d_DeleteGroupsRequest_2}
+DeleteGroupsRequest._ENCODERS = {0: _e_DeleteGroupsRequest_0, 1: _e_DeleteGroupsRequest_0, 2: _e_DeleteGroupsRequest_2, 3: _e_DeleteGroupsRequest_2}
+DeleteGroupsRequest._DECODERS = {0: _d_DeleteGroupsRequest_0, 1: _d_DeleteGroupsRequest_0, 2: _d_DeleteGroupsRequest_2, 3: _d_DeleteGroupsRequest_2}

@@ -60,25 +60,27 @@ _F_i = struct.Struct('>i')
 
 
 class DeleteGroupsResponse(Response):
-    """Kafka DeleteGroupsResponse (API key 42), versions 0-2."""
+    """Kafka DeleteGroupsResponse (API key 42), versions 0-3."""
 
     __slots__ = ('throttle_time_ms', 'results')
 
     API_KEY: ClassVar[int] = 42
     MIN_VERSION: ClassVar[int] = 0
-    MAX_VERSION: ClassVar[int] = 2
-    LATEST_VERSION: ClassVar[int] = 2
+    MAX_VERSION: ClassVar[int] = 3
+    LATEST_VERSION: ClassVar[int] = 3
     FLEXIBLE_MIN_VERSION: ClassVar[int | None] = 2
 
     class DeletableGroupResult(Struct):
-        __slots__ = ('group_id', 'error_code')
+        __slots__ = ('group_id', 'error_code', 'error_message')
 
         group_id: str
         error_code: int
+        error_message: str | None
 
-        def __init__(self, *, group_id: str = '', error_code: int = 0) -> None:
+        def __init__(self, *, group_id: str = '', error_code: int = 0, error_message: str | None = None) -> None:
             self.group_id = group_id
             self.error_code = error_code
+            self.error_message = error_message
             self.unknown_tagged_fields = None
 
     throttle_time_ms: int
@@ -104,6 +106,7 @@ def _d_DeletableGroupResult_0(buf: memoryview, pos: int) -> tuple[DeleteGroupsRe
     o.group_id, pos = read_string(buf, pos)
     (o.error_code,) = _F_h.unpack_from(buf, pos)
     pos += 2
+    o.error_message = None
     o.unknown_tagged_fields = None
     return o, pos
 
@@ -122,6 +125,33 @@ def _d_DeletableGroupResult_2(buf: memoryview, pos: int) -> tuple[DeleteGroupsRe
     o.group_id, pos = read_compact_string(buf, pos)
     (o.error_code,) = _F_h.unpack_from(buf, pos)
     pos += 2
+    o.error_message = None
+    o.unknown_tagged_fields = None
+    ntags = buf[pos]
+    pos += 1
+    if ntags:
+        if ntags & 0x80:
+            ntags, pos = read_uvarint(buf, pos - 1)
+        pos = skip_tagged_fields(o, buf, pos, ntags)
+    return o, pos
+
+
+def _e_DeletableGroupResult_3(o: DeleteGroupsResponse.DeletableGroupResult, ap: Appender) -> None:
+    write_compact_string(ap, o.group_id)
+    ap(_F_h.pack(o.error_code))
+    write_compact_nullable_string(ap, o.error_message)
+    if o.unknown_tagged_fields:
+        write_tagged_fields(ap, [], o.unknown_tagged_fields)
+    else:
+        ap(ZERO)
+
+
+def _d_DeletableGroupResult_3(buf: memoryview, pos: int) -> tuple[DeleteGroupsResponse.DeletableGroupResult, int]:
+    o = _C_DeletableGroupResult.__new__(_C_DeletableGroupResult)
+    o.group_id, pos = read_compact_string(buf, pos)
+    (o.error_code,) = _F_h.unpack_from(buf, pos)
+    pos += 2
+    o.error_message, pos = read_compact_nullable_string(buf, pos)
     o.unknown_tagged_fields = None
     ntags = buf[pos]
     pos += 1
@@ -192,6 +222,41 @@ def _d_DeleteGroupsResponse_2(buf: memoryview, pos: int) -> tuple[DeleteGroupsRe
     return o, pos
 
 
+def _e_DeleteGroupsResponse_3(o: DeleteGroupsResponse, ap: Appender) -> None:
+    ap(_F_i.pack(o.throttle_time_ms))
+    x_results = o.results
+    ap(uvarint(len(x_results) + 1))
+    for e_results in x_results:
+        _e_DeletableGroupResult_3(e_results, ap)
+    if o.unknown_tagged_fields:
+        write_tagged_fields(ap, [], o.unknown_tagged_fields)
+    else:
+        ap(ZERO)
+
+
+def _d_DeleteGroupsResponse_3(buf: memoryview, pos: int) -> tuple[DeleteGroupsResponse, int]:
+    o = _C_DeleteGroupsResponse.__new__(_C_DeleteGroupsResponse)
+    (o.throttle_time_ms,) = _F_i.unpack_from(buf, pos)
+    pos += 4
+    n, pos = read_compact_array_len(buf, pos)
+    if n < 0:
+        raise DecodeError("null in non-nullable array DeleteGroupsResponse.Results")
+    else:
+        l_results: list[DeleteGroupsResponse.DeletableGroupResult] = []
+        for _ in range(n):
+            e_results, pos = _d_DeletableGroupResult_3(buf, pos)
+            l_results.append(e_results)
+        o.results = l_results
+    o.unknown_tagged_fields = None
+    ntags = buf[pos]
+    pos += 1
+    if ntags:
+        if ntags & 0x80:
+            ntags, pos = read_uvarint(buf, pos - 1)
+        pos = skip_tagged_fields(o, buf, pos, ntags)
+    return o, pos
+
+
 DeleteGroupsResponse._FIELDS = (
     Field('throttle_time_ms', 'int32', None, None, (0, 32767), None, None, None, False),
     Field('results', 'array', 'struct', DeleteGroupsResponse.DeletableGroupResult, (0, 32767), None, None, None, False),
@@ -199,6 +264,7 @@ DeleteGroupsResponse._FIELDS = (
 DeleteGroupsResponse.DeletableGroupResult._FIELDS = (
     Field('group_id', 'string', None, None, (0, 32767), None, None, None, False),
     Field('error_code', 'int16', None, None, (0, 32767), None, None, None, False),
+    Field('error_message', 'string', None, None, (3, 32767), (3, 32767), None, None, True),
 )
-DeleteGroupsResponse._ENCODERS = {0: _e_DeleteGroupsResponse_0, 1: _e_DeleteGroupsResponse_0, 2: _e_DeleteGroupsResponse_2}
-DeleteGroupsResponse._DECODERS = {0: _d_DeleteGroupsResponse_0, 1: _d_DeleteGroupsResponse_0, 2: _d_DeleteGroupsResponse_2}
+DeleteGroupsResponse._ENCODERS = {0: _e_DeleteGroupsResponse_0, 1: _e_DeleteGroupsResponse_0, 2: _e_DeleteGroupsResponse_2, 3: _e_DeleteGroupsResponse_3}
+DeleteGroupsResponse._DECODERS = {0: _d_DeleteGroupsResponse_0, 1: _d_DeleteGroupsResponse_0, 2: _d_DeleteGroupsResponse_2, 3: _d_DeleteGroupsResponse_3}

@@ -63,14 +63,14 @@ _F_q = struct.Struct('>q')
 
 
 class ListOffsetsRequest(Request):
-    """Kafka ListOffsetsRequest (API key 2), versions 1-10."""
+    """Kafka ListOffsetsRequest (API key 2), versions 1-11."""
 
     __slots__ = ('replica_id', 'isolation_level', 'topics', 'timeout_ms')
 
     API_KEY: ClassVar[int] = 2
     MIN_VERSION: ClassVar[int] = 1
-    MAX_VERSION: ClassVar[int] = 10
-    LATEST_VERSION: ClassVar[int] = 10
+    MAX_VERSION: ClassVar[int] = 11
+    LATEST_VERSION: ClassVar[int] = 11
     FLEXIBLE_MIN_VERSION: ClassVar[int | None] = 6
 
     class ListOffsetsTopic(Struct):
@@ -416,5 +416,5 @@ ListOffsetsRequest.ListOffsetsPartition._FIELDS = (
     Field('current_leader_epoch', 'int32', None, None, (4, 32767), None, None, None, True),
     Field('timestamp', 'int64', None, None, (0, 32767), None, None, None, False),
 )
-ListOffsetsRequest._ENCODERS = {1: _e_ListOffsetsRequest_1, 2: _e_ListOffsetsRequest_2, 3: _e_ListOffsetsRequest_2, 4: _e_ListOffsetsRequest_4, 5: _e_ListOffsetsRequest_4, 6: _e_ListOffsetsRequest_6, 7: _e_ListOffsetsRequest_6, 8: _e_ListOffsetsRequest_6, 9: _e_ListOffsetsRequest_6, 10: _e_ListOffsetsRequest_10}
-ListOffsetsRequest._DECODERS = {1: _d_ListOffsetsRequest_1, 2: _d_ListOffsetsRequest_2, 3: _d_ListOffsetsRequest_2, 4: _d_ListOffsetsRequest_4, 5: _d_ListOffsetsRequest_4, 6: _d_ListOffsetsRequest_6, 7: _d_ListOffsetsRequest_6, 8: _d_ListOffsetsRequest_6, 9: _d_ListOffsetsRequest_6, 10: _d_ListOffsetsRequest_10}
+ListOffsetsRequest._ENCODERS = {1: _e_ListOffsetsRequest_1, 2: _e_ListOffsetsRequest_2, 3: _e_ListOffsetsRequest_2, 4: _e_ListOffsetsRequest_4, 5: _e_ListOffsetsRequest_4, 6: _e_ListOffsetsRequest_6, 7: _e_ListOffsetsRequest_6, 8: _e_ListOffsetsRequest_6, 9: _e_ListOffsetsRequest_6, 10: _e_ListOffsetsRequest_10, 11: _e_ListOffsetsRequest_10}
+ListOffsetsRequest._DECODERS = {1: _d_ListOffsetsRequest_1, 2: _d_ListOffsetsRequest_2, 3: _d_ListOffsetsRequest_2, 4: _d_ListOffsetsRequest_4, 5: _d_ListOffsetsRequest_4, 6: _d_ListOffsetsRequest_6, 7: _d_ListOffsetsRequest_6, 8: _d_ListOffsetsRequest_6, 9: _d_ListOffsetsRequest_6, 10: _d_ListOffsetsRequest_10, 11: _d_ListOffsetsRequest_10}

@@ -61,14 +61,14 @@ _F_ihqqi = struct.Struct('>ihqqi')
 
 
 class ListOffsetsResponse(Response):
-    """Kafka ListOffsetsResponse (API key 2), versions 1-10."""
+    """Kafka ListOffsetsResponse (API key 2), versions 1-11."""
 
     __slots__ = ('throttle_time_ms', 'topics')
 
     API_KEY: ClassVar[int] = 2
     MIN_VERSION: ClassVar[int] = 1
-    MAX_VERSION: ClassVar[int] = 10
-    LATEST_VERSION: ClassVar[int] = 10
+    MAX_VERSION: ClassVar[int] = 11
+    LATEST_VERSION: ClassVar[int] = 11
     FLEXIBLE_MIN_VERSION: ClassVar[int | None] = 6
 
     class ListOffsetsTopicResponse(Struct):
@@ -367,5 +367,5 @@ ListOffsetsResponse.ListOffsetsPartitionResponse._FIELDS = (
     Field('offset', 'int64', None, None, (1, 32767), None, None, None, False),
     Field('leader_epoch', 'int32', None, None, (4, 32767), None, None, None, False),
 )
-ListOffsetsResponse._ENCODERS = {1: _e_ListOffsetsResponse_1, 2: _e_ListOffsetsResponse_2, 3: _e_ListOffsetsResponse_2, 4: _e_ListOffsetsResponse_4, 5: _e_ListOffsetsResponse_4, 6: _e_ListOffsetsResponse_6, 7: _e_ListOffsetsResponse_6, 8: _e_ListOffsetsResponse_6, 9: _e_ListOffsetsResponse_6, 10: _e_ListOffsetsResponse_6}
-ListOffsetsResponse._DECODERS = {1: _d_ListOffsetsResponse_1, 2: _d_ListOffsetsResponse_2, 3: _d_ListOffsetsResponse_2, 4: _d_ListOffsetsResponse_4, 5: _d_ListOffsetsResponse_4, 6: _d_ListOffsetsResponse_6, 7: _d_ListOffsetsResponse_6, 8: _d_ListOffsetsResponse_6, 9: _d_ListOffsetsResponse_6, 10: _d_ListOffsetsResponse_6}
+ListOffsetsResponse._ENCODERS = {1: _e_ListOffsetsResponse_1, 2: _e_ListOffsetsResponse_2, 3: _e_ListOffsetsResponse_2, 4: _e_ListOffsetsResponse_4, 5: _e_ListOffsetsResponse_4, 6: _e_ListOffsetsResponse_6, 7: _e_ListOffsetsResponse_6, 8: _e_ListOffsetsResponse_6, 9: _e_ListOffsetsResponse_6, 10: _e_ListOffsetsResponse_6, 11: _e_ListOffsetsResponse_6}
+ListOffsetsResponse._DECODERS = {1: _d_ListOffsetsResponse_1, 2: _d_ListOffsetsResponse_2, 3: _d_ListOffsetsResponse_2, 4: _d_ListOffsetsResponse_4, 5: _d_ListOffsetsResponse_4, 6: _d_ListOffsetsResponse_6, 7: _d_ListOffsetsResponse_6, 8: _d_ListOffsetsResponse_6, 9: _d_ListOffsetsResponse_6, 10: _d_ListOffsetsResponse_6, 11: _d_ListOffsetsResponse_6}

@@ -66,7 +66,7 @@ class OffsetCommitResponse(Response):
 
     API_KEY: ClassVar[int] = 8
     MIN_VERSION: ClassVar[int] = 2
-    MAX_VERSION: ClassVar[int] = 9
+    MAX_VERSION: ClassVar[int] = 10
     LATEST_VERSION: ClassVar[int] = 10
     FLEXIBLE_MIN_VERSION: ClassVar[int | None] = 8
 

@@ -66,7 +66,7 @@ class OffsetFetchRequest(Request):
 
     API_KEY: ClassVar[int] = 9
     MIN_VERSION: ClassVar[int] = 1
-    MAX_VERSION: ClassVar[int] = 9
+    MAX_VERSION: ClassVar[int] = 10
     LATEST_VERSION: ClassVar[int] = 10
     FLEXIBLE_MIN_VERSION: ClassVar[int | None] = 6
 

@@ -68,7 +68,7 @@ class OffsetFetchResponse(Response):
 
     API_KEY: ClassVar[int] = 9
     MIN_VERSION: ClassVar[int] = 1
-    MAX_VERSION: ClassVar[int] = 9
+    MAX_VERSION: ClassVar[int] = 10
     LATEST_VERSION: ClassVar[int] = 10
     FLEXIBLE_MIN_VERSION: ClassVar[int | None] = 6
 

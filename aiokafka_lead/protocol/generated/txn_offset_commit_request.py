@@ -62,24 +62,26 @@ _F_qhi = struct.Struct('>qhi')
 
 
 class TxnOffsetCommitRequest(Request):
-    """Kafka TxnOffsetCommitRequest (API key 28), versions 0-5."""
+    """Kafka TxnOffsetCommitRequest (API key 28), versions 0-6."""
 
-    __slots__ = ('transactional_id', 'group_id', 'producer_id', 'producer_epoch', 'generation_id', 'member_id', 'group_instance_id', 'topics')
+    __slots__ = ('transactional_id', 'group_id', 'producer_id', 'producer_epoch', 'generation_id_or_member_epoch', 'member_id', 'group_instance_id', 'topics')
 
     API_KEY: ClassVar[int] = 28
     MIN_VERSION: ClassVar[int] = 0
-    MAX_VERSION: ClassVar[int] = 5
-    LATEST_VERSION: ClassVar[int] = 5
+    MAX_VERSION: ClassVar[int] = 6
+    LATEST_VERSION: ClassVar[int] = 6
     FLEXIBLE_MIN_VERSION: ClassVar[int | None] = 3
 
     class TxnOffsetCommitRequestTopic(Struct):
-        __slots__ = ('name', 'partitions')
+        __slots__ = ('name', 'topic_id', 'partitions')
 
         name: str
+        topic_id: uuid.UUID
         partitions: list[TxnOffsetCommitRequest.TxnOffsetCommitRequestPartition]
 
-        def __init__(self, *, name: str = '', partitions: list[TxnOffsetCommitRequest.TxnOffsetCommitRequestPartition] = MISSING) -> None:
+        def __init__(self, *, name: str = '', topic_id: uuid.UUID = ZERO_UUID, partitions: list[TxnOffsetCommitRequest.TxnOffsetCommitRequestPartition] = MISSING) -> None:
             self.name = name
+            self.topic_id = topic_id
             self.partitions = [] if partitions is MISSING else partitions
             self.unknown_tagged_fields = None
 
@@ -102,17 +104,17 @@ class TxnOffsetCommitRequest(Request):
     group_id: str
     producer_id: int
     producer_epoch: int
-    generation_id: int
+    generation_id_or_member_epoch: int
     member_id: str
     group_instance_id: str | None
     topics: list[TxnOffsetCommitRequest.TxnOffsetCommitRequestTopic]
 
-    def __init__(self, *, transactional_id: str = '', group_id: str = '', producer_id: int = 0, producer_epoch: int = 0, generation_id: int = -1, member_id: str = '', group_instance_id: str | None = None, topics: list[TxnOffsetCommitRequest.TxnOffsetCommitRequestTopic] = MISSING) -> None:
+    def __init__(self, *, transactional_id: str = '', group_id: str = '', producer_id: int = 0, producer_epoch: int = 0, generation_id_or_member_epoch: int = -1, member_id: str = '', group_instance_id: str | None = None, topics: list[TxnOffsetCommitRequest.TxnOffsetCommitRequestTopic] = MISSING) -> None:
         self.transactional_id = transactional_id
         self.group_id = group_id
         self.producer_id = producer_id
         self.producer_epoch = producer_epoch
-        self.generation_id = generation_id
+        self.generation_id_or_member_epoch = generation_id_or_member_epoch
         self.member_id = member_id
         self.group_instance_id = group_instance_id
         self.topics = [] if topics is MISSING else topics
@@ -188,6 +190,7 @@ def _e_TxnOffsetCommitRequestTopic_0(o: TxnOffsetCommitRequest.TxnOffsetCommitRe
 def _d_TxnOffsetCommitRequestTopic_0(buf: memoryview, pos: int) -> tuple[TxnOffsetCommitRequest.TxnOffsetCommitRequestTopic, int]:
     o = _C_TxnOffsetCommitRequestTopic.__new__(_C_TxnOffsetCommitRequestTopic)
     o.name, pos = read_string(buf, pos)
+    o.topic_id = ZERO_UUID
     n, pos = read_array_len(buf, pos)
     if n < 0:
         raise DecodeError("null in non-nullable array TxnOffsetCommitRequest.Partitions")
@@ -212,6 +215,7 @@ def _e_TxnOffsetCommitRequestTopic_2(o: TxnOffsetCommitRequest.TxnOffsetCommitRe
 def _d_TxnOffsetCommitRequestTopic_2(buf: memoryview, pos: int) -> tuple[TxnOffsetCommitRequest.TxnOffsetCommitRequestTopic, int]:
     o = _C_TxnOffsetCommitRequestTopic.__new__(_C_TxnOffsetCommitRequestTopic)
     o.name, pos = read_string(buf, pos)
+    o.topic_id = ZERO_UUID
     n, pos = read_array_len(buf, pos)
     if n < 0:
         raise DecodeError("null in non-nullable array TxnOffsetCommitRequest.Partitions")
@@ -240,6 +244,42 @@ def _e_TxnOffsetCommitRequestTopic_3(o: TxnOffsetCommitRequest.TxnOffsetCommitRe
 def _d_TxnOffsetCommitRequestTopic_3(buf: memoryview, pos: int) -> tuple[TxnOffsetCommitRequest.TxnOffsetCommitRequestTopic, int]:
     o = _C_TxnOffsetCommitRequestTopic.__new__(_C_TxnOffsetCommitRequestTopic)
     o.name, pos = read_compact_string(buf, pos)
+    o.topic_id = ZERO_UUID
+    n, pos = read_compact_array_len(buf, pos)
+    if n < 0:
+        raise DecodeError("null in non-nullable array TxnOffsetCommitRequest.Partitions")
+    else:
+        l_partitions: list[TxnOffsetCommitRequest.TxnOffsetCommitRequestPartition] = []
+        for _ in range(n):
+            e_partitions, pos = _d_TxnOffsetCommitRequestPartition_3(buf, pos)
+            l_partitions.append(e_partitions)
+        o.partitions = l_partitions
+    o.unknown_tagged_fields = None
+    ntags = buf[pos]
+    pos += 1
+    if ntags:
+        if ntags & 0x80:
+            ntags, pos = read_uvarint(buf, pos - 1)
+        pos = skip_tagged_fields(o, buf, pos, ntags)
+    return o, pos
+
+
+def _e_TxnOffsetCommitRequestTopic_6(o: TxnOffsetCommitRequest.TxnOffsetCommitRequestTopic, ap: Appender) -> None:
+    ap(o.topic_id.bytes)
+    x_partitions = o.partitions
+    ap(uvarint(len(x_partitions) + 1))
+    for e_partitions in x_partitions:
+        _e_TxnOffsetCommitRequestPartition_3(e_partitions, ap)
+    if o.unknown_tagged_fields:
+        write_tagged_fields(ap, [], o.unknown_tagged_fields)
+    else:
+        ap(ZERO)
+
+
+def _d_TxnOffsetCommitRequestTopic_6(buf: memoryview, pos: int) -> tuple[TxnOffsetCommitRequest.TxnOffsetCommitRequestTopic, int]:
+    o = _C_TxnOffsetCommitRequestTopic.__new__(_C_TxnOffsetCommitRequestTopic)
+    o.name = ''
+    o.topic_id, pos = read_uuid(buf, pos)
     n, pos = read_compact_array_len(buf, pos)
     if n < 0:
         raise DecodeError("null in non-nullable array TxnOffsetCommitRequest.Partitions")
@@ -262,8 +302,8 @@ def _d_TxnOffsetCommitRequestTopic_3(buf: memoryview, pos: int) -> tuple[TxnOffs
 def _e_TxnOffsetCommitRequest_0(o: TxnOffsetCommitRequest, ap: Appender) -> None:
     write_string(ap, o.transactional_id)
     write_string(ap, o.group_id)
-    if o.generation_id != -1:
-        unsupported_field(TxnOffsetCommitRequest, 'generation_id')
+    if o.generation_id_or_member_epoch != -1:
+        unsupported_field(TxnOffsetCommitRequest, 'generation_id_or_member_epoch')
     if o.member_id != '':
         unsupported_field(TxnOffsetCommitRequest, 'member_id')
     if o.group_instance_id is not None:
@@ -281,7 +321,7 @@ def _d_TxnOffsetCommitRequest_0(buf: memoryview, pos: int) -> tuple[TxnOffsetCom
     o.group_id, pos = read_string(buf, pos)
     (o.producer_id, o.producer_epoch) = _F_qh.unpack_from(buf, pos)
     pos += 10
-    o.generation_id = -1
+    o.generation_id_or_member_epoch = -1
     o.member_id = ''
     o.group_instance_id = None
     n, pos = read_array_len(buf, pos)
@@ -300,8 +340,8 @@ def _d_TxnOffsetCommitRequest_0(buf: memoryview, pos: int) -> tuple[TxnOffsetCom
 def _e_TxnOffsetCommitRequest_2(o: TxnOffsetCommitRequest, ap: Appender) -> None:
     write_string(ap, o.transactional_id)
     write_string(ap, o.group_id)
-    if o.generation_id != -1:
-        unsupported_field(TxnOffsetCommitRequest, 'generation_id')
+    if o.generation_id_or_member_epoch != -1:
+        unsupported_field(TxnOffsetCommitRequest, 'generation_id_or_member_epoch')
     if o.member_id != '':
         unsupported_field(TxnOffsetCommitRequest, 'member_id')
     if o.group_instance_id is not None:
@@ -319,7 +359,7 @@ def _d_TxnOffsetCommitRequest_2(buf: memoryview, pos: int) -> tuple[TxnOffsetCom
     o.group_id, pos = read_string(buf, pos)
     (o.producer_id, o.producer_epoch) = _F_qh.unpack_from(buf, pos)
     pos += 10
-    o.generation_id = -1
+    o.generation_id_or_member_epoch = -1
     o.member_id = ''
     o.group_instance_id = None
     n, pos = read_array_len(buf, pos)
@@ -338,7 +378,7 @@ def _d_TxnOffsetCommitRequest_2(buf: memoryview, pos: int) -> tuple[TxnOffsetCom
 def _e_TxnOffsetCommitRequest_3(o: TxnOffsetCommitRequest, ap: Appender) -> None:
     write_compact_string(ap, o.transactional_id)
     write_compact_string(ap, o.group_id)
-    ap(_F_qhi.pack(o.producer_id, o.producer_epoch, o.generation_id))
+    ap(_F_qhi.pack(o.producer_id, o.producer_epoch, o.generation_id_or_member_epoch))
     write_compact_string(ap, o.member_id)
     write_compact_nullable_string(ap, o.group_instance_id)
     x_topics = o.topics
@@ -355,7 +395,7 @@ def _d_TxnOffsetCommitRequest_3(buf: memoryview, pos: int) -> tuple[TxnOffsetCom
     o = _C_TxnOffsetCommitRequest.__new__(_C_TxnOffsetCommitRequest)
     o.transactional_id, pos = read_compact_string(buf, pos)
     o.group_id, pos = read_compact_string(buf, pos)
-    (o.producer_id, o.producer_epoch, o.generation_id) = _F_qhi.unpack_from(buf, pos)
+    (o.producer_id, o.producer_epoch, o.generation_id_or_member_epoch) = _F_qhi.unpack_from(buf, pos)
     pos += 14
     o.member_id, pos = read_compact_string(buf, pos)
     o.group_instance_id, pos = read_compact_nullable_string(buf, pos)
@@ -378,18 +418,62 @@ def _d_TxnOffsetCommitRequest_3(buf: memoryview, pos: int) -> tuple[TxnOffsetCom
     return o, pos
 
 
+def _e_TxnOffsetCommitRequest_6(o: TxnOffsetCommitRequest, ap: Appender) -> None:
+    write_compact_string(ap, o.transactional_id)
+    write_compact_string(ap, o.group_id)
+    ap(_F_qhi.pack(o.producer_id, o.producer_epoch, o.generation_id_or_member_epoch))
+    write_compact_string(ap, o.member_id)
+    write_compact_nullable_string(ap, o.group_instance_id)
+    x_topics = o.topics
+    ap(uvarint(len(x_topics) + 1))
+    for e_topics in x_topics:
+        _e_TxnOffsetCommitRequestTopic_6(e_topics, ap)
+    if o.unknown_tagged_fields:
+        write_tagged_fields(ap, [], o.unknown_tagged_fields)
+    else:
+        ap(ZERO)
+
+
+def _d_TxnOffsetCommitRequest_6(buf: memoryview, pos: int) -> tuple[TxnOffsetCommitRequest, int]:
+    o = _C_TxnOffsetCommitRequest.__new__(_C_TxnOffsetCommitRequest)
+    o.transactional_id, pos = read_compact_string(buf, pos)
+    o.group_id, pos = read_compact_string(buf, pos)
+    (o.producer_id, o.producer_epoch, o.generation_id_or_member_epoch) = _F_qhi.unpack_from(buf, pos)
+    pos += 14
+    o.member_id, pos = read_compact_string(buf, pos)
+    o.group_instance_id, pos = read_compact_nullable_string(buf, pos)
+    n, pos = read_compact_array_len(buf, pos)
+    if n < 0:
+        raise DecodeError("null in non-nullable array TxnOffsetCommitRequest.Topics")
+    else:
+        l_topics: list[TxnOffsetCommitRequest.TxnOffsetCommitRequestTopic] = []
+        for _ in range(n):
+            e_topics, pos = _d_TxnOffsetCommitRequestTopic_6(buf, pos)
+            l_topics.append(e_topics)
+        o.topics = l_topics
+    o.unknown_tagged_fields = None
+    ntags = buf[pos]
+    pos += 1
+    if ntags:
+        if ntags & 0x80:
+            ntags, pos = read_uvarint(buf, pos - 1)
+        pos = skip_tagged_fields(o, buf, pos, ntags)
+    return o, pos
+
+
 TxnOffsetCommitRequest._FIELDS = (
     Field('transactional_id', 'string', None, None, (0, 32767), None, None, None, False),
     Field('group_id', 'string', None, None, (0, 32767), None, None, None, False),
     Field('producer_id', 'int64', None, None, (0, 32767), None, None, None, False),
     Field('producer_epoch', 'int16', None, None, (0, 32767), None, None, None, False),
-    Field('generation_id', 'int32', None, None, (3, 32767), None, None, None, False),
+    Field('generation_id_or_member_epoch', 'int32', None, None, (3, 32767), None, None, None, False),
     Field('member_id', 'string', None, None, (3, 32767), None, None, None, False),
     Field('group_instance_id', 'string', None, None, (3, 32767), (3, 32767), None, None, False),
     Field('topics', 'array', 'struct', TxnOffsetCommitRequest.TxnOffsetCommitRequestTopic, (0, 32767), None, None, None, False),
 )
 TxnOffsetCommitRequest.TxnOffsetCommitRequestTopic._FIELDS = (
-    Field('name', 'string', None, None, (0, 32767), None, None, None, False),
+    Field('name', 'string', None, None, (0, 5), None, None, None, True),
+    Field('topic_id', 'uuid', None, None, (6, 32767), None, None, None, True),
     Field('partitions', 'array', 'struct', TxnOffsetCommitRequest.TxnOffsetCommitRequestPartition, (0, 32767), None, None, None, False),
 )
 TxnOffsetCommitRequest.TxnOffsetCommitRequestPartition._FIELDS = (
@@ -398,5 +482,5 @@ TxnOffsetCommitRequest.TxnOffsetCommitRequestPartition._FIELDS = (
     Field('committed_leader_epoch', 'int32', None, None, (2, 32767), None, None, None, True),
     Field('committed_metadata', 'string', None, None, (0, 32767), (0, 32767), None, None, False),
 )
-TxnOffsetCommitRequest._ENCODERS = {0: _e_TxnOffsetCommitRequest_0, 1: _e_TxnOffsetCommitRequest_0, 2: _e_TxnOffsetCommitRequest_2, 3: _e_TxnOffsetCommitRequest_3, 4: _e_TxnOffsetCommitRequest_3, 5: _e_TxnOffsetCommitRequest_3}
-TxnOffsetCommitRequest._DECODERS = {0: _d_TxnOffsetCommitRequest_0, 1: _d_TxnOffsetCommitRequest_0, 2: _d_TxnOffsetCommitRequest_2, 3: _d_TxnOffsetCommitRequest_3, 4: _d_TxnOffsetCommitRequest_3, 5: _d_TxnOffsetCommitRequest_3}
+TxnOffsetCommitRequest._ENCODERS = {0: _e_TxnOffsetCommitRequest_0, 1: _e_TxnOffsetCommitRequest_0, 2: _e_TxnOffsetCommitRequest_2, 3: _e_TxnOffsetCommitRequest_3, 4: _e_TxnOffsetCommitRequest_3, 5: _e_TxnOffsetCommitRequest_3, 6: _e_TxnOffsetCommitRequest_6}
+TxnOffsetCommitRequest._DECODERS = {0: _d_TxnOffsetCommitRequest_0, 1: _d_TxnOffsetCommitRequest_0, 2: _d_TxnOffsetCommitRequest_2, 3: _d_TxnOffsetCommitRequest_3, 4: _d_TxnOffsetCommitRequest_3, 5: _d_TxnOffsetCommitRequest_3, 6: _d_TxnOffsetCommitRequest_6}

@@ -60,24 +60,26 @@ _F_ih = struct.Struct('>ih')
 
 
 class TxnOffsetCommitResponse(Response):
-    """Kafka TxnOffsetCommitResponse (API key 28), versions 0-5."""
+    """Kafka TxnOffsetCommitResponse (API key 28), versions 0-6."""
 
     __slots__ = ('throttle_time_ms', 'topics')
 
     API_KEY: ClassVar[int] = 28
     MIN_VERSION: ClassVar[int] = 0
-    MAX_VERSION: ClassVar[int] = 5
-    LATEST_VERSION: ClassVar[int] = 5
+    MAX_VERSION: ClassVar[int] = 6
+    LATEST_VERSION: ClassVar[int] = 6
     FLEXIBLE_MIN_VERSION: ClassVar[int | None] = 3
 
     class TxnOffsetCommitResponseTopic(Struct):
-        __slots__ = ('name', 'partitions')
+        __slots__ = ('name', 'topic_id', 'partitions')
 
         name: str
+        topic_id: uuid.UUID
         partitions: list[TxnOffsetCommitResponse.TxnOffsetCommitResponsePartition]
 
-        def __init__(self, *, name: str = '', partitions: list[TxnOffsetCommitResponse.TxnOffsetCommitResponsePartition] = MISSING) -> None:
+        def __init__(self, *, name: str = '', topic_id: uuid.UUID = ZERO_UUID, partitions: list[TxnOffsetCommitResponse.TxnOffsetCommitResponsePartition] = MISSING) -> None:
             self.name = name
+            self.topic_id = topic_id
             self.partitions = [] if partitions is MISSING else partitions
             self.unknown_tagged_fields = None
 
@@ -151,6 +153,7 @@ def _e_TxnOffsetCommitResponseTopic_0(o: TxnOffsetCommitResponse.TxnOffsetCommit
 def _d_TxnOffsetCommitResponseTopic_0(buf: memoryview, pos: int) -> tuple[TxnOffsetCommitResponse.TxnOffsetCommitResponseTopic, int]:
     o = _C_TxnOffsetCommitResponseTopic.__new__(_C_TxnOffsetCommitResponseTopic)
     o.name, pos = read_string(buf, pos)
+    o.topic_id = ZERO_UUID
     n, pos = read_array_len(buf, pos)
     if n < 0:
         raise DecodeError("null in non-nullable array TxnOffsetCommitResponse.Partitions")
@@ -179,6 +182,42 @@ def _e_TxnOffsetCommitResponseTopic_3(o: TxnOffsetCommitResponse.TxnOffsetCommit
 def _d_TxnOffsetCommitResponseTopic_3(buf: memoryview, pos: int) -> tuple[TxnOffsetCommitResponse.TxnOffsetCommitResponseTopic, int]:
     o = _C_TxnOffsetCommitResponseTopic.__new__(_C_TxnOffsetCommitResponseTopic)
     o.name, pos = read_compact_string(buf, pos)
+    o.topic_id = ZERO_UUID
+    n, pos = read_compact_array_len(buf, pos)
+    if n < 0:
+        raise DecodeError("null in non-nullable array TxnOffsetCommitResponse.Partitions")
+    else:
+        l_partitions: list[TxnOffsetCommitResponse.TxnOffsetCommitResponsePartition] = []
+        for _ in range(n):
+            e_partitions, pos = _d_TxnOffsetCommitResponsePartition_3(buf, pos)
+            l_partitions.append(e_partitions)
+        o.partitions = l_partitions
+    o.unknown_tagged_fields = None
+    ntags = buf[pos]
+    pos += 1
+    if ntags:
+        if ntags & 0x80:
+            ntags, pos = read_uvarint(buf, pos - 1)
+        pos = skip_tagged_fields(o, buf, pos, ntags)
+    return o, pos
+
+
+def _e_TxnOffsetCommitResponseTopic_6(o: TxnOffsetCommitResponse.TxnOffsetCommitResponseTopic, ap: Appender) -> None:
+    ap(o.topic_id.bytes)
+    x_partitions = o.partitions
+    ap(uvarint(len(x_partitions) + 1))
+    for e_partitions in x_partitions:
+        _e_TxnOffsetCommitResponsePartition_3(e_partitions, ap)
+    if o.unknown_tagged_fields:
+        write_tagged_fields(ap, [], o.unknown_tagged_fields)
+    else:
+        ap(ZERO)
+
+
+def _d_TxnOffsetCommitResponseTopic_6(buf: memoryview, pos: int) -> tuple[TxnOffsetCommitResponse.TxnOffsetCommitResponseTopic, int]:
+    o = _C_TxnOffsetCommitResponseTopic.__new__(_C_TxnOffsetCommitResponseTopic)
+    o.name = ''
+    o.topic_id, pos = read_uuid(buf, pos)
     n, pos = read_compact_array_len(buf, pos)
     if n < 0:
         raise DecodeError("null in non-nullable array TxnOffsetCommitResponse.Partitions")
@@ -258,17 +297,53 @@ def _d_TxnOffsetCommitResponse_3(buf: memoryview, pos: int) -> tuple[TxnOffsetCo
     return o, pos
 
 
+def _e_TxnOffsetCommitResponse_6(o: TxnOffsetCommitResponse, ap: Appender) -> None:
+    ap(_F_i.pack(o.throttle_time_ms))
+    x_topics = o.topics
+    ap(uvarint(len(x_topics) + 1))
+    for e_topics in x_topics:
+        _e_TxnOffsetCommitResponseTopic_6(e_topics, ap)
+    if o.unknown_tagged_fields:
+        write_tagged_fields(ap, [], o.unknown_tagged_fields)
+    else:
+        ap(ZERO)
+
+
+def _d_TxnOffsetCommitResponse_6(buf: memoryview, pos: int) -> tuple[TxnOffsetCommitResponse, int]:
+    o = _C_TxnOffsetCommitResponse.__new__(_C_TxnOffsetCommitResponse)
+    (o.throttle_time_ms,) = _F_i.unpack_from(buf, pos)
+    pos += 4
+    n, pos = read_compact_array_len(buf, pos)
+    if n < 0:
+        raise DecodeError("null in non-nullable array TxnOffsetCommitResponse.Topics")
+    else:
+        l_topics: list[TxnOffsetCommitResponse.TxnOffsetCommitResponseTopic] = []
+        for _ in range(n):
+            e_topics, pos = _d_TxnOffsetCommitResponseTopic_6(buf, pos)
+            l_topics.append(e_topics)
+        o.topics = l_topics
+    o.unknown_tagged_fields = None
+    ntags = buf[pos]
+    pos += 1
+    if ntags:
+        if ntags & 0x80:
+            ntags, pos = read_uvarint(buf, pos - 1)
+        pos = skip_tagged_fields(o, buf, pos, ntags)
+    return o, pos
+
+
 TxnOffsetCommitResponse._FIELDS = (
     Field('throttle_time_ms', 'int32', None, None, (0, 32767), None, None, None, False),
     Field('topics', 'array', 'struct', TxnOffsetCommitResponse.TxnOffsetCommitResponseTopic, (0, 32767), None, None, None, False),
 )
 TxnOffsetCommitResponse.TxnOffsetCommitResponseTopic._FIELDS = (
-    Field('name', 'string', None, None, (0, 32767), None, None, None, False),
+    Field('name', 'string', None, None, (0, 5), None, None, None, True),
+    Field('topic_id', 'uuid', None, None, (6, 32767), None, None, None, True),
     Field('partitions', 'array', 'struct', TxnOffsetCommitResponse.TxnOffsetCommitResponsePartition, (0, 32767), None, None, None, False),
 )
 TxnOffsetCommitResponse.TxnOffsetCommitResponsePartition._FIELDS = (
     Field('partition_index', 'int32', None, None, (0, 32767), None, None, None, False),
     Field('error_code', 'int16', None, None, (0, 32767), None, None, None, False),
 )
-TxnOffsetCommitResponse._ENCODERS = {0: _e_TxnOffsetCommitResponse_0, 1: _e_TxnOffsetCommitResponse_0, 2: _e_TxnOffsetCommitResponse_0, 3: _e_TxnOffsetCommitResponse_3, 4: _e_TxnOffsetCommitResponse_3, 5: _e_TxnOffsetCommitResponse_3}
-TxnOffsetCommitResponse._DECODERS = {0: _d_TxnOffsetCommitResponse_0, 1: _d_TxnOffsetCommitResponse_0, 2: _d_TxnOffsetCommitResponse_0, 3: _d_TxnOffsetCommitResponse_3, 4: _d_TxnOffsetCommitResponse_3, 5: _d_TxnOffsetCommitResponse_3}
+TxnOffsetCommitResponse._ENCODERS = {0: _e_TxnOffsetCommitResponse_0, 1: _e_TxnOffsetCommitResponse_0, 2: _e_TxnOffsetCommitResponse_0, 3: _e_TxnOffsetCommitResponse_3, 4: _e_TxnOffsetCommitResponse_3, 5: _e_TxnOffsetCommitResponse_3, 6: _e_TxnOffsetCommitResponse_6}
+TxnOffsetCommitResponse._DECODERS = {0: _d_TxnOffsetCommitResponse_0, 1: _d_TxnOffsetCommitResponse_0, 2: _d_TxnOffsetCommitResponse_0, 3: _d_TxnOffsetCommitResponse_3, 4: _d_TxnOffsetCommitResponse_3, 5: _d_TxnOffsetCommitResponse_3, 6: _d_TxnOffsetCommitResponse_6}

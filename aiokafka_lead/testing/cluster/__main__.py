@@ -25,7 +25,13 @@ def _parser() -> argparse.ArgumentParser:
     sub = p.add_subparsers(dest="command", required=True)
 
     prov = sub.add_parser("provision", help="download and cache the Kafka jars only")
-    prov.add_argument("--kafka-version", default=jars.DEFAULT_KAFKA_VERSION)
+    which = prov.add_mutually_exclusive_group()
+    which.add_argument("--kafka-version", default=jars.DEFAULT_KAFKA_VERSION)
+    which.add_argument(
+        "--tested",
+        action="store_true",
+        help=f"every version the test suite runs against ({', '.join(jars.TESTED_KAFKA_VERSIONS)})",
+    )
 
     up = sub.add_parser("up", help="start a detached cluster")
     up.add_argument("--dir", required=True)
@@ -92,7 +98,8 @@ def main(argv: Sequence[str] | None = None) -> int:
 def _run(args: argparse.Namespace) -> int:
     cmd = args.command
     if cmd == "provision":
-        jars.provision(args.kafka_version)
+        for version in jars.TESTED_KAFKA_VERSIONS if args.tested else (args.kafka_version,):
+            jars.provision(version)
         return 0
     if cmd == "up":
         started = time.monotonic()

@@ -74,12 +74,14 @@ class KafkaCluster:
         host: str = "127.0.0.1",
         profile: str = config.DEFAULT_PROFILE,
         extra_properties: dict[str, str] | None = None,
+        node_properties: dict[int, dict[str, str]] | None = None,
         proxied: bool = False,
         request_log: bool = False,
         stop_at_exit: bool = False,
     ) -> None:
         """``profile`` names the broker settings on top of Kafka's defaults
-        (``config.PROFILES``); ``extra_properties`` override single settings. With
+        (``config.PROFILES``); ``extra_properties`` override single settings on every node,
+        ``node_properties`` ({node id: settings}) on one node (``broker.rack``, say). With
         ``proxied`` every node gets one more PLAINTEXT listener, ``PROXIED``, advertised at a
         port of its own where something in between (``aiokafka_lead.testing.netem``) must
         forward to the listener's real port (``ports(n).client["PROXIED"]``). ``request_log``
@@ -96,6 +98,12 @@ class KafkaCluster:
         config.profile_settings(profile, brokers)  # unknown names fail here, not at up()
         self.profile = profile
         self.extra_properties: dict[str, str] = dict(extra_properties or {})
+        self.node_properties: dict[int, dict[str, str]] = {
+            int(k): dict(v) for k, v in (node_properties or {}).items()
+        }
+        unknown = sorted(set(self.node_properties) - set(range(1, brokers + 1)))
+        if unknown:
+            raise ValueError(f"node_properties for nodes {unknown}: the nodes are 1..{brokers}")
         self.proxied = proxied
         self.request_log = request_log
         self.cluster_id = _new_cluster_id()
@@ -129,6 +137,7 @@ class KafkaCluster:
             benchmark=state["benchmark"],
             host=state["host"],
             extra_properties=state.get("extra_properties", {}),  # absent before this option existed
+            node_properties={int(k): v for k, v in state.get("node_properties", {}).items()},
             profile=state.get("profile", "testing"),  # every cluster ran the testing one before
             proxied=state.get("proxied", False),
         )
@@ -154,6 +163,7 @@ class KafkaCluster:
             "users": self.users,
             "benchmark": self.benchmark,
             "extra_properties": self.extra_properties,
+            "node_properties": {str(k): v for k, v in self.node_properties.items()},
             "profile": self.profile,
             "proxied": self.proxied,
             "ca_file": str(self.ca_file) if self.ca_file else None,
@@ -427,6 +437,7 @@ class KafkaCluster:
             profile=self.profile,
         )
         props.update(self.extra_properties)
+        props.update(self.node_properties.get(node_id, {}))
         (ndir / "node.properties").write_text(config.render_properties(props))
         name, text, _ = config.logging_config(
             self.kafka_version, self.log_file(node_id), request_log=self.request_log

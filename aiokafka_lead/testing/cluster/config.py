@@ -109,7 +109,7 @@ def quorum_voters(ports: Mapping[int, NodePorts], host: str) -> str:
     return ",".join(f"{nid}@{host}:{p.controller}" for nid, p in sorted(ports.items()))
 
 
-#: Kafka 4.1's defaults of every setting a profile changes (from its KafkaConfig), so a
+#: Kafka 4.4's defaults (the same in 4.1) of every setting a profile changes (from its KafkaConfig), so a
 #: run can print exactly what differs.
 KAFKA_DEFAULTS: dict[str, str] = {
     "auto.leader.rebalance.enable": "true",

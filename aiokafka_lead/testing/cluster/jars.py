@@ -15,12 +15,15 @@ import threading
 import time
 from pathlib import Path
 
-DEFAULT_KAFKA_VERSION = "4.1.1"
+DEFAULT_KAFKA_VERSION = "4.4.0"
+#: the versions the test suite runs against: the default (everything), then the
+#: compatibility subset's (tests/integration/test_compat.py)
+TESTED_KAFKA_VERSIONS = (DEFAULT_KAFKA_VERSION, "4.1.1", "3.9.2")
 DEPENDENCY_PLUGIN_VERSION = "3.8.1"
 
 # log4j2 version each Kafka line is built against; without the slf4j binding the broker
 # logs nothing. 3.x used reload4j (log4j 1) which is already a runtime dependency.
-_LOG4J2_VERSIONS = {"4.0": "2.24.1", "4.1": "2.24.3"}
+_LOG4J2_VERSIONS = {"4.0": "2.24.1", "4.1": "2.24.3", "4.4": "2.25.5"}
 _DEFAULT_LOG4J2 = "2.24.3"
 
 

@@ -24,11 +24,12 @@ STORAGE_TOOL = "kafka.tools.StorageTool"
 
 
 def _tool_logging_flag(kafka_version: str) -> str:
-    """Write (once, atomically) a logging config that keeps tool stdout clean."""
+    """Write (once, atomically) a logging config that keeps tool stdout clean. The
+    temp name is unique per thread: the nodes of a cluster are formatted in parallel."""
     name, text, flag = config.tool_logging_config(kafka_version)
     path = jars.libs_dir(kafka_version).parent / name
     if not path.exists() or path.read_text() != text:
-        tmp = path.with_name(f".{name}.{os.getpid()}.tmp")
+        tmp = path.with_name(f".{name}.{os.getpid()}.{threading.get_ident()}.tmp")
         tmp.write_text(text)
         tmp.replace(path)
     return flag.format(path=path)

@@ -30,6 +30,7 @@ from aiokafka_lead.testing.fake.intercept import (
 )
 from aiokafka_lead.testing.fake.log import RequestLog, RequestRecord
 from aiokafka_lead.testing.fake.partition import Partition
+from aiokafka_lead.testing.fake.replicas import ReplicaSelector, rack_aware_selector
 
 __all__ = [
     "HINT_MODES",
@@ -44,6 +45,7 @@ __all__ = [
     "Interceptor",
     "MetadataView",
     "Partition",
+    "ReplicaSelector",
     "RequestLog",
     "RequestRecord",
     "Respond",
@@ -51,4 +53,5 @@ __all__ = [
     "Topic",
     "Truncate",
     "error_response",
+    "rack_aware_selector",
 ]

@@ -29,6 +29,7 @@ from aiokafka_lead.testing.fake.groups import GroupCoordinator
 from aiokafka_lead.testing.fake.intercept import Action, InterceptFn, Interceptor
 from aiokafka_lead.testing.fake.log import RequestLog, RequestRecord
 from aiokafka_lead.testing.fake.partition import Partition
+from aiokafka_lead.testing.fake.replicas import ReplicaSelector
 from aiokafka_lead.testing.fake.transactions import TxnCoordinator
 
 HINT_MODES = ("current", "none", "stale", "same_epoch", "unknown_node", "endpoints_only")
@@ -94,6 +95,10 @@ class FakeCluster:
         self.auto_create_topics = auto_create_topics
         self.default_partitions = default_partitions
         self.hidden_nodes: set[int] = set()
+        #: KIP-392: the brokers' ``replica.selector`` (``rack_aware_selector`` or a callable
+        #: ``(cluster, partition, client rack, fetch offset) -> node id | None``); with one,
+        #: leaders may name a PreferredReadReplica and followers serve Fetch v11+
+        self.replica_selector: ReplicaSelector | None = None
         self.coordinator_overrides: dict[tuple[int, str], int] = {}
         self._lag: dict[int, MetadataView] = {}
         self._interceptors: list[Interceptor] = []

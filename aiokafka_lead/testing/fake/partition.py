@@ -76,6 +76,9 @@ class Partition:
         self.open_txns: dict[int, int] = {}
         #: (producer id, first offset, marker offset) of every aborted transaction (KIP-98 index)
         self.aborted_txns: list[tuple[int, int, int]] = []
+        #: KIP-392: follower -> its log end offset, for a follower that lags the leader
+        #: (it serves reads only below it; a fetch beyond it is OFFSET_OUT_OF_RANGE there)
+        self.replica_log_end: dict[int, int] = {}
 
     @property
     def high_watermark(self) -> int:

@@ -17,7 +17,7 @@ from aiokafka_lead.admin import AdminClient
 from aiokafka_lead.consumer import AIOKafkaConsumer, ConsumerRebalanceListener
 from aiokafka_lead.consumer.consumer_protocol import ConsumerGroupMember
 from aiokafka_lead.consumer.coordinator import GroupCoordinator
-from aiokafka_lead.errors import KafkaError, UnreleasedInstanceIdError
+from aiokafka_lead.errors import KafkaError, UnreleasedInstanceIdError, UnsupportedVersionError
 from aiokafka_lead.structs import OffsetAndMetadata, TopicPartition
 from aiokafka_lead.testing.fake import Error, FakeCluster
 from tests.unit.consumer.util import DEADLINE, consume, consumer, produce, wait_until
@@ -391,6 +391,21 @@ async def test_a_broker_without_the_consumer_protocol_is_a_clear_error() -> None
                 with pytest.raises(KafkaError, match="use group_protocol='classic'"):
                     await c.getmany(timeout_ms=3000)
                 assert fc.count(HEARTBEAT) == 0 and c.assignment() == set()
+
+
+async def test_a_broker_that_advertises_but_does_not_run_the_consumer_protocol_is_a_clear_error() -> None:
+    """Kafka 3.9 advertises ConsumerGroupHeartbeat v0 but answers UNSUPPORTED_VERSION."""
+    with anyio.fail_after(DEADLINE):
+        async with FakeCluster(brokers=1) as fc:
+            fc.create_topic("t", partitions=1)
+            fc.intercept(HEARTBEAT, lambda node_id, header, request: Error(35), times=None)
+            async with member(fc) as c:
+                c.subscribe(["t"])
+                with pytest.raises(
+                    UnsupportedVersionError, match=r"does not speak the consumer group protocol.*classic"
+                ):
+                    await c.getmany(timeout_ms=3000)
+                assert fc.count(HEARTBEAT) == 1 and c.assignment() == set()
 
 
 def test_consumer_protocol_member_runs_on_trio() -> None:

@@ -174,9 +174,10 @@ async def test_out_of_range_position_resets_per_policy() -> None:
                 assert info.value.offsets == {TP0: 50}
 
 
-@pytest.mark.parametrize("fetch_version", [17, 12, 11, 4])
+@pytest.mark.parametrize("fetch_version", [18, 17, 12, 11, 10])
 async def test_older_fetch_versions(fetch_version: int) -> None:
-    """v13+ names topics by id, v12+ reports diverging epochs, v9+ carries epochs, v4 none."""
+    """v13+ names topics by id, v12+ reports diverging epochs, v9+ carries epochs; v10 is
+    the oldest a supported broker (Kafka 2.1) speaks."""
     with anyio.fail_after(DEADLINE):
         async with FakeCluster(brokers=2, max_versions={1: fetch_version}) as fc:
             fc.create_topic("t", partitions=1, leaders=[1])

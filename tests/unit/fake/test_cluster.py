@@ -47,12 +47,12 @@ async def test_advertised_versions_and_caps() -> None:
         async with FakeCluster(brokers=2, max_versions={0: 9}) as fc:
             fc.cap_versions({3: 8}, node_ids=[2])
             async with connect(fc, 1) as one, connect(fc, 2) as two:
-                assert (one.version_for(0), one.version_for(1), one.version_for(2)) == (9, 17, 10)
+                assert (one.version_for(0), one.version_for(1), one.version_for(2)) == (9, 18, 11)
                 assert (one.version_for(3), two.version_for(3)) == (13, 8)
                 assert (one.version_for(23), one.version_for(9), one.version_for(8)) == (4, 9, 9)
                 response = await one.send(ApiVersionsRequest(), version=2)
             ranges = {k.api_key: (k.min_version, k.max_version) for k in response.api_keys}
-            assert ranges[0] == (3, 9) and ranges[1] == (4, 17) and ranges[3] == (0, 13)
+            assert ranges[0] == (3, 9) and ranges[1] == (4, 18) and ranges[3] == (0, 13)
 
 
 async def test_unsupported_api_versions_version_gets_a_v0_error_body() -> None:

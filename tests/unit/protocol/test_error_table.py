@@ -25,6 +25,8 @@ from aiokafka_lead import errors as E
         (118, E.TelemetryTooLargeError),
         (120, E.TransactionAbortableError),
         (129, E.RebootstrapRequiredError),
+        (134, E.GroupDeletionFailedError),
+        (136, E.ControllerIdNotRegisteredError),
     ],
 )
 def test_code_to_class(code: int, cls: type[E.BrokerResponseError]) -> None:
@@ -41,7 +43,7 @@ def test_retriable_and_metadata_flags() -> None:
 
 
 def test_table_is_complete_and_consistent() -> None:
-    assert sorted(E.ERROR_CLASSES) == [-1, *range(1, 134)]
+    assert sorted(E.ERROR_CLASSES) == [-1, *range(1, 137)]  # Kafka 4.4: up to 136
     for code, cls in E.ERROR_CLASSES.items():
         assert cls.errno == code and cls.__name__.endswith("Error")
         assert issubclass(cls, E.BrokerResponseError)

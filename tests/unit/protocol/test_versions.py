@@ -14,10 +14,14 @@ EVERYTHING = {key: (0, 100) for key in REQUEST_CLASSES}
 def test_aims_against_a_broker_that_supports_everything() -> None:
     table = negotiate(EVERYTHING)
     assert table.version_for(0) == 12  # Produce: not 13 (topic ids)
-    assert table.version_for(1) == 17  # Fetch
+    assert table.version_for(1) == 18  # Fetch
     assert table.version_for(3) == 13  # Metadata
-    assert table.version_for(2) == 10  # ListOffsets
-    assert table.version_for(18) == 4  # ApiVersions
+    assert table.version_for(2) == 11  # ListOffsets
+    assert table.version_for(8) == 9  # OffsetCommit: not 10 (topic ids)
+    assert table.version_for(9) == 9  # OffsetFetch: not 10 (topic ids)
+    assert table.version_for(28) == 5  # TxnOffsetCommit: not 6 (topic ids)
+    assert table.version_for(18) == 4  # ApiVersions: not 5 (KIP-1242 checks)
+    assert table.version_for(42) == 3  # DeleteGroups: v3 adds an error message
     assert table.version_for(12) == REQUEST_CLASSES[12].MAX_VERSION  # Heartbeat
 
 
@@ -44,13 +48,13 @@ def test_produce_floor_ignores_what_the_broker_advertises() -> None:
 
 
 def test_fetch_without_v4_is_refused() -> None:
-    with pytest.raises(UnsupportedVersionError, match=r"Fetch.*v4-v17.*v0-v3"):
+    with pytest.raises(UnsupportedVersionError, match=r"Fetch.*v4-v18.*v0-v3"):
         negotiate({**EVERYTHING, 1: (0, 3)}).version_for(1)
 
 
 def test_broker_floor_above_client_max() -> None:
     with pytest.raises(UnsupportedVersionError, match="ListOffsets"):
-        negotiate({**EVERYTHING, 2: (11, 12)}).version_for(2)
+        negotiate({**EVERYTHING, 2: (12, 13)}).version_for(2)
 
 
 def test_api_not_advertised() -> None:
@@ -64,7 +68,7 @@ def test_from_api_versions_response() -> None:
     resp = ApiVersionsResponse(
         api_keys=[
             ApiVersionsResponse.ApiVersion(api_key=0, min_version=0, max_version=13),
-            ApiVersionsResponse.ApiVersion(api_key=1, min_version=4, max_version=18),
+            ApiVersionsResponse.ApiVersion(api_key=1, min_version=4, max_version=17),
         ]
     )
     table = negotiate(resp)

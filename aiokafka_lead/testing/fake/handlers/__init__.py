@@ -42,8 +42,8 @@ from aiokafka_lead.testing.fake.handlers.transactions import (
 #: api key -> (handler, min version, max version)
 _TABLE: dict[int, tuple[Handler, int, int]] = {
     0: (handle_produce, 3, 12),
-    1: (handle_fetch, 4, 17),
-    2: (handle_list_offsets, 1, 10),
+    1: (handle_fetch, 4, 18),
+    2: (handle_list_offsets, 1, 11),
     3: (handle_metadata, 0, 13),
     8: (handle_offset_commit, 2, 9),
     9: (handle_offset_fetch, 1, 9),

@@ -1,4 +1,5 @@
-"""Fetch v4-17: reads, long-poll, KIP-320 epoch checks and DivergingEpoch, KIP-951 hints.
+"""Fetch v4-18: reads, long-poll, KIP-320 epoch checks and DivergingEpoch, KIP-951 hints,
+KIP-392 reads from followers (with ``FakeCluster.replica_selector`` set, see ``replicas.py``).
 
 Long-poll: when fewer than ``min_bytes`` are ready the handler waits on the cluster's
 change event (set by appends, leader moves, truncation) inside ``move_on_after(max_wait)``
@@ -21,21 +22,25 @@ from aiokafka_lead.testing.fake.handlers.common import (
     NONE,
     NOT_LEADER_OR_FOLLOWER,
     OFFSET_OUT_OF_RANGE,
+    UNKNOWN_LEADER_EPOCH,
     UNKNOWN_TOPIC_ID,
     UNKNOWN_TOPIC_OR_PARTITION,
     endpoints,
     hint_for,
     leader_check,
 )
+from aiokafka_lead.testing.fake.replicas import has_offset
 
 if TYPE_CHECKING:
     from aiokafka_lead.testing.fake.cluster import FakeCluster
+    from aiokafka_lead.testing.fake.partition import Partition
 
 TOPIC_ID_VERSION = 13
 SESSION_VERSION = 7
 FETCH_SESSION_ID_NOT_FOUND = 70
 DIVERGING_EPOCH_VERSION = 12
 HINT_VERSION = 16  # KIP-951: CurrentLeader (partition tag 1), NodeEndpoints (top-level tag 0)
+RACK_VERSION = 11  # KIP-392: RackId in, PreferredReadReplica out
 
 PartData = FetchResponse.PartitionData
 
@@ -94,7 +99,13 @@ def _read(
                 failed = True
                 continue
             epoch = p.current_leader_epoch if version >= 9 else -1
-            error = leader_check(part, node_id, epoch)
+            follower = (
+                cluster.replica_selector is not None
+                and version >= RACK_VERSION
+                and node_id != part.leader_id
+                and node_id in part.replicas
+            )
+            error = _replica_check(part, epoch) if follower else leader_check(part, node_id, epoch)
             if error:
                 failed = True
                 result.error_code = error
@@ -108,6 +119,13 @@ def _read(
             result.high_watermark = part.high_watermark
             result.last_stable_offset = part.last_stable_offset
             result.log_start_offset = part.log_start_offset
+            selector = cluster.replica_selector
+            if selector is not None and version >= RACK_VERSION and request.rack_id and not follower:
+                chosen = selector(cluster, part, request.rack_id, p.fetch_offset)
+                if chosen is not None and chosen != node_id:
+                    result.preferred_read_replica = chosen  # no records: read them there
+                    failed = True  # answer at once, like a real leader
+                    continue
             committed_only = request.isolation_level == 1
             if version >= DIVERGING_EPOCH_VERSION and p.last_fetched_epoch >= 0:
                 end_epoch, end_offset = part.end_offset_for_epoch(p.last_fetched_epoch)
@@ -118,18 +136,17 @@ def _read(
                     result.records = b""
                     failed = True  # answer at once, like a real leader
                     continue
-            if not part.log_start_offset <= p.fetch_offset <= part.log_end_offset:
+            if not has_offset(part, node_id, p.fetch_offset):
                 result.error_code = OFFSET_OUT_OF_RANGE  # offsets -1, as Kafka answers
                 result.high_watermark = result.last_stable_offset = result.log_start_offset = -1
                 failed = True
                 continue
             limit = min(p.partition_max_bytes, budget - total)
-            data = part.read(
-                p.fetch_offset,
-                max(limit, 0),
-                at_least_one=total == 0,
-                below=part.last_stable_offset if committed_only else None,
-            )
+            below = part.last_stable_offset if committed_only else None
+            if follower and node_id in part.replica_log_end:
+                lag_end = part.replica_log_end[node_id]
+                below = lag_end if below is None else min(below, lag_end)
+            data = part.read(p.fetch_offset, max(limit, 0), at_least_one=total == 0, below=below)
             result.records = data
             if committed_only:
                 result.aborted_transactions = [
@@ -141,3 +158,13 @@ def _read(
     if hinted and version >= HINT_VERSION:
         response.node_endpoints = endpoints(cluster, hinted, FetchResponse.NodeEndpoint)
     return response, total, failed
+
+
+def _replica_check(part: Partition, current_leader_epoch: int) -> int:
+    """A follower serving a consumer (KIP-392) checks the leader epoch as the leader does."""
+    if current_leader_epoch >= 0:
+        if current_leader_epoch < part.leader_epoch:
+            return FENCED_LEADER_EPOCH
+        if current_leader_epoch > part.leader_epoch:
+            return UNKNOWN_LEADER_EPOCH
+    return NONE

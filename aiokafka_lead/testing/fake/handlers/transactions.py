@@ -90,12 +90,12 @@ async def handle_add_offsets_to_txn(
 
 def _member_error(cluster: FakeCluster, request: TxnOffsetCommitRequest) -> int:
     """KIP-447: a commit carrying a member id must come from the group's current generation."""
-    if request.generation_id < 0 and not request.member_id:
+    if request.generation_id_or_member_epoch < 0 and not request.member_id:
         return 0
     group = cluster.groups.groups.get(request.group_id)
     if group is None or request.member_id not in group.members:
         return UNKNOWN_MEMBER_ID
-    if request.generation_id != group.generation_id:
+    if request.generation_id_or_member_epoch != group.generation_id:
         return ILLEGAL_GENERATION
     return 0
 
