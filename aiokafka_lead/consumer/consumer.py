@@ -129,12 +129,16 @@ class AIOKafkaConsumer(Generic[KT, VT]):
         client_rack: str | None = None,
         group_protocol: str = "classic",
         group_remote_assignor: str | None = None,
+        allow_auto_create_topics: bool = True,
         loop: Any = None,
         **unsupported: Any,
     ) -> None:
         """aiokafka's keywords, plus ``group_protocol`` ("classic", the default, or "consumer"
         for KIP-848, where the broker assigns partitions) and ``group_remote_assignor`` (the
-        broker-side assignor for "consumer": "uniform" or "range"; None: the broker's default).
+        broker-side assignor for "consumer": "uniform" or "range"; None: the broker's default),
+        and ``allow_auto_create_topics`` (Java's ``allow.auto.create.topics``): True, as aiokafka
+        does, lets the metadata requests for subscribed, assigned or looked-up topics create a
+        missing one where the brokers allow it; False never creates one.
 
         Under the consumer protocol the classic-only keywords (partition_assignment_strategy,
         session_timeout_ms, heartbeat_interval_ms) are refused, as Java refuses them: the
@@ -175,6 +179,9 @@ class AIOKafkaConsumer(Generic[KT, VT]):
             retry_backoff_ms=retry_backoff_ms,
             retry_backoff_max_ms=retry_backoff_max_ms,
             topics=lambda: topics_needed(self._subs, self._coordinator),
+            # aiokafka's and Java's default: asking for a missing topic's metadata creates it
+            # where the brokers allow it (auto.create.topics.enable)
+            allow_auto_topic_creation=allow_auto_create_topics,
         )
         self._core.extra_setup = self._setup
         self._lookup = OffsetLookup(self._core, self._backoff, request_timeout_ms)

@@ -149,7 +149,9 @@ async def test_unknown_topics_with_auto_creation_off_say_so(kafka_cluster_1: Any
         async with AdminClient(bootstrap_servers=bootstrap, request_timeout_ms=3000) as admin:
             with pytest.raises(UnknownTopicOrPartitionError, match=missing):
                 await admin.describe_topics([missing])
-        async with AIOKafkaConsumer(bootstrap_servers=bootstrap, request_timeout_ms=3000) as consumer:
+        async with AIOKafkaConsumer(
+            bootstrap_servers=bootstrap, request_timeout_ms=3000, allow_auto_create_topics=False
+        ) as consumer:
             consumer.assign([tp])
             with pytest.raises(KafkaTimeoutError, match="not in the cluster's metadata"):
                 await consumer.position(tp, timeout_ms=2000)
@@ -158,3 +160,15 @@ async def test_unknown_topics_with_auto_creation_off_say_so(kafka_cluster_1: Any
             assert await consumer.getmany(timeout_ms=200) == {}
         async with AdminClient(bootstrap_servers=bootstrap) as admin:
             assert missing not in await admin.list_topics()  # nothing created it on the way
+
+
+async def test_a_consumer_creates_a_missing_subscribed_topic_by_default(kafka_cluster_1: Any) -> None:
+    """aiokafka's (and Java's) default: the brokers allow auto-creation, so subscribing to a
+    missing topic creates it and the group gets its partitions."""
+    bootstrap = kafka_cluster_1.bootstrap()
+    missing = unique("autocreated")
+    with anyio.fail_after(60):
+        async with AIOKafkaConsumer(missing, bootstrap_servers=bootstrap, group_id=unique("g")) as consumer:
+            assert consumer.assignment() == {TopicPartition(missing, 0)}
+        async with AdminClient(bootstrap_servers=bootstrap) as admin:
+            assert missing in await admin.list_topics()
