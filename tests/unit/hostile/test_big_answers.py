@@ -1,6 +1,6 @@
 """A Metadata answer far bigger than what the client uses (here 100,000 partitions of 100
 topics, whatever was asked for): the client keeps only its topic, and the event loop is
-never blocked for more than 100 ms. benchmarks/metadata_scale.py runs the same with a
+never frozen by it (tests/support/loop_lag.py). benchmarks/metadata_scale.py runs the same with a
 million partitions and reports memory."""
 
 from __future__ import annotations
