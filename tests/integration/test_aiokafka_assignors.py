@@ -9,7 +9,7 @@ import anyio
 import pytest
 
 from aiokafka_lead import AIOKafkaConsumer
-from aiokafka_lead.admin import AIOKafkaAdminClient, NewTopic
+from aiokafka_lead.admin import AdminClient, NewTopic
 from aiokafka_lead.coordinator.assignors.abstract import AbstractPartitionAssignor
 from aiokafka_lead.coordinator.assignors.sticky.sticky_assignor import StickyPartitionAssignor
 from aiokafka_lead.coordinator.protocol import (
@@ -42,7 +42,7 @@ def tps(topic: str, n: int) -> set[TopicPartition]:
     return {TopicPartition(topic, p) for p in range(n)}
 
 
-async def test_custom_aiokafka_style_assignor_decides(kafka_cluster: Any, admin: AIOKafkaAdminClient) -> None:
+async def test_custom_aiokafka_style_assignor_decides(kafka_cluster: Any, admin: AdminClient) -> None:
     topic, group = unique("asg"), unique("g")
     await admin.create_topics([NewTopic(topic, 5, 3)])
     received: dict[str, list[TopicPartition]] = {}
@@ -94,7 +94,7 @@ async def test_custom_aiokafka_style_assignor_decides(kafka_cluster: Any, admin:
     await admin.delete_topics([topic])
 
 
-async def test_sticky_assignor_in_a_real_group(kafka_cluster: Any, admin: AIOKafkaAdminClient) -> None:
+async def test_sticky_assignor_in_a_real_group(kafka_cluster: Any, admin: AdminClient) -> None:
     topic, group = unique("sticky"), unique("g")
     await admin.create_topics([NewTopic(topic, 6, 3)])
     bootstrap = kafka_cluster.bootstrap()

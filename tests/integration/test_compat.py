@@ -25,7 +25,7 @@ import anyio
 import pytest
 
 from aiokafka_lead import AIOKafkaConsumer, AIOKafkaProducer
-from aiokafka_lead.admin import AIOKafkaAdminClient, ConfigResource, NewPartitions, NewTopic, OffsetSpec
+from aiokafka_lead.admin import AdminClient, ConfigResource, NewPartitions, NewTopic, OffsetSpec
 from aiokafka_lead.errors import UnsupportedVersionError
 from aiokafka_lead.structs import TopicPartition
 from aiokafka_lead.testing.cluster import DEFAULT_KAFKA_VERSION
@@ -93,7 +93,7 @@ def broker(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFact
 
 async def make_topic(broker: Broker, partitions: int) -> str:
     name = unique("compat")
-    async with AIOKafkaAdminClient(bootstrap_servers=broker.bootstrap) as admin:
+    async with AdminClient(bootstrap_servers=broker.bootstrap) as admin:
         await admin.create_topics([NewTopic(name, partitions, 3)])
     return name
 
@@ -124,7 +124,7 @@ class Reader:
 
 
 async def test_negotiated_versions_and_features(broker: Broker) -> None:
-    async with AIOKafkaAdminClient(bootstrap_servers=broker.bootstrap) as admin:
+    async with AdminClient(bootstrap_servers=broker.bootstrap) as admin:
         conn = await admin._core.any_connection()
         table = conn.api_versions
         assert table is not None and table.too_old() is None
@@ -147,7 +147,7 @@ async def test_produce_and_consume_through_leader_moves(broker: Broker) -> None:
     async with (
         AIOKafkaProducer(bootstrap_servers=broker.bootstrap, linger_ms=2) as producer,
         consumer,
-        AIOKafkaAdminClient(bootstrap_servers=broker.bootstrap) as admin,
+        AdminClient(bootstrap_servers=broker.bootstrap) as admin,
     ):
         consumer.assign(tps)
         reader = Reader(consumer)
@@ -218,7 +218,7 @@ async def test_classic_group(broker: Broker) -> None:
         assert sorted(got) == sorted(values)
         await one.commit()
         await two.commit()
-    async with AIOKafkaAdminClient(bootstrap_servers=broker.bootstrap) as admin:
+    async with AdminClient(bootstrap_servers=broker.bootstrap) as admin:
         committed = await admin.list_consumer_group_offsets(group)
         assert {tp.partition: o.offset for tp, o in committed.items()} == dict.fromkeys(range(4), 100)
         [described] = await admin.describe_consumer_groups([group])
@@ -262,7 +262,7 @@ async def test_consumer_group_protocol_where_offered(broker: Broker) -> None:
         assert sorted(got) == sorted(values)
         await one.commit()
         await two.commit()
-    async with AIOKafkaAdminClient(bootstrap_servers=broker.bootstrap) as admin:
+    async with AdminClient(bootstrap_servers=broker.bootstrap) as admin:
         [described] = await admin.describe_consumer_groups([group])
         assert described.group_type == "consumer"
         committed = await admin.list_consumer_group_offsets(group)
@@ -293,7 +293,7 @@ async def test_transactions(broker: Broker) -> None:
         seen = await read_committed(broker.bootstrap, tps)
     values = sorted(r.value for records in seen.values() for r in records)
     assert values == sorted([b"commit-1-%d" % i for i in range(10)] + [b"commit-2-%d" % i for i in range(10)])
-    async with AIOKafkaAdminClient(bootstrap_servers=broker.bootstrap) as admin:
+    async with AdminClient(bootstrap_servers=broker.bootstrap) as admin:
         committed = await admin.list_consumer_group_offsets(group)
         assert {tp.partition: o.offset for tp, o in committed.items()} == {0: 5, 1: 7}
 
@@ -301,7 +301,7 @@ async def test_transactions(broker: Broker) -> None:
 async def test_admin_and_list_offsets_across_a_leader_move(broker: Broker) -> None:
     """Admin calls and KIP-207: LATEST right after a leader election is the log end, never an
     error (OFFSET_NOT_AVAILABLE is retried) and never an older offset."""
-    async with AIOKafkaAdminClient(bootstrap_servers=broker.bootstrap) as admin:
+    async with AdminClient(bootstrap_servers=broker.bootstrap) as admin:
         cluster = await admin.describe_cluster()
         assert sorted(b.node_id for b in cluster.brokers) == [1, 2, 3]
         name = unique("admin")

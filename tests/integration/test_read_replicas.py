@@ -15,7 +15,7 @@ import anyio.to_thread
 import pytest
 
 from aiokafka_lead import AIOKafkaConsumer, AIOKafkaProducer
-from aiokafka_lead.admin import AIOKafkaAdminClient, NewTopic
+from aiokafka_lead.admin import AdminClient, NewTopic
 from aiokafka_lead.structs import TopicPartition
 from aiokafka_lead.testing.cluster import KafkaCluster
 from tests.integration.conftest import unique
@@ -85,7 +85,7 @@ async def test_rack_b_consumer_reads_from_rack_b_and_survives_its_broker_stoppin
     bootstrap = racked_cluster.bootstrap()
     topic = unique("racks")
     tps = [TopicPartition(topic, 0), TopicPartition(topic, 1)]
-    async with AIOKafkaAdminClient(bootstrap_servers=bootstrap) as admin:
+    async with AdminClient(bootstrap_servers=bootstrap) as admin:
         # leaders: partition 0 on node 1 (rack a), partition 1 on node 3 (rack c)
         await admin.create_topics([NewTopic(topic, replica_assignments={0: [1, 2, 3], 1: [3, 2, 1]})])
     sent = 0
