@@ -280,13 +280,13 @@ class AIOKafkaConsumer(Generic[KT, VT]):
         auto = (SubscriptionType.AUTO_TOPICS, SubscriptionType.AUTO_PATTERN)
         if member is None or self._subs.kind not in auto:
             return
-        while True:
-            version = self._subs.version
+
+        def ready() -> bool:
             if self._errors:  # a partition's own error ("none") waits for the first poll
                 raise self._errors.pop(0)
-            if member.assignment_done and all(self._position_settled(tp) for tp in self._subs.assigned()):
-                return
-            await self._subs.wait_for_change(version)
+            return member.assignment_done and all(self._position_settled(tp) for tp in self._subs.assigned())
+
+        await self._subs.wait_until(ready)
 
     def _position_settled(self, tp: TopicPartition) -> bool:
         """A starting position is known, or the user must give one (auto_offset_reset="none")."""
@@ -534,8 +534,7 @@ class AIOKafkaConsumer(Generic[KT, VT]):
 
     def _assigned_targets(self, partitions: tuple[TopicPartition, ...]) -> list[TopicPartition]:
         """seek_to_*'s partitions: TopicPartitions, all assigned (default: the whole assignment)."""
-        if not all(isinstance(p, TopicPartition) for p in partitions):
-            raise TypeError("partitions must be TopicPartition instances")
+        _only_topic_partitions(partitions)
         if not partitions:
             return sorted(self._subs.assigned())
         not_assigned = set(partitions) - self._subs.assigned()
@@ -558,11 +557,8 @@ class AIOKafkaConsumer(Generic[KT, VT]):
         if not self._core.host.running:
             return False
         with anyio.move_on_after(self._request_timeout_ms / 1000):
-            while True:
-                version = self._subs.version
-                if all(self._position_settled(tp) for tp in tps):
-                    return True
-                await self._subs.wait_for_change(version)
+            await self._subs.wait_until(lambda: all(self._position_settled(tp) for tp in tps))
+            return True
         return False
 
     @guarded
@@ -585,15 +581,20 @@ class AIOKafkaConsumer(Generic[KT, VT]):
         self._require_started()
         timeout = (self._request_timeout_ms if timeout_ms is None else timeout_ms) / 1000
         try:
+
+            def ready() -> bool:
+                st = self._subs.state(partition)
+                if st.has_valid_position and not self._positions.busy(partition):
+                    return True
+                self._raise_pending()
+                return False
+
             with anyio.fail_after(timeout):
-                while True:
-                    st = self._subs.state(partition)
-                    if st.has_valid_position and not self._positions.busy(partition):
-                        assert st.position is not None
-                        return st.position
-                    self._raise_pending()
-                    # positions, busy marks and reported errors all notify the subscription
-                    await self._subs.wait_for_change(self._subs.version)
+                # positions, busy marks and reported errors all notify the subscription
+                await self._subs.wait_until(ready)
+            position = self._subs.state(partition).position
+            assert position is not None
+            return position
         except TimeoutError:
             unknown = self._core.store.partitions_for_topic(partition.topic) is None
             why = f" (topic {partition.topic!r} is not in the cluster's metadata)" if unknown else ""
@@ -615,13 +616,11 @@ class AIOKafkaConsumer(Generic[KT, VT]):
         return self._subs.paused()
 
     def pause(self, *partitions: TopicPartition) -> None:
-        if not all(isinstance(p, TopicPartition) for p in partitions):
-            raise TypeError("partitions must be TopicPartition namedtuples")
+        _only_topic_partitions(partitions)
         self._subs.pause(partitions)
 
     def resume(self, *partitions: TopicPartition) -> None:
-        if not all(isinstance(p, TopicPartition) for p in partitions):
-            raise TypeError("partitions must be TopicPartition namedtuples")
+        _only_topic_partitions(partitions)
         self._subs.resume(partitions)
 
     # ----------------------------------------------------------------- commits
@@ -721,8 +720,7 @@ class AIOKafkaConsumer(Generic[KT, VT]):
     ) -> dict[TopicPartition, list[ConsumerRecord[KT, VT]]]:
         """Records per partition, waiting up to ``timeout_ms`` for the first ones ({} if the
         consumer is stopped meanwhile)."""
-        if not all(isinstance(p, TopicPartition) for p in partitions):
-            raise TypeError("partitions must be TopicPartition instances")
+        _only_topic_partitions(partitions)
         if max_records is not None and (
             isinstance(max_records, bool) or not isinstance(max_records, int) or max_records < 1
         ):
@@ -823,6 +821,12 @@ class AIOKafkaConsumer(Generic[KT, VT]):
     @property
     def positions(self) -> PositionManager:
         return self._positions
+
+
+def _only_topic_partitions(partitions: tuple[object, ...]) -> None:
+    """The ``*partitions`` of a call are TopicPartitions (aiokafka's TypeError otherwise)."""
+    if not all(isinstance(p, TopicPartition) for p in partitions):
+        raise TypeError("partitions must be TopicPartition instances")
 
 
 Consumer = AIOKafkaConsumer

@@ -236,3 +236,11 @@ class SubscriptionState:
     async def wait_for_change(self, since_version: int) -> None:
         while self.version == since_version:
             await self._changed.wait()
+
+    async def wait_until(self, ready: Callable[[], bool]) -> None:
+        """Return once ``ready()`` holds, asking again after every change (it may raise)."""
+        while True:
+            version = self.version
+            if ready():
+                return
+            await self.wait_for_change(version)
