@@ -19,7 +19,8 @@ from aiokafka_lead.errors import InvalidSessionTimeoutError
 from aiokafka_lead.structs import TopicPartition
 from aiokafka_lead.testing.fake import FakeCluster
 from aiokafka_lead.testing.fake.intercept import Error
-from tests.unit.consumer.util import DEADLINE, consumer, produce, wait_until
+from tests.support.waiting import eventually
+from tests.unit.consumer.util import DEADLINE, consumer, produce
 
 JOIN_GROUP = 11
 INVALID_SESSION_TIMEOUT = 26
@@ -259,7 +260,7 @@ async def test_position_after_seek_to_end_of_a_prefetched_partition() -> None:
             async with consumer(fc) as c:
                 c.assign([tp0, tp1])
                 assert len((await c.getmany(tp0, timeout_ms=5000))[tp0]) == 2
-                await wait_until(lambda: tp1 in c.fetcher._buffer)
+                await eventually(lambda: tp1 in c.fetcher._buffer)
                 await c.seek_to_end(tp1)
                 assert await c.position(tp1, timeout_ms=3000) == 3
 

@@ -10,6 +10,7 @@ from aiokafka_lead.errors import OffsetOutOfRangeError
 from aiokafka_lead.protocol.messages import ListOffsetsResponse
 from aiokafka_lead.structs import TopicPartition
 from aiokafka_lead.testing.fake import Error, FakeCluster, Respond
+from tests.support.waiting import eventually
 from tests.unit.consumer.util import (
     DEADLINE,
     LIST_OFFSETS,
@@ -17,7 +18,6 @@ from tests.unit.consumer.util import (
     consume,
     consumer,
     produce,
-    wait_until,
 )
 
 TP0 = TopicPartition("t", 0)
@@ -208,7 +208,7 @@ async def test_stop_ends_async_for_in_another_task() -> None:
 
             async with anyio.create_task_group() as tg:
                 tg.start_soon(loop)
-                await wait_until(lambda: seen == [b"a"])
+                await eventually(lambda: seen == [b"a"])
                 await c.stop()  # the loop is waiting for the next record: it ends cleanly
             with pytest.raises(ConsumerStoppedError):
                 await c.getmany()
