@@ -25,6 +25,7 @@ from aiokafka_lead.consumer import (
     ConsumerStoppedError,
     IllegalStateError,
 )
+from aiokafka_lead.error_code import ErrorCode as E
 from aiokafka_lead.errors import KafkaError
 from aiokafka_lead.protocol.messages import ProduceRequest
 from aiokafka_lead.records import RecordBatchBuilder
@@ -78,14 +79,14 @@ class RawProducer:
         with anyio.fail_after(60):
             while True:
                 leader = store.leader_for(tp)
-                code = -1
+                code: int = E.UNKNOWN_SERVER_ERROR
                 if leader is not None:
                     try:
                         response = await self.core.send(leader.node_id, request)
                         code = response.responses[0].partition_responses[0].error_code
                     except KafkaError:
-                        code = -1
-                if code == 0:
+                        code = E.UNKNOWN_SERVER_ERROR
+                if code == E.NONE:
                     self.sent.setdefault(tp, []).extend(values)
                     return
                 await anyio.sleep(0.05)

@@ -15,6 +15,7 @@ import pytest
 
 from aiokafka_lead import AIOKafkaConsumer, ConsumerRebalanceListener
 from aiokafka_lead.consumer.errors import ConsumerStoppedError, IllegalStateError
+from aiokafka_lead.error_code import ErrorCode
 from aiokafka_lead.errors import InvalidSessionTimeoutError
 from aiokafka_lead.structs import TopicPartition
 from aiokafka_lead.testing.fake import FakeCluster
@@ -23,7 +24,6 @@ from tests.support.waiting import eventually
 from tests.unit.consumer.util import DEADLINE, consumer, produce
 
 JOIN_GROUP = 11
-INVALID_SESSION_TIMEOUT = 26
 
 
 class Calls(ConsumerRebalanceListener):
@@ -72,7 +72,7 @@ async def test_a_join_error_is_raised_by_start() -> None:
     with anyio.fail_after(DEADLINE):
         async with FakeCluster(brokers=1) as fc:
             fc.create_topic("t", partitions=1)
-            fc.intercept(JOIN_GROUP, lambda *_: Error(INVALID_SESSION_TIMEOUT), times=None)
+            fc.intercept(JOIN_GROUP, lambda *_: Error(ErrorCode.INVALID_SESSION_TIMEOUT), times=None)
             c = group_consumer(fc, "t")
             with pytest.raises(InvalidSessionTimeoutError):
                 await c.start()

@@ -17,6 +17,7 @@ from aiokafka_lead.admin import AdminClient
 from aiokafka_lead.consumer import AIOKafkaConsumer, ConsumerRebalanceListener
 from aiokafka_lead.consumer.consumer_protocol import ConsumerGroupMember
 from aiokafka_lead.consumer.coordinator import GroupCoordinator
+from aiokafka_lead.error_code import ErrorCode as E
 from aiokafka_lead.errors import KafkaError, UnreleasedInstanceIdError, UnsupportedVersionError
 from aiokafka_lead.structs import OffsetAndMetadata, TopicPartition
 from aiokafka_lead.testing.fake import Error, FakeCluster
@@ -131,7 +132,7 @@ async def test_fenced_member_gives_everything_up_then_rejoins_with_the_same_id()
                 await eventually(lambda: c.assignment() == parts("t", 0, 1))
                 m = group_member(c)
                 member_id, epoch = m.member_id, m.member_epoch
-                fc.intercept(HEARTBEAT, lambda *_: Error(110))  # FENCED_MEMBER_EPOCH, once
+                fc.intercept(HEARTBEAT, lambda *_: Error(E.FENCED_MEMBER_EPOCH))  # once
                 await eventually(lambda: len(listener.calls) == 3)
                 assert listener.calls == [
                     ("assigned", parts("t", 0, 1)),
@@ -367,7 +368,8 @@ async def test_offset_fetch_carries_the_member_epoch_and_is_retried_when_it_is_s
                 first = group_member(c1).member_id
 
                 def stale_once_for_the_new_member(node_id: int, header: Any, request: Any) -> Any:
-                    return None if request.groups[0].member_id in (None, first) else Error(113)
+                    stale = request.groups[0].member_id not in (None, first)
+                    return Error(E.STALE_MEMBER_EPOCH) if stale else None
 
                 fc.intercept(OFFSET_FETCH, stale_once_for_the_new_member)  # STALE_MEMBER_EPOCH
                 async with member(fc) as c2:
@@ -399,7 +401,7 @@ async def test_a_broker_that_advertises_but_does_not_run_the_consumer_protocol_i
     with anyio.fail_after(DEADLINE):
         async with FakeCluster(brokers=1) as fc:
             fc.create_topic("t", partitions=1)
-            fc.intercept(HEARTBEAT, lambda node_id, header, request: Error(35), times=None)
+            fc.intercept(HEARTBEAT, lambda node_id, header, request: Error(E.UNSUPPORTED_VERSION), times=None)
             async with member(fc) as c:
                 c.subscribe(["t"])
                 with pytest.raises(

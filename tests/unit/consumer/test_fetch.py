@@ -6,6 +6,7 @@ import anyio
 import pytest
 
 from aiokafka_lead.consumer import ConsumerStoppedError, NoOffsetForPartitionError, OffsetAndTimestamp
+from aiokafka_lead.error_code import ErrorCode as E
 from aiokafka_lead.errors import OffsetOutOfRangeError
 from aiokafka_lead.protocol.messages import ListOffsetsResponse
 from aiokafka_lead.structs import TopicPartition
@@ -52,7 +53,9 @@ async def test_offset_not_available_is_retried_without_metadata() -> None:
             produce(fc, TP0, [b"a", b"b", b"c"])
             async with consumer(fc, auto_offset_reset="latest") as c:
                 since = fc.now()
-                hook = fc.intercept(LIST_OFFSETS, lambda node, header, request: Error(78), times=3)
+                hook = fc.intercept(
+                    LIST_OFFSETS, lambda node, header, request: Error(E.OFFSET_NOT_AVAILABLE), times=3
+                )
                 c.assign([TP0])
                 assert await c.position(TP0) == 3
                 assert hook.fired == 3

@@ -10,6 +10,7 @@ from typing import Any
 
 import anyio
 
+from aiokafka_lead.error_code import ErrorCode
 from aiokafka_lead.protocol.messages import FetchRequest, FetchResponse
 from aiokafka_lead.structs import TopicPartition
 from aiokafka_lead.testing.fake import FakeCluster, Respond, rack_aware_selector
@@ -18,7 +19,6 @@ from tests.unit.consumer.util import DEADLINE, FETCH, LIST_OFFSETS, consume, con
 
 TP0 = TopicPartition("t", 0)
 TP1 = TopicPartition("t", 1)
-KAFKA_STORAGE_ERROR = 56
 
 
 @asynccontextmanager
@@ -120,7 +120,7 @@ async def test_an_error_from_the_replica_sends_the_partition_back_to_its_leader(
             await consume(c, 1)
             assert c.metrics()["preferred_read_replicas"] == {TP0: 2}
             since = fc.now()
-            fc.intercept(FETCH, partition_error_on(2, KAFKA_STORAGE_ERROR))
+            fc.intercept(FETCH, partition_error_on(2, ErrorCode.KAFKA_STORAGE_ERROR))
             produce(fc, TP0, [b"a1"])
             assert [r.value for r in await consume(c, 1)] == [b"a1"]
             assert c.metrics()["read_replica_fallbacks"] == {"KAFKA_STORAGE_ERROR": 1}
