@@ -80,9 +80,9 @@ async def run_child(
                     on_progress(int(line.split()[1]))
                 elif line.startswith("RESULT "):
                     result = json.loads(line[len("RESULT ") :])
-            code = await proc.wait()
-    if code != 0 or result is None:
-        raise RuntimeError(f"{cmd[1:3]} exited {code}: {errors.decode(errors='replace')}")
+            exit_code = await proc.wait()
+    if exit_code != 0 or result is None:
+        raise RuntimeError(f"{cmd[1:3]} exited {exit_code}: {errors.decode(errors='replace')}")
     return result
 
 

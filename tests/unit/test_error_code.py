@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -40,3 +41,29 @@ def test_generated_module_matches_the_table() -> None:
         check=False,
     )
     assert proc.returncode == 0, proc.stdout + proc.stderr
+
+
+PACKAGE = ROOT / "aiokafka_lead"
+KAFKA_NAMES = "|".join(m.name for m in ErrorCode if m is not ErrorCode.NONE)  # NONE: too common a word
+#: a module constant named like a Kafka error and set to a number: ``NOT_COORDINATOR = 16``
+DECLARED = re.compile(rf"^\s*({KAFKA_NAMES})\s*=\s*-?\d+\b", re.M)
+#: an error code compared with a number: ``error_code == 3``, ``code in (0, 3, 5)``
+COMPARED = re.compile(r"\b(error_code|code|errno)\)?\s*(==|!=|not in|in)\s*[({\[]?\s*-?\d")
+#: a set of bare codes: ``frozenset({3, 5, 6})``
+LITERAL_SET = re.compile(r"frozenset\(\{\s*-?\d")
+
+
+def test_the_package_names_error_codes() -> None:
+    """No error code is written as a number outside the table and the generated codec."""
+    found = []
+    for path in sorted(PACKAGE.rglob("*.py")):
+        rel = path.relative_to(ROOT).as_posix()
+        if rel.startswith("aiokafka_lead/protocol/generated/") or rel in {
+            "aiokafka_lead/_error_codes.py",
+            "aiokafka_lead/error_code.py",
+        }:
+            continue
+        text = path.read_text()
+        for pattern in (DECLARED, COMPARED, LITERAL_SET):
+            found += [f"{rel}: {m.group(0).strip()}" for m in pattern.finditer(text)]
+    assert not found, "\n".join(found)
