@@ -27,31 +27,14 @@ from typing import Any
 import anyio
 
 from aiokafka_lead.admin import AdminClient
-from aiokafka_lead.bench.children import (
-    client_kinds,
-    client_order,
-    comparison_cluster,
-    comparison_parser,
-    fresh_topic,
-    ratio_text,
-    run_env,
-    run_with_progress,
-    save_bars,
-    say,
-    spread_of,
-)
+from aiokafka_lead.bench import children as bench
 from aiokafka_lead.bench.plot import NO_PLOT, can_plot
 
 ROOT = Path(__file__).resolve().parent.parent
 RESULTS = ROOT / "benchmarks" / "results"
 PLOT = ROOT / "docs" / "img" / "throughput.png"
 CLIENT = ROOT / "benchmarks" / "throughput_client.py"
-LABELS = {
-    "ours": "aiokafka_lead",
-    "ours-py": "aiokafka_lead (no C)",
-    "aiokafka": "aiokafka",
-    "confluent": "confluent-kafka",
-}
+LABELS = {**bench.PEER_LABELS, "ours-py": "aiokafka_lead (no C)"}
 #: client kinds that run another kind's code with extra environment variables
 VARIANTS = {"ours-py": ("ours", {"AIOKAFKA_LEAD_NO_EXTENSIONS": "1"})}
 SIDES = ("produce", "consume")
@@ -75,17 +58,17 @@ async def run_side(
             f"({done * 100 // args.records:>3}%, ~{rate:,.0f}/s incl. start-up)"
         )
 
-    return await run_with_progress(cmd, line, limit_s=args.timeout, env=extra_env)
+    return await bench.run_with_progress(cmd, line, limit_s=args.timeout, env=extra_env)
 
 
 async def run_client(
     kind: str, admin: AdminClient, bootstrap: str, args: argparse.Namespace
 ) -> dict[str, dict[str, Any]]:
-    async with fresh_topic(admin, f"tp-{kind}", args.partitions) as topic:
+    async with bench.fresh_topic(admin, f"tp-{kind}", args.partitions) as topic:
         out = {}
         for side in SIDES:
             out[side] = r = await run_side(kind, side, bootstrap, topic, args)
-            say(
+            bench.say(
                 f"    {LABELS[kind]:<16} {side:<8} {r['records_per_s']:>10,.0f} records/s "
                 f"({r['seconds']:.2f}s), peak RSS {r['peak_rss_mib']:.0f} MiB"
             )
@@ -98,12 +81,12 @@ def aggregate(runs: list[dict[str, dict[str, dict[str, Any]]]], kinds: list[str]
     for kind in kinds:
         rows[kind] = {}
         for side in SIDES:
-            rows[kind][side] = {m: spread_of([run[kind][side][m] for run in runs]) for m in METRICS}
+            rows[kind][side] = {m: bench.spread_of([run[kind][side][m] for run in runs]) for m in METRICS}
             if "aiokafka" in kinds:  # ratios within each run: robust to a machine busy in one run
                 ratio = [
                     run[kind][side]["records_per_s"] / run["aiokafka"][side]["records_per_s"] for run in runs
                 ]
-                rows[kind][side]["ratio"] = spread_of(ratio)
+                rows[kind][side]["ratio"] = bench.spread_of(ratio)
     return rows
 
 
@@ -122,7 +105,7 @@ def markdown(rows: dict[str, Any], args: argparse.Namespace, env: dict[str, Any]
     for side in SIDES:
         for kind, row in rows.items():
             rate, cpu, rss = (row[side][m] for m in METRICS)
-            ratio = ratio_text(row[side].get("ratio") if base else None)
+            ratio = bench.ratio_text(row[side].get("ratio") if base else None)
             lines.append(
                 f"| {LABELS[kind]} | {'producer' if side == 'produce' else 'consumer'} | "
                 f"{rate['median']:,.0f} ({rate['min']:,.0f}-{rate['max']:,.0f}) | {spread(rate):.0f}% | "
@@ -173,7 +156,7 @@ def plot(rows: dict[str, Any], path: Path, title: str) -> Path:
         (ylabel, ["producer", "consumer"], {k: [rows[k][s][metric] for s in SIDES] for k in rows}, scale, fmt)
         for metric, ylabel, scale, fmt in metrics
     ]
-    return save_bars(path, title, panels, colors=COLORS, labels=LABELS, figsize=(14, 4.4))
+    return bench.save_bars(path, title, panels, colors=COLORS, labels=LABELS, figsize=(14, 4.4))
 
 
 def render(args: argparse.Namespace) -> int:
@@ -191,29 +174,29 @@ def render(args: argparse.Namespace) -> int:
 
 def finish(rows: dict[str, Any], args: argparse.Namespace, env: dict[str, Any]) -> None:
     text = markdown(rows, args, env)
-    say("\n" + text)
+    bench.say("\n" + text)
     (RESULTS / "throughput.md").write_text(text)
     title = (
         f"{args.records:,} records of {args.size} B, acks=1, linger 5 ms: "
         f"median of {args.runs} runs (whiskers: min-max)"
     )
-    say(f"plot: {plot(rows, PLOT, title)}" if can_plot() else NO_PLOT)
+    bench.say(f"plot: {plot(rows, PLOT, title)}" if can_plot() else NO_PLOT)
 
 
 async def main(args: argparse.Namespace) -> int:
-    kinds = client_kinds(args, LABELS)
+    kinds = bench.client_kinds(args, LABELS)
     RESULTS.mkdir(parents=True, exist_ok=True)
     runs: list[dict[str, dict[str, dict[str, Any]]]] = []
     async with (
-        comparison_cluster(args, "throughput-") as bootstrap,
+        bench.comparison_cluster(args, "throughput-") as bootstrap,
         AdminClient(bootstrap_servers=bootstrap) as admin,
     ):
         for run in range(args.runs):
-            order = client_order(kinds, run)
-            say(f"run {run + 1}/{args.runs}: {', '.join(LABELS[k] for k in order)}")
+            order = bench.client_order(kinds, run)
+            bench.say(f"run {run + 1}/{args.runs}: {', '.join(LABELS[k] for k in order)}")
             runs.append({kind: await run_client(kind, admin, bootstrap, args) for kind in order})
     rows = aggregate(runs, kinds)
-    env = run_env(
+    env = bench.run_env(
         args,
         brokers="1 local node, broker profile kafka-defaults (internal topics' replication 1)"
         if args.bootstrap_server is None
@@ -229,7 +212,7 @@ async def main(args: argparse.Namespace) -> int:
 
 
 if __name__ == "__main__":
-    parser = comparison_parser(__doc__, clients="ours,ours-py,aiokafka,confluent")
+    parser = bench.comparison_parser(__doc__, clients="ours,ours-py,aiokafka,confluent")
     parser.add_argument("--records", type=int, default=1_000_000)
     parser.add_argument("--render", action="store_true", help="only redo table and plot from the JSON")
     parsed = parser.parse_args()

@@ -29,30 +29,13 @@ from typing import Any
 import anyio
 
 from aiokafka_lead.admin import AdminClient
-from aiokafka_lead.bench.children import (
-    client_kinds,
-    client_order,
-    comparison_cluster,
-    comparison_parser,
-    fresh_topic,
-    ratio_text,
-    run_env,
-    run_with_progress,
-    save_bars,
-    say,
-    spread_of,
-)
+from aiokafka_lead.bench import children as bench
 
 ROOT = Path(__file__).resolve().parent.parent
 RESULTS = ROOT / "benchmarks" / "results"
 PLOT = ROOT / "docs" / "img" / "transactions.png"
 CLIENT = ROOT / "benchmarks" / "transactions_client.py"
-LABELS = {
-    "ours": "aiokafka_lead",
-    "ours-tv1": "aiokafka_lead (TV1)",
-    "aiokafka": "aiokafka",
-    "confluent": "confluent-kafka",
-}
+LABELS = {**bench.PEER_LABELS, "ours-tv1": "aiokafka_lead (TV1)"}
 COLORS = {"ours": "#1f77b4", "ours-tv1": "#9ecae1", "aiokafka": "#ff7f0e", "confluent": "#2ca02c"}
 #: mode -> (records per transaction, batch size for every client or None for each one's default, label)
 MODES: dict[str, tuple[int, int | None, str]] = {
@@ -84,7 +67,7 @@ async def run_client(
             f"({anyio.current_time() - started:.0f}s)"
         )
 
-    result = await run_with_progress(cmd, line, limit_s=limit_s)
+    result = await bench.run_with_progress(cmd, line, limit_s=limit_s)
     commits = result.pop("commit_ms")
     result["commit_p50_ms"] = percentile(commits, 0.50)
     result["commit_p99_ms"] = percentile(commits, 0.99)
@@ -97,11 +80,11 @@ def aggregate(runs: list[dict[str, dict[str, Any]]], kinds: list[str], modes: li
     for mode in modes:
         rows[mode] = {}
         for kind in kinds:
-            cell: dict[str, Any] = {m: spread_of([run[mode][kind][m] for run in runs]) for m in METRICS}
+            cell: dict[str, Any] = {m: bench.spread_of([run[mode][kind][m] for run in runs]) for m in METRICS}
             for other in kinds:
                 if other != kind:
                     r = [run[mode][kind]["records_per_s"] / run[mode][other]["records_per_s"] for run in runs]
-                    cell[f"vs_{other}"] = spread_of(r, keep=False)
+                    cell[f"vs_{other}"] = bench.spread_of(r, keep=False)
             rows[mode][kind] = cell
     return rows
 
@@ -118,7 +101,7 @@ def markdown(rows: dict[str, Any], args: argparse.Namespace, env: dict[str, Any]
             lines.append(
                 f"| {MODES[mode][2]} | {LABELS[kind]} | "
                 f"{rate['median']:,.0f} ({rate['min']:,.0f}-{rate['max']:,.0f}) "
-                f"| {ratio_text(c.get('vs_aiokafka'))} | {ratio_text(c.get('vs_confluent'))} "
+                f"| {bench.ratio_text(c.get('vs_aiokafka'))} | {bench.ratio_text(c.get('vs_confluent'))} "
                 f"| {c['commit_p50_ms']['median']:.1f} "
                 f"| {c['commit_p99_ms']['median']:.1f} | {c['cpu_us_per_record']['median']:.1f} |"
             )
@@ -162,7 +145,7 @@ def plot(rows: dict[str, Any], path: Path, title: str) -> Path:
         (ylabel, groups, {k: [rows[m][k][metric] for m in modes] for k in kinds}, scale, "%.1f")
         for metric, ylabel, scale in metrics
     ]
-    return save_bars(path, title, panels, colors=COLORS, labels=LABELS, figsize=(15, 4.6))
+    return bench.save_bars(path, title, panels, colors=COLORS, labels=LABELS, figsize=(15, 4.6))
 
 
 async def transaction_version(bootstrap: str) -> int:
@@ -175,33 +158,33 @@ async def transaction_version(bootstrap: str) -> int:
 
 
 async def main(args: argparse.Namespace) -> int:
-    kinds = client_kinds(args, LABELS)
+    kinds = bench.client_kinds(args, LABELS)
     modes = {m: args.small_records if MODES[m][0] == 100 else args.large_records for m in MODES}
     RESULTS.mkdir(parents=True, exist_ok=True)
     runs: list[dict[str, dict[str, Any]]] = []
-    async with comparison_cluster(args, "transactions-") as bootstrap:
+    async with bench.comparison_cluster(args, "transactions-") as bootstrap:
         tv = await transaction_version(bootstrap)
         async with AdminClient(bootstrap_servers=bootstrap) as admin:
             for run in range(args.runs):
-                order = client_order(kinds, run)
-                say(f"run {run + 1}/{args.runs}: {', '.join(LABELS[k] for k in order)}")
+                order = bench.client_order(kinds, run)
+                bench.say(f"run {run + 1}/{args.runs}: {', '.join(LABELS[k] for k in order)}")
                 results: dict[str, dict[str, Any]] = {}
                 for mode, records in modes.items():
                     results[mode] = {}
                     for kind in order:
-                        async with fresh_topic(admin, f"txn-{kind}", args.partitions) as topic:
+                        async with bench.fresh_topic(admin, f"txn-{kind}", args.partitions) as topic:
                             r = await run_client(
                                 kind, bootstrap, topic, mode, records=records, limit_s=args.timeout
                             )
                         results[mode][kind] = r
-                        say(
+                        bench.say(
                             f"    {LABELS[kind]:<22} {MODES[mode][2]:>21}/txn "
                             f"{r['records_per_s']:>9,.0f} records/s, "
                             f"commit p50 {r['commit_p50_ms']:.1f} ms p99 {r['commit_p99_ms']:.1f} ms"
                         )
                 runs.append(results)
     rows = aggregate(runs, kinds, list(modes))
-    env = run_env(args, load=args.load, transaction_version=tv)
+    env = bench.run_env(args, load=args.load, transaction_version=tv)
     config = {
         k: getattr(args, k)
         for k in ("small_records", "large_records", "size", "partitions", "runs", "clients")
@@ -210,18 +193,18 @@ async def main(args: argparse.Namespace) -> int:
         json.dumps({"config": config, "env": env, "rows": rows, "runs": runs}, indent=1)
     )
     text = markdown(rows, args, env)
-    say("\n" + text)
+    bench.say("\n" + text)
     (RESULTS / "transactions.md").write_text(text)
     title = (
         f"transactional produce, {args.size} B records, acks=all, linger 5 ms: "
         f"median of {args.runs} runs (whiskers: min-max)"
     )
-    say(f"plot: {plot(rows, PLOT, title)}")
+    bench.say(f"plot: {plot(rows, PLOT, title)}")
     return 0
 
 
 if __name__ == "__main__":
-    parser = comparison_parser(__doc__, clients="ours,ours-tv1,aiokafka,confluent")
+    parser = bench.comparison_parser(__doc__, clients="ours,ours-tv1,aiokafka,confluent")
     parser.add_argument(
         "--small-records", type=int, default=20_000, help="records in the 100-per-transaction mode"
     )

@@ -143,6 +143,9 @@ def save_bars(
 
 # ------------------------------------------------------------------ orchestration
 
+#: client kind -> its name in tables and plots (a benchmark adds its own variants)
+PEER_LABELS = {"ours": "aiokafka_lead", "aiokafka": "aiokafka", "confluent": "confluent-kafka"}
+
 
 def comparison_parser(description: str, *, clients: str) -> argparse.ArgumentParser:
     """The options every comparison benchmark takes; the benchmark adds its own."""
