@@ -8,6 +8,10 @@ States and transitions follow the Java client's ``TransactionManager``::
                                         ABORTABLE_ERROR --abort--> ABORTING --> READY
     any state --fatal error--> FATAL_ERROR (every later call raises the cause)
 
+``TRANSITIONS`` is that diagram as a table; the state changes only through
+``TransactionManager._transition``, which refuses anything else. Which error is fatal and
+which abortable is decided in :mod:`.retry_policy`.
+
 * Fatal: the producer was fenced by a newer instance with the same transactional id
   (PRODUCER_FENCED, INVALID_PRODUCER_EPOCH from a coordinator), authorization failures,
   INVALID_TXN_STATE, an unsupported version. The producer can only be stopped.
