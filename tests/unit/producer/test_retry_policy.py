@@ -83,10 +83,11 @@ def test_a_missing_partition_is_retried_as_a_failed_request() -> None:
 
 
 NO_JITTER = ExponentialBackoff(100, 1000, jitter=0, rng=random.Random(0))
+Row = tuple[RetryAction, float, bool]
 
 
 @pytest.mark.parametrize(
-    ("retriable", "force", "behind", "failures", "age_s", "expected"),
+    ("retriable", "force", "behind", "n", "age", "expected"),
     [
         (False, False, False, 0, 0.0, (RetryAction.FAIL, 0.0, False)),
         (False, False, False, 0, 99.0, (RetryAction.FAIL, 0.0, False)),  # not retriable wins
@@ -101,22 +102,10 @@ NO_JITTER = ExponentialBackoff(100, 1000, jitter=0, rng=random.Random(0))
         (False, True, True, 0, 30.0, (RetryAction.EXPIRE, 0.0, False)),
     ],
 )
-def test_decide_retry(
-    retriable: bool,
-    force: bool,
-    behind: bool,
-    failures: int,
-    age_s: float,
-    expected: tuple[RetryAction, float, bool],
-) -> None:
+def test_decide_retry(retriable: bool, force: bool, behind: bool, n: int, age: float, expected: Row) -> None:
     got = decide_retry(
-        retriable=retriable,
-        force=force,
-        behind_earlier=behind,
-        failures=failures,
-        age_s=age_s,
-        delivery_timeout_s=30.0,
-        backoff=NO_JITTER,
+        retriable=retriable, force=force, behind_earlier=behind, failures=n, age_s=age,
+        delivery_timeout_s=30.0, backoff=NO_JITTER,
     )
     assert (got.action, round(got.delay_s, 6), got.wait_for_metadata) == expected
 

@@ -7,28 +7,7 @@ can lower any maximum with ``FakeCluster(max_versions=...)`` or ``cap_versions``
 
 from __future__ import annotations
 
-from aiokafka_lead.protocol.generated import (
-    AddOffsetsToTxnRequest,
-    AddPartitionsToTxnRequest,
-    ApiVersionsRequest,
-    ConsumerGroupDescribeRequest,
-    ConsumerGroupHeartbeatRequest,
-    EndTxnRequest,
-    FetchRequest,
-    FindCoordinatorRequest,
-    HeartbeatRequest,
-    InitProducerIdRequest,
-    JoinGroupRequest,
-    LeaveGroupRequest,
-    ListOffsetsRequest,
-    MetadataRequest,
-    OffsetCommitRequest,
-    OffsetFetchRequest,
-    OffsetForLeaderEpochRequest,
-    ProduceRequest,
-    SyncGroupRequest,
-    TxnOffsetCommitRequest,
-)
+from aiokafka_lead.protocol import generated as msg
 from aiokafka_lead.protocol.messages import Request
 from aiokafka_lead.protocol.versions import CLIENT_VERSIONS
 from aiokafka_lead.testing.fake.handlers.common import Handler
@@ -65,26 +44,26 @@ from aiokafka_lead.testing.fake.handlers.transactions import (
 
 #: the request each handler answers
 _BY_REQUEST: dict[type[Request], Handler] = {
-    ProduceRequest: handle_produce,
-    FetchRequest: handle_fetch,
-    ListOffsetsRequest: handle_list_offsets,
-    MetadataRequest: handle_metadata,
-    OffsetCommitRequest: handle_offset_commit,
-    OffsetFetchRequest: handle_offset_fetch,
-    FindCoordinatorRequest: handle_find_coordinator,
-    JoinGroupRequest: handle_join_group,
-    HeartbeatRequest: handle_heartbeat,
-    LeaveGroupRequest: handle_leave_group,
-    SyncGroupRequest: handle_sync_group,
-    ApiVersionsRequest: handle_api_versions,
-    InitProducerIdRequest: handle_init_producer_id,
-    OffsetForLeaderEpochRequest: handle_offset_for_leader_epoch,
-    AddPartitionsToTxnRequest: handle_add_partitions_to_txn,
-    AddOffsetsToTxnRequest: handle_add_offsets_to_txn,
-    EndTxnRequest: handle_end_txn,
-    TxnOffsetCommitRequest: handle_txn_offset_commit,
-    ConsumerGroupHeartbeatRequest: handle_consumer_group_heartbeat,
-    ConsumerGroupDescribeRequest: handle_consumer_group_describe,
+    msg.ProduceRequest: handle_produce,
+    msg.FetchRequest: handle_fetch,
+    msg.ListOffsetsRequest: handle_list_offsets,
+    msg.MetadataRequest: handle_metadata,
+    msg.OffsetCommitRequest: handle_offset_commit,
+    msg.OffsetFetchRequest: handle_offset_fetch,
+    msg.FindCoordinatorRequest: handle_find_coordinator,
+    msg.JoinGroupRequest: handle_join_group,
+    msg.HeartbeatRequest: handle_heartbeat,
+    msg.LeaveGroupRequest: handle_leave_group,
+    msg.SyncGroupRequest: handle_sync_group,
+    msg.ApiVersionsRequest: handle_api_versions,
+    msg.InitProducerIdRequest: handle_init_producer_id,
+    msg.OffsetForLeaderEpochRequest: handle_offset_for_leader_epoch,
+    msg.AddPartitionsToTxnRequest: handle_add_partitions_to_txn,
+    msg.AddOffsetsToTxnRequest: handle_add_offsets_to_txn,
+    msg.EndTxnRequest: handle_end_txn,
+    msg.TxnOffsetCommitRequest: handle_txn_offset_commit,
+    msg.ConsumerGroupHeartbeatRequest: handle_consumer_group_heartbeat,
+    msg.ConsumerGroupDescribeRequest: handle_consumer_group_describe,
 }
 
 #: api key -> handler
