@@ -7,7 +7,8 @@ of a table (``tests/unit/producer/test_retry_policy.py``).
 
 The steps, in the order the sender applies them:
 
-1. :func:`classify_partition`: what one partition's answer in a Produce response means.
+1. :func:`classify_partition`: what one partition's answer in a Produce response means;
+   :func:`classify_request_failure`: what a request without a usable answer means.
 2. :func:`decide_retry`: whether a failed batch goes again, and after how long.
 3. :func:`retry_ready_at`: when a requeued batch may be drained again.
 4. :func:`txn_batch_failure`, :func:`is_fatal`, :func:`end_txn_failure`,
@@ -91,6 +92,24 @@ _TOO_LARGE = PartitionDecision(Verdict.TOO_LARGE)
 _BEHIND_EARLIER = PartitionDecision(Verdict.RETRY, force_retry=True, behind_earlier=True)
 #: the response has no answer for a partition it was sent: retried as if the request failed
 MISSING_PARTITION = PartitionDecision(Verdict.RETRY, force_retry=True)
+
+
+@dataclass(frozen=True, slots=True)
+class RequestFailure:
+    """A Produce request that got no usable answer: every batch in it is retried or failed."""
+
+    #: the request failed with a retriable error: ask for a metadata refresh
+    refresh_metadata: bool
+    #: the answer could not be decoded: the broker may have written the batches, so they are
+    #: retried as after a cut connection (an idempotent resend keeps its sequences)
+    outcome_unknown: bool
+
+
+def classify_request_failure(*, undecodable: bool, retriable: bool) -> RequestFailure:
+    """What a failed Produce request (an error raised, or an undecodable answer) means."""
+    if undecodable:
+        return RequestFailure(refresh_metadata=False, outcome_unknown=True)
+    return RequestFailure(refresh_metadata=retriable, outcome_unknown=False)
 
 
 def classify_partition(

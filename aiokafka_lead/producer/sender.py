@@ -41,6 +41,7 @@ from aiokafka_lead.producer.retry_policy import (
     RetryAction,
     Verdict,
     classify_partition,
+    classify_request_failure,
     decide_retry,
 )
 from aiokafka_lead.protocol.messages import ProduceRequest, ProduceResponse
@@ -257,23 +258,19 @@ class Sender:
                     expect_response=self._acks != 0,
                     timeout_ms=self._wait_ms(batches),
                 )
-            except DecodeError as exc:
-                # the broker may well have written the batches: the outcome is unknown, as after
-                # a cut connection, and handled like one (an idempotent resend keeps its sequence
-                # numbers, so the broker writes it once)
-                unknown = KafkaConnectionError(f"{exc}; the outcome is unknown, as after a cut connection")
-                self._node_failed(node_id, unknown)
-                now = time.monotonic()
-                for batch in batches:
-                    self._retry_or_fail(batch, unknown, now)
-                return
             except KafkaError as exc:
-                if exc.retriable:
+                failure = classify_request_failure(
+                    undecodable=isinstance(exc, DecodeError), retriable=exc.retriable
+                )
+                error: KafkaError = exc
+                if failure.outcome_unknown:
+                    error = KafkaConnectionError(f"{exc}; the outcome is unknown, as after a cut connection")
+                if failure.refresh_metadata:
                     store.request_refresh(f"produce to node {node_id} failed: {type(exc).__name__}")
-                self._node_failed(node_id, exc)
+                self._node_failed(node_id, error)
                 now = time.monotonic()
                 for batch in batches:
-                    self._retry_or_fail(batch, exc, now)
+                    self._retry_or_fail(batch, error, now)
                 return
             latency = time.monotonic() - started
             self._metrics.latency(node_id, latency)

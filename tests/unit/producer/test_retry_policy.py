@@ -17,6 +17,7 @@ from aiokafka_lead.producer.retry_policy import (
     RetryAction,
     Verdict,
     classify_partition,
+    classify_request_failure,
     decide_retry,
     end_txn_failure,
     is_fatal,
@@ -76,6 +77,19 @@ def test_classify_partition(
         transactional=transactional,
     )
     assert got == expected
+
+
+@pytest.mark.parametrize(
+    ("undecodable", "retriable", "refresh", "unknown"),
+    [
+        (False, True, True, False),  # a cut connection, a timeout: refresh, retry
+        (False, False, False, False),  # e.g. an authentication failure: fails the batches
+        (True, False, False, True),  # an undecodable answer: retried as after a cut connection
+    ],
+)
+def test_classify_request_failure(undecodable: bool, retriable: bool, refresh: bool, unknown: bool) -> None:
+    got = classify_request_failure(undecodable=undecodable, retriable=retriable)
+    assert (got.refresh_metadata, got.outcome_unknown) == (refresh, unknown)
 
 
 def test_a_missing_partition_is_retried_as_a_failed_request() -> None:
