@@ -75,6 +75,12 @@ class TxnCoordinator:
         txn.last_end = None
         return ErrorCode.NONE, txn.producer_id, txn.producer_epoch
 
+    def _verified(self, transactional_id: str, producer_id: int, producer_epoch: int) -> Transaction | int:
+        """The producer's transaction, or the error its producer id and epoch earn."""
+        txn = self.transactions.get(transactional_id)
+        error = self._check_epoch(txn, producer_id, producer_epoch)
+        return error if error or txn is None else txn
+
     def _check_epoch(self, txn: Transaction | None, producer_id: int, producer_epoch: int) -> int:
         if txn is None or txn.producer_id != producer_id:
             return ErrorCode.INVALID_PRODUCER_ID_MAPPING
@@ -87,11 +93,9 @@ class TxnCoordinator:
     def add_partitions(
         self, transactional_id: str, producer_id: int, producer_epoch: int, partitions: list[tuple[str, int]]
     ) -> int:
-        txn = self.transactions.get(transactional_id)
-        error = self._check_epoch(txn, producer_id, producer_epoch)
-        if error:
-            return error
-        assert txn is not None
+        txn = self._verified(transactional_id, producer_id, producer_epoch)
+        if isinstance(txn, int):
+            return txn
         for tp in partitions:
             if self._cluster.find_partition(*tp) is None:
                 return ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
@@ -100,11 +104,9 @@ class TxnCoordinator:
         return ErrorCode.NONE
 
     def add_offsets(self, transactional_id: str, producer_id: int, producer_epoch: int, group_id: str) -> int:
-        txn = self.transactions.get(transactional_id)
-        error = self._check_epoch(txn, producer_id, producer_epoch)
-        if error:
-            return error
-        assert txn is not None
+        txn = self._verified(transactional_id, producer_id, producer_epoch)
+        if isinstance(txn, int):
+            return txn
         txn.offsets.setdefault(group_id, {})
         txn.state = ONGOING
         return ErrorCode.NONE
@@ -119,11 +121,9 @@ class TxnCoordinator:
         *,
         implicit: bool,
     ) -> int:
-        txn = self.transactions.get(transactional_id)
-        error = self._check_epoch(txn, producer_id, producer_epoch)
-        if error:
-            return error
-        assert txn is not None
+        txn = self._verified(transactional_id, producer_id, producer_epoch)
+        if isinstance(txn, int):
+            return txn
         if group_id not in txn.offsets:
             if not implicit:
                 return ErrorCode.INVALID_TXN_STATE  # version 1 needs AddOffsetsToTxn first

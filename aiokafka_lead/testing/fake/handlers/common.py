@@ -36,6 +36,12 @@ def leader_check(part: Partition, node_id: int, current_leader_epoch: int) -> in
     """Error for a leader-only request: not the leader, or a fenced / unknown epoch (KIP-320)."""
     if part.leader_id != node_id:
         return ErrorCode.NOT_LEADER_OR_FOLLOWER
+    return epoch_check(part, current_leader_epoch)
+
+
+def epoch_check(part: Partition, current_leader_epoch: int) -> int:
+    """Error for a request naming a leader epoch (-1: none): fenced if older, unknown if newer
+    (KIP-320); a follower serving a consumer (KIP-392) checks it as the leader does."""
     if current_leader_epoch >= 0:
         if current_leader_epoch < part.leader_epoch:
             return ErrorCode.FENCED_LEADER_EPOCH

@@ -18,12 +18,11 @@ import anyio
 from aiokafka_lead.error_code import ErrorCode
 from aiokafka_lead.protocol.framing import RequestHeader
 from aiokafka_lead.protocol.messages import FetchRequest, FetchResponse
-from aiokafka_lead.testing.fake.handlers.common import endpoints, hint_for, leader_check
+from aiokafka_lead.testing.fake.handlers.common import endpoints, epoch_check, hint_for, leader_check
 from aiokafka_lead.testing.fake.replicas import has_offset
 
 if TYPE_CHECKING:
     from aiokafka_lead.testing.fake.cluster import FakeCluster
-    from aiokafka_lead.testing.fake.partition import Partition
 
 TOPIC_ID_VERSION = 13
 SESSION_VERSION = 7
@@ -94,7 +93,7 @@ def _read(
                 and node_id != part.leader_id
                 and node_id in part.replicas
             )
-            error = _replica_check(part, epoch) if follower else leader_check(part, node_id, epoch)
+            error = epoch_check(part, epoch) if follower else leader_check(part, node_id, epoch)
             if error:
                 failed = True
                 result.error_code = error
@@ -149,12 +148,3 @@ def _read(
         response.node_endpoints = endpoints(cluster, hinted, FetchResponse.NodeEndpoint)
     return response, total, failed
 
-
-def _replica_check(part: Partition, current_leader_epoch: int) -> int:
-    """A follower serving a consumer (KIP-392) checks the leader epoch as the leader does."""
-    if current_leader_epoch >= 0:
-        if current_leader_epoch < part.leader_epoch:
-            return ErrorCode.FENCED_LEADER_EPOCH
-        if current_leader_epoch > part.leader_epoch:
-            return ErrorCode.UNKNOWN_LEADER_EPOCH
-    return ErrorCode.NONE
