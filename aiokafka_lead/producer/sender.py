@@ -30,20 +30,12 @@ from aiokafka_lead.errors import (
     error_for_code,
 )
 from aiokafka_lead.metadata import BrokerNode, LeaderHint, MetadataChange
+from aiokafka_lead.producer import retry_policy as policy
 from aiokafka_lead.producer.accumulator import RecordAccumulator
 from aiokafka_lead.producer.batch import ProducerBatch
 from aiokafka_lead.producer.idempotence import IdempotenceState
 from aiokafka_lead.producer.lanes import NodeLanes
 from aiokafka_lead.producer.metrics import ProducerMetrics
-from aiokafka_lead.producer.retry_policy import (
-    MISSING_PARTITION,
-    PartitionDecision,
-    RetryAction,
-    Verdict,
-    classify_partition,
-    classify_request_failure,
-    decide_retry,
-)
 from aiokafka_lead.protocol.messages import ProduceRequest, ProduceResponse
 from aiokafka_lead.ratelog import RateLimitedLog
 
@@ -190,8 +182,8 @@ class Sender:
         force_retry: bool = False,
         behind_earlier: bool = False,
     ) -> None:
-        """Apply :func:`decide_retry` to a failed batch: fail it, expire it, or requeue it."""
-        decision = decide_retry(
+        """Apply :func:`.retry_policy.decide_retry` to a failed batch: fail it, expire it, or requeue it."""
+        decision = policy.decide_retry(
             retriable=error.retriable,
             force=force_retry,
             behind_earlier=behind_earlier,
@@ -200,10 +192,10 @@ class Sender:
             delivery_timeout_s=self._acc.delivery_timeout_s,
             backoff=self._backoff,
         )
-        if decision.action is RetryAction.FAIL:
+        if decision.action is policy.RetryAction.FAIL:
             self._fail(batch, error)
             return
-        if decision.action is RetryAction.EXPIRE:
+        if decision.action is policy.RetryAction.EXPIRE:
             self._fail(batch, KafkaTimeoutError(self._expiry_message(batch, error)), expired=True)
             return
         batch.attempts += 1
@@ -259,7 +251,7 @@ class Sender:
                     timeout_ms=self._wait_ms(batches),
                 )
             except KafkaError as exc:
-                failure = classify_request_failure(
+                failure = policy.classify_request_failure(
                     undecodable=isinstance(exc, DecodeError), retriable=exc.retriable
                 )
                 error: KafkaError = exc
@@ -349,23 +341,23 @@ class Sender:
             (t.name, p.index): p for t in response.responses for p in t.partition_responses
         }
         hints: list[LeaderHint] = []
-        failed: list[tuple[ProducerBatch, KafkaError, PartitionDecision]] = []
+        failed: list[tuple[ProducerBatch, KafkaError, policy.PartitionDecision]] = []
         refresh_reasons: list[str] = []
         for batch in batches:
             part = by_tp.get((batch.tp.topic, batch.tp.partition))
             if part is None:
                 missing = KafkaProtocolError(f"node {node_id} did not answer for {batch.tp}")
-                failed.append((batch, missing, MISSING_PARTITION))
+                failed.append((batch, missing, policy.MISSING_PARTITION))
                 continue
             code = part.error_code
-            decision = classify_partition(
+            decision = policy.classify_partition(
                 code,
                 record_count=batch.record_count,
                 earlier_unresolved=bool(code) and self._acc.earlier_unresolved(batch),
                 idempotent=self._ids is not None,
                 transactional=self._txn is not None,
             )
-            if decision.verdict is Verdict.WRITTEN:
+            if decision.verdict is policy.Verdict.WRITTEN:
                 batch.complete(part.base_offset, part.log_append_time_ms, part.log_start_offset)
                 if self._txn is not None:
                     self._txn.batch_acknowledged(batch.tp)
@@ -373,13 +365,13 @@ class Sender:
                     self._ids.acknowledged(batch)
                 self._done(batch)
                 continue
-            if decision.verdict is Verdict.SPLIT:
+            if decision.verdict is policy.Verdict.SPLIT:
                 self._split(batch, node_id)
                 continue
             message = (
                 part.error_message or f"Produce to {batch.tp.topic}-{batch.tp.partition} on node {node_id}"
             )
-            if decision.verdict is Verdict.TOO_LARGE:
+            if decision.verdict is policy.Verdict.TOO_LARGE:
                 self._too_large(batch, message)
                 continue
             error = error_for_code(code, message)

@@ -69,14 +69,8 @@ BEHIND = PartitionDecision(RETRY, force_retry=True, behind_earlier=True)
 def test_classify_partition(
     code: int, records: int, earlier: bool, idempotent: bool, transactional: bool, expected: PartitionDecision
 ) -> None:
-    got = classify_partition(
-        code,
-        record_count=records,
-        earlier_unresolved=earlier,
-        idempotent=idempotent,
-        transactional=transactional,
-    )
-    assert got == expected
+    flags = {"earlier_unresolved": earlier, "idempotent": idempotent, "transactional": transactional}
+    assert classify_partition(code, record_count=records, **flags) == expected
 
 
 @pytest.mark.parametrize(
@@ -156,15 +150,9 @@ def test_decide_retry_backoff_is_jittered_within_its_bounds() -> None:
 def test_retry_ready_at(
     hints: bool, sent_epoch: int, leader_epoch: int, last_refresh: float, last_failure: float, expected: float
 ) -> None:
-    got = retry_ready_at(
-        retry_at=12.0,
-        hints=hints,
-        sent_epoch=sent_epoch,
-        leader_epoch=leader_epoch,
-        last_refresh=last_refresh,
-        last_failure=last_failure,
-    )
-    assert got == expected
+    epochs = {"sent_epoch": sent_epoch, "leader_epoch": leader_epoch}
+    times = {"retry_at": 12.0, "last_refresh": last_refresh, "last_failure": last_failure}
+    assert retry_ready_at(hints=hints, **epochs, **times) == expected
 
 
 @pytest.mark.parametrize(
