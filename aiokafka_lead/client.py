@@ -20,6 +20,7 @@ from typing import Any, Concatenate, ParamSpec, Protocol, TypeVar
 import anyio
 import anyio.abc
 
+from aiokafka_lead.error_code import ErrorCode
 from aiokafka_lead.errors import KafkaConnectionError, KafkaError, KafkaTimeoutError
 from aiokafka_lead.metadata import MetadataStore
 from aiokafka_lead.metadata.refresher import MetadataRefresher
@@ -30,7 +31,12 @@ from aiokafka_lead.runtime import ClientFailedError, TaskGroupHost
 
 log = logging.getLogger(__name__)
 
-UNKNOWN_TOPIC_OR_PARTITION = 3
+#: a topic's Metadata answer while it may still appear (auto-creation in progress)
+TOPIC_MAY_APPEAR = frozenset({
+    ErrorCode.NONE,
+    ErrorCode.UNKNOWN_TOPIC_OR_PARTITION,
+    ErrorCode.LEADER_NOT_AVAILABLE,
+})
 P = ParamSpec("P")
 R = TypeVar("R")
 
@@ -221,12 +227,14 @@ class ClientCore:
                     if not missing:
                         return
                     await self.refresher.refresh(f"waiting for topics {missing}")
-                    if any(self.store.topic_error(t) not in (0, 3, 5) for t in missing):
+                    if any(self.store.topic_error(t) not in TOPIC_MAY_APPEAR for t in missing):
                         return
                     await anyio.sleep(self._retry_backoff_ms / 1000)
         except TimeoutError:
             missing = sorted(t for t in topics if self.store.partitions_for_topic(t) is None)
-            unknown = [t for t in missing if self.store.topic_error(t) == UNKNOWN_TOPIC_OR_PARTITION]
+            unknown = [
+                t for t in missing if self.store.topic_error(t) == ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
+            ]
             why = (
                 f": the brokers answer UNKNOWN_TOPIC_OR_PARTITION for {', '.join(map(repr, unknown))} "
                 "(it does not exist, and auto-creation is off or not allowed for this client)"

@@ -10,7 +10,6 @@ from aiokafka_lead.client import ClientCore
 from aiokafka_lead.errors import (
     KafkaError,
     LeaderNotAvailableError,
-    NotControllerError,
     UnknownTopicOrPartitionError,
     error_for_code,
 )
@@ -18,7 +17,6 @@ from aiokafka_lead.retry import call_with_retries
 from aiokafka_lead.structs import TopicPartition
 
 T = TypeVar("T")
-NOT_CONTROLLER = NotControllerError.errno
 
 
 def raise_item_errors(what: str, failures: Sequence[tuple[str, int, str | None]]) -> None:

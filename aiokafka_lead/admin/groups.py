@@ -21,6 +21,7 @@ from typing import Any
 from aiokafka_lead.admin.base import AdminBase, raise_item_errors
 from aiokafka_lead.admin.types import GroupDescription, GroupListing, MemberDescription
 from aiokafka_lead.client import guarded
+from aiokafka_lead.error_code import ErrorCode
 from aiokafka_lead.errors import DecodeError, KafkaError, UnsupportedVersionError, error_for_code
 from aiokafka_lead.metadata.checks import node_problem
 from aiokafka_lead.protocol.messages import (
@@ -36,12 +37,13 @@ from aiokafka_lead.protocol.messages import (
 from aiokafka_lead.structs import OffsetAndMetadata, TopicPartition
 
 GROUP_KEY = 0
-COORDINATOR_NOT_AVAILABLE = 15
-GROUP_ID_NOT_FOUND = 69
-UNSUPPORTED_VERSION = 35
 #: OffsetFetch v9 (KIP-848) checks a member's id and epoch: these answers mean the member's
 #: epoch moved on (or it was fenced) and are retried with its identity of the moment
-MEMBER_EPOCH_ERRORS = frozenset({25, 110, 113})
+MEMBER_EPOCH_ERRORS = frozenset({
+    ErrorCode.UNKNOWN_MEMBER_ID,
+    ErrorCode.FENCED_MEMBER_EPOCH,
+    ErrorCode.STALE_MEMBER_EPOCH,
+})
 MEMBER_FIELDS_VERSION = 9
 # OffsetFetch v10 names topics by id only; v8-9 carry names and several groups per request.
 OFFSET_FETCH_MAX = 9
@@ -65,7 +67,8 @@ class GroupCore(AdminBase):
                 entry = next((c for c in response.coordinators if c.key == group_id), None)
                 if entry is None:
                     raise error_for_code(
-                        COORDINATOR_NOT_AVAILABLE, f"{source}: Coordinators does not name key {group_id!r}"
+                        ErrorCode.COORDINATOR_NOT_AVAILABLE,
+                        f"{source}: Coordinators does not name key {group_id!r}",
                     )
                 code, node_id, host, port = entry.error_code, entry.node_id, entry.host, entry.port
                 message = entry.error_message
@@ -83,7 +86,7 @@ class GroupCore(AdminBase):
                 raise error_for_code(code, message or f"FindCoordinator {group_id}")
             problem = node_problem(node_id, host, port, what="coordinator")
             if problem is not None:  # retried: the next answer may be a good one
-                raise error_for_code(COORDINATOR_NOT_AVAILABLE, f"{source}: {problem}")
+                raise error_for_code(ErrorCode.COORDINATOR_NOT_AVAILABLE, f"{source}: {problem}")
             if self._core.store.node(node_id) is None:
                 await self._core.refresh_metadata(f"coordinator {node_id} unknown")
             return int(node_id)
@@ -166,7 +169,7 @@ class GroupCore(AdminBase):
                 group = next((g for g in response.groups if g.group_id == group_id), None)
                 if group is None:  # retried: the next answer may be a good one
                     raise error_for_code(
-                        COORDINATOR_NOT_AVAILABLE,
+                        ErrorCode.COORDINATOR_NOT_AVAILABLE,
                         f"OffsetFetch v{version} from {conn.broker}: Groups does not name group {group_id!r}",
                     )
                 group_error, topics = group.error_code, group.topics
@@ -259,7 +262,7 @@ class GroupsMixin(GroupCore):
         except UnsupportedVersionError:
             return None
         g = response.groups[0]
-        if g.error_code in (GROUP_ID_NOT_FOUND, UNSUPPORTED_VERSION):
+        if g.error_code in (ErrorCode.GROUP_ID_NOT_FOUND, ErrorCode.UNSUPPORTED_VERSION):
             return None  # UNSUPPORTED_VERSION: advertised but not run (Kafka 3.x), as Java falls back
         if g.error_code:
             raise error_for_code(g.error_code, g.error_message or f"ConsumerGroupDescribe {group_id}")

@@ -8,9 +8,10 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
 
-from aiokafka_lead.admin.base import NOT_CONTROLLER, AdminBase, raise_item_errors
+from aiokafka_lead.admin.base import AdminBase, raise_item_errors
 from aiokafka_lead.admin.types import ElectionResult, ElectionType, PartitionReassignment
 from aiokafka_lead.client import guarded
+from aiokafka_lead.error_code import ErrorCode
 from aiokafka_lead.errors import error_for_code
 from aiokafka_lead.protocol.messages import (
     AlterPartitionReassignmentsRequest,
@@ -74,8 +75,8 @@ class LeadersMixin(AdminBase):
                 for r in response.replica_election_results
                 for p in r.partition_result
             }
-            if any(res.error_code == NOT_CONTROLLER for res in results.values()):
-                raise error_for_code(NOT_CONTROLLER, "ElectLeaders")
+            if any(res.error_code == ErrorCode.NOT_CONTROLLER for res in results.values()):
+                raise error_for_code(ErrorCode.NOT_CONTROLLER, "ElectLeaders")
             return results
 
         results = await self._retrying("elect_leaders", attempt, timeout + self._request_timeout_ms)

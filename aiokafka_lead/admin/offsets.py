@@ -16,6 +16,7 @@ from collections.abc import Mapping
 from aiokafka_lead.admin.base import AdminBase, pick_retry_error, raise_item_errors
 from aiokafka_lead.admin.types import ListOffsetsResultInfo, RecordsToDelete
 from aiokafka_lead.client import guarded
+from aiokafka_lead.error_code import ErrorCode
 from aiokafka_lead.errors import KafkaError, error_for_code
 from aiokafka_lead.protocol.messages import DeleteRecordsRequest, ListOffsetsRequest
 from aiokafka_lead.structs import TopicPartition
@@ -49,7 +50,7 @@ class OffsetsMixin(AdminBase):
             if len(results) < len(wanted):
                 if not errors:  # some leaders unknown
                     self._core.store.request_refresh("list_offsets: leader unknown")
-                    raise error_for_code(5, "ListOffsets: leader unknown")
+                    raise error_for_code(ErrorCode.LEADER_NOT_AVAILABLE, "ListOffsets: leader unknown")
                 raise pick_retry_error(errors)
             return dict(results)
 
@@ -94,7 +95,7 @@ class OffsetsMixin(AdminBase):
                 tp = TopicPartition(t.name, p.partition_index)
                 if tp not in topics_asked:
                     continue  # not asked for: a confused broker's extra, nothing to apply it to
-                if p.error_code == 0:
+                if p.error_code == ErrorCode.NONE:
                     results[tp] = ListOffsetsResultInfo(p.offset, p.timestamp, p.leader_epoch)
                     continue
                 err = error_for_code(p.error_code, f"ListOffsets {tp.topic}-{tp.partition}")
@@ -140,7 +141,7 @@ class OffsetsMixin(AdminBase):
                 for t in response.topics:
                     for p in t.partitions:
                         tp = TopicPartition(t.name, p.partition_index)
-                        if p.error_code == 0:
+                        if p.error_code == ErrorCode.NONE:
                             results[tp] = p.low_watermark
                         elif (err := error_for_code(p.error_code)).retriable:
                             errors.append(err)
@@ -149,7 +150,9 @@ class OffsetsMixin(AdminBase):
                 raise_item_errors("DeleteRecords", fatal)
             if len(results) < len(wanted):
                 raise (
-                    pick_retry_error(errors) if errors else error_for_code(5, "DeleteRecords: leader unknown")
+                    pick_retry_error(errors)
+                    if errors
+                    else error_for_code(ErrorCode.LEADER_NOT_AVAILABLE, "DeleteRecords: leader unknown")
                 )
             return dict(results)
 

@@ -19,7 +19,7 @@ from typing import Any
 
 import anyio
 
-from aiokafka_lead.admin.base import NOT_CONTROLLER, AdminBase, raise_item_errors
+from aiokafka_lead.admin.base import AdminBase, raise_item_errors
 from aiokafka_lead.admin.types import (
     BrokerDescription,
     ClusterDescription,
@@ -29,6 +29,7 @@ from aiokafka_lead.admin.types import (
     TopicDescription,
 )
 from aiokafka_lead.client import guarded
+from aiokafka_lead.error_code import ErrorCode
 from aiokafka_lead.errors import (
     KafkaError,
     KafkaProtocolError,
@@ -53,7 +54,7 @@ log = logging.getLogger(__name__)
 def _ready(topic: Any, partitions: int) -> bool:
     """A created topic is usable: no error, every partition present and led."""
     return (
-        topic.error_code == 0
+        topic.error_code == ErrorCode.NONE
         and (partitions < 0 or len(topic.partitions) >= partitions)
         and len(topic.partitions) > 0
         and all(p.leader_id >= 0 for p in topic.partitions)
@@ -82,12 +83,12 @@ class TopicsCore(AdminBase):
             pending = [n for n in names if n not in settled]
             redo = []
             for outcome in await send(pending):
-                if outcome[1] == NOT_CONTROLLER:
+                if outcome[1] == ErrorCode.NOT_CONTROLLER:
                     redo.append(outcome[0])
                 else:
                     settled[outcome[0]] = outcome
             if redo:
-                raise error_for_code(NOT_CONTROLLER, f"{what} {', '.join(redo)}")
+                raise error_for_code(ErrorCode.NOT_CONTROLLER, f"{what} {', '.join(redo)}")
 
         await self._retrying(what, attempt, timeout_ms)
         return [settled[n] for n in names if n in settled]

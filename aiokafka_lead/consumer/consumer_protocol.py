@@ -42,6 +42,7 @@ from aiokafka_lead.consumer.group_common import (
 from aiokafka_lead.consumer.member_base import GroupMemberBase
 from aiokafka_lead.consumer.offsets import OffsetLookup
 from aiokafka_lead.consumer.subscription import SubscriptionState, SubscriptionType
+from aiokafka_lead.error_code import ErrorCode
 from aiokafka_lead.errors import KafkaError, UnsupportedVersionError, error_for_code
 from aiokafka_lead.protocol.messages import ConsumerGroupHeartbeatRequest, ConsumerGroupHeartbeatResponse
 from aiokafka_lead.structs import TopicPartition
@@ -49,13 +50,8 @@ from aiokafka_lead.structs import TopicPartition
 log = logging.getLogger(__name__)
 
 HEARTBEAT = ConsumerGroupHeartbeatRequest.API_KEY
-COORDINATOR_LOAD_IN_PROGRESS = 14
-UNSUPPORTED_VERSION = 35
-UNKNOWN_MEMBER_ID = 25
-FENCED_MEMBER_EPOCH = 110
-STALE_MEMBER_EPOCH = 113
 #: heartbeat answers that fence the member: give every partition up, join again at epoch 0
-FENCED = frozenset({UNKNOWN_MEMBER_ID, FENCED_MEMBER_EPOCH})
+FENCED = frozenset({ErrorCode.UNKNOWN_MEMBER_ID, ErrorCode.FENCED_MEMBER_EPOCH})
 LEAVE_EPOCH = -1
 STATIC_LEAVE_EPOCH = -2
 #: v1: the client generates the member id and may send a regular expression
@@ -267,7 +263,7 @@ class ConsumerGroupMember(GroupMemberBase):
 
     def _on_error(self, code: int, message: str | None) -> float:
         err = error_for_code(code, message or f"ConsumerGroupHeartbeat for group {self.group_id}")
-        if code == UNSUPPORTED_VERSION:
+        if code == ErrorCode.UNSUPPORTED_VERSION:
             # a broker that advertises the API but does not run the protocol (Kafka 3.x)
             self._fail(self._no_consumer_protocol(f"it answers {err}"))
             return 0.0
@@ -275,11 +271,11 @@ class ConsumerGroupMember(GroupMemberBase):
             self._link.forget(f"heartbeat: {type(err).__name__}")
             return 0.0
         if code in FENCED:
-            if code == UNKNOWN_MEMBER_ID and not self._regex_supported:
+            if code == ErrorCode.UNKNOWN_MEMBER_ID and not self._regex_supported:
                 self.member_id = ""  # v0: the broker hands out a new id
             self._fence(f"heartbeat: {type(err).__name__}")
             return 0.0
-        if err.retriable or code == COORDINATOR_LOAD_IN_PROGRESS:
+        if err.retriable or code == ErrorCode.COORDINATOR_LOAD_IN_PROGRESS:
             log.info("group %s: heartbeat: %r", self.group_id, err)
             return self._backoff.delay_s(1)
         self._fail(err)
@@ -396,7 +392,7 @@ class ConsumerGroupMember(GroupMemberBase):
     def commit_rejected(self, code: int, sent: CommitIdentity) -> bool:
         if sent != self.commit_identity():
             return True  # the epoch moved on while the commit was out: send it again with the new one
-        if code == STALE_MEMBER_EPOCH or (sent.generation_or_epoch < 0 and self._may_heartbeat()):
+        if code == ErrorCode.STALE_MEMBER_EPOCH or (sent.generation_or_epoch < 0 and self._may_heartbeat()):
             self._wake.set()  # the next heartbeat brings the epoch to commit with
             return True
         self._wake.set()  # fenced: the heartbeat finds out and gives the partitions up

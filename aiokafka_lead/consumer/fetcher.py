@@ -55,6 +55,7 @@ from aiokafka_lead.consumer.session import (
     SessionPlan,
 )
 from aiokafka_lead.consumer.subscription import PartitionState, ResetStrategy, SubscriptionState
+from aiokafka_lead.error_code import PARTITION_REFRESH, ErrorCode
 from aiokafka_lead.errors import (
     DecodeError,
     KafkaConnectionError,
@@ -78,11 +79,6 @@ TOPIC_ID_VERSION = 13
 DIVERGING_EPOCH_VERSION = 12  # KIP-320: last_fetched_epoch in, diverging_epoch out
 RACK_VERSION = 11  # KIP-392
 EPOCH_VERSION = 9  # KIP-320: current_leader_epoch
-NOT_LEADER_OR_FOLLOWER = 6
-FENCED_LEADER_EPOCH = 74
-OFFSET_OUT_OF_RANGE = 1
-#: errors after which the store's view of the partition must be refreshed
-REFRESH_ERRORS = frozenset({3, 5, 6, 56, 74, 75, 100})
 RESET_SPECS = {ResetStrategy.EARLIEST: -2, ResetStrategy.LATEST: -1}
 
 
@@ -483,7 +479,7 @@ class Fetcher:
                     self.stats.discarded += 1
                     continue  # sought, reset or unassigned meanwhile
                 code = p.error_code
-                if code == 0:
+                if code == ErrorCode.NONE:
                     answer = self.replicas.on_answer(
                         tp,
                         node_id,
@@ -503,17 +499,17 @@ class Fetcher:
                     continue
                 # KIP-392: any error from a read replica sends the partition back to its leader
                 from_replica = self.replicas.on_error(tp, node_id, error_for_code(code).error_name)
-                if code in (NOT_LEADER_OR_FOLLOWER, FENCED_LEADER_EPOCH):
+                if code in (ErrorCode.NOT_LEADER_OR_FOLLOWER, ErrorCode.FENCED_LEADER_EPOCH):
                     leader = p.current_leader
                     hints.append(LeaderHint(name, tp.partition, leader.leader_id, leader.leader_epoch))
                     hinted.append(tp)
-                elif code == OFFSET_OUT_OF_RANGE and not from_replica:
+                elif code == ErrorCode.OFFSET_OUT_OF_RANGE and not from_replica:
                     self._out_of_range(tp, st, s.fetch_offset)
-                elif code == OFFSET_OUT_OF_RANGE:
+                elif code == ErrorCode.OFFSET_OUT_OF_RANGE:
                     retry.append(tp)  # a read replica's answer: the leader decides (after a backoff)
                 else:
                     err = error_for_code(code, f"Fetch {tp.topic}-{tp.partition} from node {node_id}")
-                    if code in REFRESH_ERRORS:
+                    if code in PARTITION_REFRESH:
                         store.request_refresh(f"fetch {tp.topic}-{tp.partition}: {type(err).__name__}")
                     if not err.retriable:
                         self._report_error(err)

@@ -23,15 +23,11 @@ import anyio.abc
 
 from aiokafka_lead.client import ClientCore
 from aiokafka_lead.consumer.offsets import OffsetLookup
+from aiokafka_lead.error_code import COORDINATOR_MOVED
 from aiokafka_lead.errors import KafkaConnectionError
 from aiokafka_lead.structs import OffsetAndMetadata, TopicPartition
 
 log = logging.getLogger(__name__)
-
-COORDINATOR_LOAD_IN_PROGRESS = 14
-COORDINATOR_NOT_AVAILABLE = 15
-NOT_COORDINATOR = 16
-COORDINATOR_MOVED = frozenset({COORDINATOR_NOT_AVAILABLE, NOT_COORDINATOR})
 
 
 class ConsumerRebalanceListener:

@@ -28,6 +28,7 @@ from aiokafka_lead.backoff import ExponentialBackoff
 from aiokafka_lead.client import ClientCore
 from aiokafka_lead.consumer.errors import LogTruncationError, NoOffsetForPartitionError
 from aiokafka_lead.consumer.subscription import PartitionState, ResetStrategy, SubscriptionState
+from aiokafka_lead.error_code import PARTITION_REFRESH
 from aiokafka_lead.errors import KafkaError, error_for_code
 from aiokafka_lead.protocol.messages import OffsetForLeaderEpochRequest
 from aiokafka_lead.structs import OffsetAndMetadata, TopicPartition
@@ -36,7 +37,6 @@ log = logging.getLogger(__name__)
 
 EARLIEST, LATEST = -2, -1
 VALIDATION_MIN_VERSION = 3
-REFRESH_ERRORS = frozenset({3, 5, 6, 56, 74, 75, 100})
 ISOLATION_NAMES = {0: "read_uncommitted", 1: "read_committed"}
 
 
@@ -266,7 +266,7 @@ class PositionManager:
                     continue
                 if p.error_code:
                     err = error_for_code(p.error_code, f"OffsetForLeaderEpoch {tp.topic}-{tp.partition}")
-                    if p.error_code in REFRESH_ERRORS:
+                    if p.error_code in PARTITION_REFRESH:
                         store.request_refresh(f"validate {tp.topic}-{tp.partition}: {type(err).__name__}")
                     if not err.retriable:
                         self._report_error(err)

@@ -11,7 +11,7 @@ the bytes Java and aiokafka members exchange.
 from __future__ import annotations
 
 from collections.abc import Iterable
-from typing import NamedTuple
+from typing import Any, ClassVar, NamedTuple
 
 from aiokafka_lead.protocol.messages import ConsumerProtocolAssignment, ConsumerProtocolSubscription
 from aiokafka_lead.structs import TopicPartition
@@ -23,10 +23,33 @@ def _wire_version(version: int) -> int:
     return min(max(version, 0), _MAX_VERSION)
 
 
-class ConsumerProtocolMemberMetadata:
+class _Fields:
+    """Equality and repr over ``__slots__`` (version first, as aiokafka shows them); mutable,
+    so unhashable, as aiokafka's."""
+
+    __slots__ = ()
+    _SHOWN: ClassVar[tuple[str, ...]]
+
+    def _values(self) -> tuple[Any, ...]:
+        return tuple(getattr(self, name) for name in self._SHOWN)
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, type(self)):
+            return NotImplemented
+        return self._values() == other._values()
+
+    __hash__ = None  # type: ignore[assignment]
+
+    def __repr__(self) -> str:
+        shown = ", ".join(f"{name}={getattr(self, name)!r}" for name in self._SHOWN)
+        return f"{type(self).__name__}({shown})"
+
+
+class ConsumerProtocolMemberMetadata(_Fields):
     """A member's subscription: protocol version, subscribed topics, assignor user data."""
 
     __slots__ = ("subscription", "user_data", "version")
+    _SHOWN = ("version", "subscription", "user_data")
 
     def __init__(self, version: int = 0, subscription: Iterable[str] = (), user_data: bytes = b"") -> None:
         self.version = version
@@ -42,28 +65,13 @@ class ConsumerProtocolMemberMetadata:
         version, body = ConsumerProtocolSubscription.decode_with_version(data)
         return cls(version, body.topics, body.user_data or b"")
 
-    def __eq__(self, other: object) -> bool:
-        if not isinstance(other, ConsumerProtocolMemberMetadata):
-            return NotImplemented
-        return (self.version, self.subscription, self.user_data) == (
-            other.version,
-            other.subscription,
-            other.user_data,
-        )
-
-    __hash__ = None  # type: ignore[assignment]  # mutable, as aiokafka's
-
-    def __repr__(self) -> str:
-        return (
-            f"ConsumerProtocolMemberMetadata(version={self.version}, subscription={self.subscription!r}, "
-            f"user_data={self.user_data!r})"
-        )
 
 
-class ConsumerProtocolMemberAssignment:
+class ConsumerProtocolMemberAssignment(_Fields):
     """A member's assignment: protocol version, ``[(topic, [partition, ...]), ...]``, user data."""
 
     __slots__ = ("assignment", "user_data", "version")
+    _SHOWN = ("version", "assignment", "user_data")
 
     class Assignment(NamedTuple):
         topic: str
@@ -98,22 +106,6 @@ class ConsumerProtocolMemberAssignment:
         assignment = [(t.topic, t.partitions) for t in body.assigned_partitions]
         return cls(version, assignment, body.user_data or b"")
 
-    def __eq__(self, other: object) -> bool:
-        if not isinstance(other, ConsumerProtocolMemberAssignment):
-            return NotImplemented
-        return (self.version, self.assignment, self.user_data) == (
-            other.version,
-            other.assignment,
-            other.user_data,
-        )
-
-    __hash__ = None  # type: ignore[assignment]  # mutable, as aiokafka's
-
-    def __repr__(self) -> str:
-        return (
-            f"ConsumerProtocolMemberAssignment(version={self.version}, assignment={self.assignment!r}, "
-            f"user_data={self.user_data!r})"
-        )
 
 
 class ConsumerProtocol:

@@ -26,6 +26,7 @@ import anyio.to_thread
 from anyio.streams.tls import TLSStream
 
 from aiokafka_lead._version import __version__
+from aiokafka_lead.error_code import ErrorCode
 from aiokafka_lead.errors import (
     DecodeError,
     KafkaConnectionError,
@@ -57,7 +58,6 @@ from aiokafka_lead.runtime import unwrap_group
 
 log = logging.getLogger(__name__)
 
-UNSUPPORTED_VERSION = 35
 #: frames at least this big are decoded in a worker thread (~20 ms of decoding on the loop)
 THREAD_DECODE_BYTES = 256 * 1024
 API_VERSIONS_MAX = 4
@@ -220,7 +220,7 @@ class Connection:
             client_software_name=CLIENT_SOFTWARE_NAME, client_software_version=__version__
         )
         response: ApiVersionsResponse = await self.send(request, version=version, negotiate=False)
-        if response.error_code == UNSUPPORTED_VERSION:
+        if response.error_code == ErrorCode.UNSUPPORTED_VERSION:
             broker_max = next(
                 (k.max_version for k in response.api_keys if k.api_key == ApiVersionsRequest.API_KEY),
                 0,

@@ -30,6 +30,7 @@ import anyio.lowlevel
 from aiokafka_lead.errors import KafkaTimeoutError
 from aiokafka_lead.metadata import MetadataStore
 from aiokafka_lead.producer.batch import DeliveryHandle, ProducerBatch
+from aiokafka_lead.producer.retry_policy import NOT_YET, retry_ready_at
 from aiokafka_lead.records import CompressionType, RecordBatchBuilder
 from aiokafka_lead.structs import TopicPartition
 
@@ -223,11 +224,14 @@ class RecordAccumulator:
     # -------------------------------------------------------------------- drain
     def _ready_at(self, batch: ProducerBatch, queue_len: int, store: MetadataStore, hints: bool) -> float:
         if batch.attempts:
-            if hints and store.leader_epoch(batch.tp) > batch.sent_epoch:
-                return 0.0  # KIP-951: the leader moved since this batch failed: retry now
-            if not hints and (store.last_refresh or 0.0) < batch.last_failure:
-                return float("inf")  # pre-KIP-951: wait for fresh metadata too
-            return batch.retry_at
+            return retry_ready_at(
+                retry_at=batch.retry_at,
+                hints=hints,
+                sent_epoch=batch.sent_epoch,
+                leader_epoch=store.leader_epoch(batch.tp),
+                last_refresh=store.last_refresh or 0.0,
+                last_failure=batch.last_failure,
+            )
         if batch.closed or queue_len > 1 or self._flushing or self.closed:
             return 0.0
         return batch.created_at + self.linger_s
@@ -277,7 +281,7 @@ class RecordAccumulator:
                 result.wake_in(0.05)
                 continue
             ready_at = self._ready_at(batch, len(queue), store, hints)
-            if ready_at == float("inf"):
+            if ready_at == NOT_YET:
                 result.wake_in(0.02)
                 continue
             if ready_at > now:

@@ -25,6 +25,7 @@ import anyio
 from aiokafka_lead.backoff import ExponentialBackoff
 from aiokafka_lead.client import ClientCore
 from aiokafka_lead.consumer.offsets import OffsetLookup
+from aiokafka_lead.error_code import COORDINATOR_MOVED
 from aiokafka_lead.errors import ConcurrentTransactionsError, KafkaConnectionError, error_for_code
 from aiokafka_lead.network.connection import Connection
 from aiokafka_lead.protocol.messages import (
@@ -45,7 +46,6 @@ T = TypeVar("T")
 TRANSACTION_KEY = 1  # FindCoordinator key type of a transactional id
 GROUP_KEY = 0
 #: coordinator errors: look the coordinator up again before the retry
-COORDINATOR_MOVED = frozenset({15, 16})  # COORDINATOR_NOT_AVAILABLE, NOT_COORDINATOR
 ADD_PARTITIONS_CLIENT_MAX = 3  # v4+ batch several transactions: brokers only
 TV2_END_TXN = 5  # EndTxn v5 returns the bumped epoch (KIP-890 part 2)
 TV2_PRODUCE = 12  # Produce v12 adds partitions to the transaction implicitly
