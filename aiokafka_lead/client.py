@@ -24,7 +24,7 @@ from aiokafka_lead.errors import KafkaConnectionError, KafkaError, KafkaTimeoutE
 from aiokafka_lead.metadata import MetadataStore
 from aiokafka_lead.metadata.refresher import MetadataRefresher
 from aiokafka_lead.network.config import ConnectionConfig
-from aiokafka_lead.network.connection import Connection
+from aiokafka_lead.network.connection import Connection, ConnectionStats
 from aiokafka_lead.network.pool import BrokerPool
 from aiokafka_lead.runtime import ClientFailedError, TaskGroupHost
 
@@ -119,6 +119,8 @@ class ClientCore:
         self._topics = topics
         self._auto_create = allow_auto_topic_creation
         self._pool: BrokerPool | None = None
+        #: every connection's counters (SASL authentications and re-authentications, closes)
+        self.connection_stats = ConnectionStats()
         self._refresher: MetadataRefresher | None = None
         # the producer/consumer's own start-up, run after metadata is up (e.g. start the sender)
         self.extra_setup: Callable[[anyio.abc.TaskGroup], Awaitable[None]] | None = None
@@ -155,7 +157,7 @@ class ClientCore:
         return self.host.require_running()
 
     async def _setup(self, tg: anyio.abc.TaskGroup) -> None:
-        self._pool = BrokerPool(self.store, self._bootstrap, self.config, tg)
+        self._pool = BrokerPool(self.store, self._bootstrap, self.config, tg, self.connection_stats)
         self._refresher = MetadataRefresher(
             self.store,
             self._pool,

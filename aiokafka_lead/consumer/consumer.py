@@ -805,9 +805,13 @@ class AIOKafkaConsumer(Generic[KT, VT]):
         KIP-392 fetch from follower: ``bytes_fetched_by_node`` (node id -> bytes of
         records), ``preferred_read_replicas`` (partition -> the replica it is read from,
         for partitions not read from their leader), ``read_replica_redirects`` and
-        ``read_replica_fallbacks`` (reason -> times a partition went back to its leader)."""
+        ``read_replica_fallbacks`` (reason -> times a partition went back to its leader);
+        connections: ``sasl_reauthentications`` (KIP-368) and ``connections_closed_by_broker``."""
         stats = self._fetcher.stats
+        conns = self._core.connection_stats
         return {
+            "sasl_reauthentications": conns.reauthentications,
+            "connections_closed_by_broker": conns.closed_by_broker,
             "fetches": stats.fetches,
             "hints_applied": stats.hints_applied,
             "hints_ignored": stats.hints_ignored,

@@ -524,10 +524,14 @@ class AIOKafkaProducer:
 
     # ----------------------------------------------------------------- insight
     def metrics(self) -> dict[str, Any]:
-        """Counters: records, retries, leader hints applied/ignored by reason, refreshes by reason."""
+        """Counters: records, retries, leader hints applied/ignored by reason, refreshes by reason,
+        SASL re-authentications (KIP-368) and connections closed by brokers."""
         store = self._core.store
         m = self._metrics
+        conns = self._core.connection_stats
         return {
+            "sasl_reauthentications": conns.reauthentications,
+            "connections_closed_by_broker": conns.closed_by_broker,
             "records_sent": m.records_sent,
             "records_failed": m.records_failed,
             "batches_sent": m.batches_sent,
