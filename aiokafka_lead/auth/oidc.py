@@ -184,14 +184,15 @@ class OIDCTokenProvider(AbstractTokenProvider):
         if not isinstance(token, str) or not token:
             raise TokenEndpointError(f"{self._who()} answered an access_token that is not a string")
         expires_in = document.get("expires_in")
-        if isinstance(expires_in, int | float) and not isinstance(expires_in, bool) and expires_in > 0:
-            return token, float(expires_in)
         exp = _jwt_expiry(token)
-        if exp is None:
+        lifetimes = [] if exp is None else [exp - time.time()]  # a JWT's exp is what brokers check
+        if isinstance(expires_in, int | float) and not isinstance(expires_in, bool) and expires_in > 0:
+            lifetimes.append(float(expires_in))
+        if not lifetimes:
             raise TokenEndpointError(
                 f"{self._who()} answered a token without expires_in, and it is not a JWT with exp"
             )
-        return token, max(exp - time.time(), 0.0)
+        return token, max(min(lifetimes), 0.0)
 
 
 class _Retriable(Exception):

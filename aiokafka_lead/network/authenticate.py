@@ -12,7 +12,7 @@ import random
 from collections.abc import Awaitable, Callable
 from typing import Any
 
-from aiokafka_lead.errors import SaslAuthenticationFailedError, UnsupportedSaslMechanismError
+from aiokafka_lead.errors import SaslAuthenticationFailedError, UnsupportedSaslMechanismError, error_for_code
 from aiokafka_lead.network.config import ConnectionConfig
 from aiokafka_lead.network.oauthbearer import OAuthBearerMechanism, fetch_token
 from aiokafka_lead.network.sasl import SaslError, SaslMechanism, create_mechanism
@@ -28,6 +28,10 @@ Send = Callable[[Any], Awaitable[Any]]
 #: Java's client: re-authenticate at 85-95% of the session lifetime (random, so a client's
 #: connections do not all re-authenticate at once)
 REAUTH_WINDOW = (0.85, 0.95)
+#: a broker refuses a re-authentication that begins less than a second after the previous
+#: one began (KafkaChannel's MIN_REAUTH_INTERVAL_ONE_SECOND_NANOS); a little margin on top
+MIN_REAUTH_INTERVAL_S = 1.1
+UNSUPPORTED_SASL_MECHANISM = 33
 
 
 async def new_mechanism(config: ConnectionConfig, host: str) -> SaslMechanism:
@@ -57,6 +61,8 @@ async def authenticate(send: Send, config: ConnectionConfig, host: str, broker: 
     """Run one SASL exchange through ``send``; return the broker's session lifetime in ms."""
     mechanism = await new_mechanism(config, host)
     hs: SaslHandshakeResponse = await send(SaslHandshakeRequest(mechanism=mechanism.name))
+    if hs.error_code and hs.error_code != UNSUPPORTED_SASL_MECHANISM:
+        raise error_for_code(hs.error_code, f"SaslHandshake for {mechanism.name} with {broker} failed")
     if hs.error_code and not hs.mechanisms:
         raise UnsupportedSaslMechanismError(
             f"{broker} does not use SASL (it enables no mechanism): connect to its "

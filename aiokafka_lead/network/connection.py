@@ -39,7 +39,7 @@ from aiokafka_lead.errors import (
     UnsupportedVersionError,
     error_for_code,
 )
-from aiokafka_lead.network.authenticate import authenticate, reauth_delay_s
+from aiokafka_lead.network.authenticate import MIN_REAUTH_INTERVAL_S, authenticate, reauth_delay_s
 from aiokafka_lead.network.config import ConnectionConfig
 from aiokafka_lead.protocol.framing import (
     FrameReader,
@@ -144,6 +144,7 @@ class Connection:
         self._gate: anyio.Event | None = None  # set while re-authenticating: new requests wait
         self._active = 0  # requests past the gate and not finished
         self._idle: anyio.Event | None = None  # set when _active drops to 0 during a gate
+        self._auth_started = 0.0  # monotonic time the last (re-)authentication began
 
     def __repr__(self) -> str:
         return f"<Connection node={self.node_id} {self.host}:{self.port}>"
@@ -259,7 +260,7 @@ class Connection:
             self.stats.authentications += 1
 
     async def _authenticate(self) -> None:
-        started = time.monotonic()
+        started = self._auth_started = time.monotonic()
         lifetime_ms = await authenticate(self._send_now, self._config, self.host, self.broker)
         self._reauth_at = started + reauth_delay_s(lifetime_ms) if lifetime_ms > 0 else None
 
@@ -291,6 +292,8 @@ class Connection:
                 if self._active:
                     self._idle = anyio.Event()
                     await self._idle.wait()
+                # a short session (a token about to expire) must not make the broker refuse us
+                await anyio.sleep(max(self._auth_started + MIN_REAUTH_INTERVAL_S - time.monotonic(), 0))
                 await self._authenticate()
         except TimeoutError:
             raise KafkaTimeoutError(

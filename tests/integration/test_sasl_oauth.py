@@ -2,12 +2,13 @@
 
 One single-node cluster for the module: a SASL_PLAINTEXT listener with PLAIN, SCRAM-SHA-256
 and OAUTHBEARER (Kafka's OAuthBearerValidatorCallbackHandler against the JWKS of our own
-OIDC server, tests/support/oidc_server.py), and ``connections.max.reauth.ms=3000``, so every
+OIDC server, aiokafka_lead.testing.oidc), and ``connections.max.reauth.ms=3000``, so every
 connection must re-authenticate every few seconds or be closed by the broker.
 """
 
 from __future__ import annotations
 
+import logging
 import time
 from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
@@ -23,8 +24,9 @@ from aiokafka_lead.auth.oidc import OIDCTokenProvider, TokenEndpointError
 from aiokafka_lead.errors import SaslAuthenticationFailedError
 from aiokafka_lead.testing.cluster import KafkaCluster
 from aiokafka_lead.testing.cluster.config import free_ports
+from aiokafka_lead.testing.oidc import AUDIENCE, OIDCServer, running_oidc_server
 from tests.integration.conftest import unique
-from tests.support.oidc_server import AUDIENCE, OIDCServer, running_oidc_server
+from tests.integration.test_admin import run_cli
 
 pytestmark = [pytest.mark.integration, pytest.mark.security_listeners]
 
@@ -219,10 +221,17 @@ def _live_connections(client: Any) -> list[Any]:
     ("mechanism", "seconds"), [("OAUTHBEARER", 12.0), ("SCRAM-SHA-256", 7.0), ("PLAIN", 7.0)]
 )
 async def test_connections_reauthenticate_instead_of_being_closed(
-    auth_cluster: KafkaCluster, oidc: OIDCServer, topic: str, mechanism: str, seconds: float
+    auth_cluster: KafkaCluster,
+    oidc: OIDCServer,
+    topic: str,
+    mechanism: str,
+    seconds: float,
+    caplog: pytest.LogCaptureFixture,
 ) -> None:
     """Produce and consume in a group through several session lifetimes (3 s): every
-    connection re-authenticates on the spot; none is closed, nothing fails, no rebalance."""
+    connection re-authenticates on the spot; none is closed, nothing fails, no rebalance,
+    nothing worth a warning."""
+    caplog.set_level(logging.WARNING, logger="aiokafka_lead")
     provider = oidc_provider(oidc)
     listener = Rebalances()
     sent = 0
@@ -258,4 +267,34 @@ async def test_connections_reauthenticate_instead_of_being_closed(
         (c.broker, c.reauthentications) for c in connections
     ]
     assert producer_metrics["sasl_reauthentications"] >= 2
+    assert [r.getMessage() for r in caplog.records if r.levelno >= logging.WARNING] == []
     assert consumer_metrics["sasl_reauthentications"] >= 2
+
+
+# ---------------------------------------------------------------------- the CLI
+
+
+def test_cli_command_config_with_java_oidc_properties(
+    auth_cluster: KafkaCluster, oidc: OIDCServer, tmp_path: Path
+) -> None:
+    name = unique("cli")
+    config = tmp_path / "oauth.properties"
+    config.write_text(
+        "security.protocol=SASL_PLAINTEXT\n"
+        "sasl.mechanism=OAUTHBEARER\n"
+        f"sasl.oauthbearer.token.endpoint.url={oidc.token_url}\n"
+        f"sasl.oauthbearer.client.credentials.client.id={CLIENT_ID}\n"
+        f"sasl.oauthbearer.client.credentials.client.secret={CLIENT_SECRET}\n"
+        "sasl.login.callback.handler.class="
+        "org.apache.kafka.common.security.oauthbearer.OAuthBearerLoginCallbackHandler\n"
+        "sasl.jaas.config=org.apache.kafka.common.security.oauthbearer.OAuthBearerLoginModule required;\n"
+    )
+    common = ["--bootstrap-server", auth_cluster.bootstrap("SASL_PLAINTEXT"), "--command-config", str(config)]
+    created = run_cli("topics", "create", *common, "--topic", name, "--partitions", "1")
+    assert created.returncode == 0, created.stderr
+    listed = run_cli("topics", "list", *common)
+    assert listed.returncode == 0 and name in listed.stdout.split(), listed.stderr
+    config.write_text(config.read_text().replace(CLIENT_SECRET, "wrong-secret"))
+    refused = run_cli("topics", "list", *common)
+    assert refused.returncode != 0
+    assert "HTTP 401 (invalid_client" in refused.stderr and "wrong-secret" not in refused.stderr

@@ -8,7 +8,7 @@ import anyio
 import pytest
 
 from aiokafka_lead.auth.oidc import OIDCTokenProvider, TokenEndpointError
-from tests.support.oidc_server import running_oidc_server
+from aiokafka_lead.testing.oidc import running_oidc_server
 from tests.support.waiting import eventually
 
 

@@ -1,5 +1,7 @@
 """A small OIDC identity provider for tests: a token endpoint and a JWKS endpoint.
 
+Needs PyJWT and cryptography (``pip install pyjwt cryptography``; both are in the ``dev`` extra).
+
 ``OIDCServer`` serves, on 127.0.0.1 in a thread, ``POST /token`` (the client-credentials
 grant, the client authenticated by HTTP Basic; it issues RS256 JWTs signed by its own key,
 with ``sub`` = the client id, ``aud``, ``iss``, ``iat``, ``exp`` = now + ``lifetime_s``) and
@@ -76,8 +78,15 @@ class OIDCServer:
             self._failures = [status] * count
 
     # ------------------------------------------------------------------ tokens
-    def token_for(self, subject: str, *, lifetime_s: float | None = None, issued_at: float | None = None,
-                  key: Any = None) -> str:
+    def token_for(
+        self,
+        subject: str,
+        *,
+        lifetime_s: float | None = None,
+        issued_at: float | None = None,
+        key: Any = None,
+    ) -> str:
+        """A token for ``subject`` signed by this server's key (or ``key``)."""
         now = time.time() if issued_at is None else issued_at
         claims = {
             "sub": subject,
