@@ -298,3 +298,24 @@ def test_cli_command_config_with_java_oidc_properties(
     refused = run_cli("topics", "list", *common)
     assert refused.returncode != 0
     assert "HTTP 401 (invalid_client" in refused.stderr and "wrong-secret" not in refused.stderr
+
+
+async def test_a_refused_reauthentication_closes_the_connection_with_the_reason(
+    auth_cluster: KafkaCluster, oidc: OIDCServer, caplog: pytest.LogCaptureFixture
+) -> None:
+    """The provider's next token is refused: the connection is closed at re-authentication
+    (not at some later request), saying why, and the next connection fails with it."""
+    provider = StaticToken(oidc.token_for(CLIENT_ID))
+    caplog.set_level(logging.WARNING, logger="aiokafka_lead")
+    with anyio.fail_after(60):
+        async with AdminClient(**sasl(auth_cluster, "OAUTHBEARER", provider)) as admin:
+            await admin.describe_cluster()
+            (conn,) = [c for c in _live_connections(admin) if c.node_id >= 0] or _live_connections(admin)
+            provider._token = oidc.forged_token()
+            await conn._closed.wait()
+            with pytest.raises(SaslAuthenticationFailedError, match="invalid_token"):
+                await admin.describe_cluster()
+    assert conn.reauthentications == 0
+    assert isinstance(conn._close_reason, SaslAuthenticationFailedError)
+    warnings = [r.getMessage() for r in caplog.records if "re-authentication failed" in r.getMessage()]
+    assert warnings and "invalid_token" in warnings[0]
