@@ -12,6 +12,8 @@ import random
 from collections.abc import Awaitable, Callable
 from typing import Any
 
+import anyio.to_thread
+
 from aiokafka_lead.errors import SaslAuthenticationFailedError, UnsupportedSaslMechanismError, error_for_code
 from aiokafka_lead.network.config import ConnectionConfig
 from aiokafka_lead.network.oauthbearer import OAuthBearerMechanism, fetch_token
@@ -59,7 +61,10 @@ def _who(mechanism: SaslMechanism, config: ConnectionConfig) -> str:
 
 async def authenticate(send: Send, config: ConnectionConfig, host: str, broker: str) -> int:
     """Run one SASL exchange through ``send``; return the broker's session lifetime in ms."""
-    mechanism = await new_mechanism(config, host)
+    try:
+        mechanism = await new_mechanism(config, host)
+    except SaslError as exc:
+        raise SaslAuthenticationFailedError(f"SASL {config.sasl_mechanism} with {broker}: {exc}") from exc
     hs: SaslHandshakeResponse = await send(SaslHandshakeRequest(mechanism=mechanism.name))
     if hs.error_code and hs.error_code != UNSUPPORTED_SASL_MECHANISM:
         raise error_for_code(hs.error_code, f"SaslHandshake for {mechanism.name} with {broker} failed")
@@ -72,7 +77,15 @@ async def authenticate(send: Send, config: ConnectionConfig, host: str, broker: 
         raise UnsupportedSaslMechanismError(
             f"{broker} does not enable SASL mechanism {mechanism.name}; enabled: {', '.join(hs.mechanisms)}"
         )
-    message: bytes | None = mechanism.initial_response()
+    # a mechanism marked blocking (GSSAPI: its steps may ask the KDC) steps in a worker thread
+    blocking = getattr(mechanism, "blocking", False)
+    try:
+        if blocking:
+            message: bytes | None = await anyio.to_thread.run_sync(mechanism.initial_response)
+        else:
+            message = mechanism.initial_response()
+    except SaslError as exc:
+        raise SaslAuthenticationFailedError(f"SASL {mechanism.name} with {broker}: {exc}") from exc
     lifetime_ms = 0
     while message is not None:
         resp: SaslAuthenticateResponse = await send(SaslAuthenticateRequest(auth_bytes=message))
@@ -84,7 +97,11 @@ async def authenticate(send: Send, config: ConnectionConfig, host: str, broker: 
             )
         lifetime_ms = getattr(resp, "session_lifetime_ms", 0) or 0
         try:
-            message = mechanism.step(bytes(resp.auth_bytes))
+            challenge = bytes(resp.auth_bytes)
+            if blocking:
+                message = await anyio.to_thread.run_sync(mechanism.step, challenge)
+            else:
+                message = mechanism.step(challenge)
         except SaslError as exc:
             raise SaslAuthenticationFailedError(f"SASL {mechanism.name} with {broker}: {exc}") from exc
     return lifetime_ms

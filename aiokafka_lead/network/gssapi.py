@@ -32,6 +32,8 @@ class GssapiMechanism:
     """One Kerberos exchange with the broker's service principal ``service@host``."""
 
     name = "GSSAPI"
+    #: its steps may talk to the KDC: the connection runs them in a worker thread
+    blocking = True
 
     def __init__(self, service: str, host: str) -> None:
         self._gssapi = _gssapi()

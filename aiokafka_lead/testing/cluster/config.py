@@ -56,6 +56,9 @@ class SecurityFiles:
     oauth_audience: str | None = None
     #: OAUTHBEARER: the ``iss`` claim tokens must carry (Kafka 4.4 requires one)
     oauth_issuer: str | None = None
+    #: GSSAPI: the broker's keytab and Kerberos principal (``kafka/host@REALM``)
+    kerberos_keytab: Path | None = None
+    kerberos_principal: str | None = None
 
 
 def _ephemeral_range() -> tuple[int, int]:
@@ -266,6 +269,17 @@ def node_properties(
                         "org.apache.kafka.common.security.plain.PlainLoginModule required "
                         f"{plain_users};"
                     )
+                elif mech == "GSSAPI":
+                    if security.kerberos_keytab is None or security.kerberos_principal is None:
+                        raise ValueError("a GSSAPI listener needs kerberos_keytab and kerberos_principal")
+                    module = (
+                        "com.sun.security.auth.module.Krb5LoginModule required useKeyTab=true "
+                        f'storeKey=true keyTab="{security.kerberos_keytab}" '
+                        f'principal="{security.kerberos_principal}";'
+                    )
+                    service = security.kerberos_principal.split("/", 1)[0]
+                    props[f"{prefix}.gssapi.sasl.kerberos.service.name"] = service
+                    props["sasl.kerberos.service.name"] = service
                 elif mech == "OAUTHBEARER":
                     module = "org.apache.kafka.common.security.oauthbearer.OAuthBearerLoginModule required;"
                     props.update(oauthbearer_settings(f"{prefix}.oauthbearer", security))
