@@ -21,7 +21,9 @@ INTERNAL_LISTENER = "INTERNAL"
 CONTROLLER_LISTENER = "CONTROLLER"
 #: A PLAINTEXT client listener advertised at a proxy's port (network emulation).
 PROXIED_LISTENER = "PROXIED"
-DEFAULT_SASL_MECHANISMS = ("SCRAM-SHA-256", "SCRAM-SHA-512", "PLAIN")
+#: OAUTHBEARER here takes Kafka's unsecured validator (unsigned JWTs: ``alg`` "none"), unless a
+#: cluster is given a JWKS URL to check signed tokens against
+DEFAULT_SASL_MECHANISMS = ("SCRAM-SHA-256", "SCRAM-SHA-512", "PLAIN", "OAUTHBEARER")
 
 
 @dataclass
