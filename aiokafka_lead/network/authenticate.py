@@ -36,8 +36,15 @@ MIN_REAUTH_INTERVAL_S = 1.1
 UNSUPPORTED_SASL_MECHANISM = 33
 
 
-async def new_mechanism(config: ConnectionConfig, host: str) -> SaslMechanism:
+async def new_mechanism(config: ConnectionConfig, host: str, broker: str) -> SaslMechanism:
     """A fresh step machine for one exchange (OAUTHBEARER asks the provider for a token)."""
+    try:
+        return await _new_mechanism(config, host)
+    except SaslError as exc:
+        raise SaslAuthenticationFailedError(f"SASL {config.sasl_mechanism} with {broker}: {exc}") from exc
+
+
+async def _new_mechanism(config: ConnectionConfig, host: str) -> SaslMechanism:
     mechanism = config.sasl_mechanism
     if mechanism == "OAUTHBEARER":
         token, extensions = await fetch_token(config.sasl_oauth_token_provider)
@@ -59,12 +66,13 @@ def _who(mechanism: SaslMechanism, config: ConnectionConfig) -> str:
     return f" ({principal})" if principal else ""
 
 
-async def authenticate(send: Send, config: ConnectionConfig, host: str, broker: str) -> int:
-    """Run one SASL exchange through ``send``; return the broker's session lifetime in ms."""
-    try:
-        mechanism = await new_mechanism(config, host)
-    except SaslError as exc:
-        raise SaslAuthenticationFailedError(f"SASL {config.sasl_mechanism} with {broker}: {exc}") from exc
+async def authenticate(
+    send: Send, config: ConnectionConfig, host: str, broker: str, mechanism: SaslMechanism | None = None
+) -> int:
+    """Run one SASL exchange through ``send`` (with ``mechanism``, or a new one); return the
+    broker's session lifetime in ms."""
+    if mechanism is None:
+        mechanism = await new_mechanism(config, host, broker)
     hs: SaslHandshakeResponse = await send(SaslHandshakeRequest(mechanism=mechanism.name))
     if hs.error_code and hs.error_code != UNSUPPORTED_SASL_MECHANISM:
         raise error_for_code(hs.error_code, f"SaslHandshake for {mechanism.name} with {broker} failed")

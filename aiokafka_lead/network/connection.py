@@ -39,8 +39,14 @@ from aiokafka_lead.errors import (
     UnsupportedVersionError,
     error_for_code,
 )
-from aiokafka_lead.network.authenticate import MIN_REAUTH_INTERVAL_S, authenticate, reauth_delay_s
+from aiokafka_lead.network.authenticate import (
+    MIN_REAUTH_INTERVAL_S,
+    authenticate,
+    new_mechanism,
+    reauth_delay_s,
+)
 from aiokafka_lead.network.config import ConnectionConfig
+from aiokafka_lead.network.sasl import SaslMechanism
 from aiokafka_lead.protocol.framing import (
     FrameReader,
     decode_response,
@@ -259,9 +265,9 @@ class Connection:
             await self._authenticate()
             self.stats.authentications += 1
 
-    async def _authenticate(self) -> None:
+    async def _authenticate(self, mechanism: SaslMechanism | None = None) -> None:
         started = self._auth_started = time.monotonic()
-        lifetime_ms = await authenticate(self._send_now, self._config, self.host, self.broker)
+        lifetime_ms = await authenticate(self._send_now, self._config, self.host, self.broker, mechanism)
         self._reauth_at = started + reauth_delay_s(lifetime_ms) if lifetime_ms > 0 else None
 
     async def _send_now(self, request: Any) -> Any:
@@ -285,20 +291,27 @@ class Connection:
                 return
 
     async def _reauthenticate(self) -> None:
-        """Close the gate, let the requests in flight finish, authenticate again, open the gate."""
+        """Close the gate, let the requests in flight finish, authenticate again, open the gate.
+
+        The token is fetched first, while requests still flow (a slow identity provider holds
+        nothing up); if that fails, the requests in flight are still answered before the
+        connection closes."""
+        failure: Exception | None = None
+        mechanism: SaslMechanism | None = None
+        try:
+            mechanism = await new_mechanism(self._config, self.host, self.broker)
+        except Exception as exc:  # raised below, once nothing is in flight
+            failure = exc
         gate = self._gate = anyio.Event()
         try:
-            with anyio.fail_after(self._config.request_timeout_ms / 1000):
-                if self._active:
-                    self._idle = anyio.Event()
-                    await self._idle.wait()
-                # a short session (a token about to expire) must not make the broker refuse us
-                await anyio.sleep(max(self._auth_started + MIN_REAUTH_INTERVAL_S - time.monotonic(), 0))
-                await self._authenticate()
-        except TimeoutError:
-            raise KafkaTimeoutError(
-                f"{self.broker}: re-authentication did not finish within {self._config.request_timeout_ms} ms"
-            ) from None
+            if self._active:  # bounded: every request in flight has a deadline of its own
+                self._idle = anyio.Event()
+                await self._idle.wait()
+            if failure is not None:
+                raise failure
+            # a short session (a token about to expire) must not make the broker refuse us
+            await anyio.sleep(max(self._auth_started + MIN_REAUTH_INTERVAL_S - time.monotonic(), 0))
+            await self._authenticate(mechanism)  # each of its requests bounded by request_timeout_ms
         finally:
             self._gate = self._idle = None
             gate.set()

@@ -8,6 +8,7 @@ from typing import Any
 import anyio
 import pytest
 
+from aiokafka_lead.abc import AbstractTokenProvider
 from aiokafka_lead.errors import KafkaConnectionError, SaslAuthenticationFailedError
 from aiokafka_lead.network.config import ConnectionConfig
 from aiokafka_lead.network.connection import Connection
@@ -116,3 +117,45 @@ async def test_a_refused_reauthentication_closes_the_connection() -> None:
             with pytest.raises(KafkaConnectionError, match="credentials revoked"):
                 await conn.send(metadata_for("after"))
             assert conn.reauthentications == 0
+
+
+class FailsSecondTime(AbstractTokenProvider):
+    def __init__(self) -> None:
+        self.calls = 0
+
+    async def token(self) -> str:
+        self.calls += 1
+        if self.calls > 1:
+            raise RuntimeError("identity provider down")
+        return "token-1"
+
+
+async def test_a_token_that_cannot_be_had_lets_the_request_in_flight_finish() -> None:
+    """The token is fetched before new requests are held; when that fails, what is in flight
+    is still answered, and then the connection closes naming the provider's error."""
+    broker = Broker()
+    config = ConnectionConfig(
+        security_protocol="SASL_PLAINTEXT",
+        sasl_mechanism="OAUTHBEARER",
+        sasl_oauth_token_provider=FailsSecondTime(),
+    )
+    with anyio.fail_after(15):
+        async with script_server(broker.handle) as server, anyio.create_task_group() as tg:
+            conn = Connection("127.0.0.1", server.port, config, node_id=1)
+            await tg.start(conn.run)
+            answered: list[str] = []
+
+            async def slow() -> None:
+                answered.append((await conn.send(metadata_for("slow"))).cluster_id)
+
+            tg.start_soon(slow)
+
+            async def gate_closed() -> bool:
+                return conn._gate is not None
+
+            await eventually(gate_closed, interval=0.02)
+            assert not conn.closed  # the request in flight is waited for
+            broker.release.set()
+            await conn._closed.wait()
+            assert answered and "identity provider down" in str(conn._close_reason)
+            assert names(server) == ["SaslHandshake", "SaslAuthenticate", "slow"]
