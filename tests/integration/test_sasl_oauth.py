@@ -140,8 +140,9 @@ async def test_a_sync_provider_with_extensions(auth_cluster: KafkaCluster, oidc:
 
 @pytest.mark.parametrize("kind", ["forged", "expired"])
 async def test_a_bad_token_is_refused_with_the_brokers_message(
-    auth_cluster: KafkaCluster, oidc: OIDCServer, kind: str
+    auth_cluster: KafkaCluster, oidc: OIDCServer, kind: str, caplog: pytest.LogCaptureFixture
 ) -> None:
+    caplog.set_level(logging.DEBUG, logger="aiokafka_lead")
     token = oidc.forged_token() if kind == "forged" else oidc.expired_token()
     admin = AdminClient(**sasl(auth_cluster, "OAUTHBEARER", StaticToken(token)))
     started = time.monotonic()
@@ -153,6 +154,8 @@ async def test_a_bad_token_is_refused_with_the_brokers_message(
     assert '"status": "invalid_token"' in message  # the broker's error document
     assert token not in message and token.split(".")[2] not in message
     assert time.monotonic() - started < 10  # no retry loop
+    assert caplog.records  # the client did log (at DEBUG), but never the token
+    assert not [r for r in caplog.records if token.split(".")[2] in r.getMessage()]
 
 
 async def test_token_endpoint_down_is_a_clear_error_after_retries(auth_cluster: KafkaCluster) -> None:
