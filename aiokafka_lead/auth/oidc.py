@@ -18,12 +18,15 @@ from __future__ import annotations
 import base64
 import json
 import logging
+import os
 import ssl
 import time
 import urllib.error
 import urllib.parse
 import urllib.request
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
+from pathlib import Path
+from typing import Any
 
 import anyio
 import anyio.to_thread
@@ -73,8 +76,7 @@ class OIDCTokenProvider(AbstractTokenProvider):
         parsed = urllib.parse.urlsplit(token_endpoint_url)
         if parsed.scheme not in ("http", "https") or not parsed.netloc:
             raise ValueError(f"token_endpoint_url must be an http(s) URL, not {token_endpoint_url!r}")
-        if not client_id or not client_secret:
-            raise ValueError("OIDCTokenProvider needs a client_id and a client_secret")
+        self._check_credentials(client_id, client_secret)
         if not 0.1 <= refresh_ratio <= 1.0:
             raise ValueError(f"refresh_ratio must be between 0.1 and 1.0, not {refresh_ratio!r}")
         if retries < 0 or timeout_ms <= 0:
@@ -97,8 +99,12 @@ class OIDCTokenProvider(AbstractTokenProvider):
         #: tokens fetched so far (for metrics and tests)
         self.fetches = 0
 
+    def _check_credentials(self, client_id: str, client_secret: str) -> None:
+        if not client_id or not client_secret:
+            raise ValueError("OIDCTokenProvider needs a client_id and a client_secret")
+
     def __repr__(self) -> str:
-        return f"<OIDCTokenProvider {self.token_endpoint_url} client_id={self.client_id!r}>"
+        return f"<{type(self).__name__} {self.token_endpoint_url} client_id={self.client_id!r}>"
 
     def extensions(self) -> dict[str, str]:
         return dict(self._extensions)
@@ -141,19 +147,25 @@ class OIDCTokenProvider(AbstractTokenProvider):
     def _who(self) -> str:
         return f"token endpoint {self.token_endpoint_url} (client_id {self.client_id!r})"
 
+    def _grant(self) -> tuple[dict[str, str], dict[str, str]]:
+        """The grant's form fields and extra headers: client credentials, HTTP Basic."""
+        pair = f"{urllib.parse.quote(self.client_id, safe='')}:{urllib.parse.quote(self._secret, safe='')}"
+        return {"grant_type": "client_credentials"}, {
+            "Authorization": "Basic " + base64.b64encode(pair.encode()).decode()
+        }
+
     def _request(self) -> urllib.request.Request:
-        form = {"grant_type": "client_credentials"}
+        form, headers = self._grant()
         if self._scope:
             form["scope"] = self._scope
         if self._audience:
             form["audience"] = self._audience
-        pair = f"{urllib.parse.quote(self.client_id, safe='')}:{urllib.parse.quote(self._secret, safe='')}"
         return urllib.request.Request(
             self.token_endpoint_url,
             data=urllib.parse.urlencode(form).encode(),
             method="POST",
             headers={
-                "Authorization": "Basic " + base64.b64encode(pair.encode()).decode(),
+                **headers,
                 "Content-Type": "application/x-www-form-urlencoded",
                 "Accept": "application/json",
             },
@@ -161,9 +173,10 @@ class OIDCTokenProvider(AbstractTokenProvider):
 
     def _fetch(self) -> tuple[str, float]:
         """One HTTP exchange (in a worker thread): (token, lifetime in seconds)."""
+        request = self._request()
         try:
             with urllib.request.urlopen(
-                self._request(), timeout=self._timeout_s, context=self._ssl_context
+                request, timeout=self._timeout_s, context=self._ssl_context
             ) as answer:
                 body = answer.read(1 << 20)
         except urllib.error.HTTPError as exc:
@@ -195,6 +208,57 @@ class OIDCTokenProvider(AbstractTokenProvider):
         return token, max(min(lifetimes), 0.0)
 
 
+JWT_BEARER_GRANT = "urn:ietf:params:oauth:grant-type:jwt-bearer"
+
+
+class JWTBearerTokenProvider(OIDCTokenProvider):
+    """Access tokens by the JWT-bearer grant (RFC 7523; Java's ``JwtBearerJwtRetriever``):
+    the client proves itself with a signed JWT, its *assertion*, instead of a secret.
+
+    ``assertion_file``: a file holding the assertion, read again for every token (Java's
+    ``sasl.oauthbearer.assertion.file``: something else keeps it fresh), or ``assertion``: a
+    function returning one (e.g. signing with your key). ``client_id`` is sent when given.
+    The other keywords are :class:`OIDCTokenProvider`'s.
+    """
+
+    def __init__(
+        self,
+        token_endpoint_url: str,
+        *,
+        assertion_file: str | os.PathLike[str] | None = None,
+        assertion: Callable[[], str] | None = None,
+        client_id: str | None = None,
+        **options: Any,
+    ) -> None:
+        if (assertion_file is None) == (assertion is None):
+            raise ValueError("JWTBearerTokenProvider needs one of assertion_file and assertion")
+        self._assertion_file = None if assertion_file is None else Path(assertion_file)
+        self._assertion = assertion
+        super().__init__(token_endpoint_url, client_id or "", "", **options)
+
+    def _check_credentials(self, client_id: str, client_secret: str) -> None:
+        pass  # the assertion is the credential
+
+    def _grant(self) -> tuple[dict[str, str], dict[str, str]]:
+        if self._assertion_file is not None:
+            try:
+                assertion = self._assertion_file.read_text().strip()
+            except OSError as exc:
+                where = self._assertion_file
+                raise TokenEndpointError(f"cannot read the assertion file {where}: {exc}") from None
+        else:
+            assert self._assertion is not None
+            assertion = self._assertion()
+        if not isinstance(assertion, str) or assertion.count(".") != 2:
+            raise TokenEndpointError(
+                f"{type(self).__name__}: the assertion is not a JWT (header.payload.signature)"
+            )
+        form = {"grant_type": JWT_BEARER_GRANT, "assertion": assertion}
+        if self.client_id:
+            form["client_id"] = self.client_id
+        return form, {}
+
+
 class _Retriable(Exception):
     """A failure another attempt may not see (no answer, a 5xx)."""
 
@@ -224,4 +288,4 @@ def _jwt_expiry(token: str) -> float | None:
     return float(exp) if isinstance(exp, int | float) and not isinstance(exp, bool) else None
 
 
-__all__ = ["OIDCTokenProvider", "TokenEndpointError"]
+__all__ = ["JWTBearerTokenProvider", "OIDCTokenProvider", "TokenEndpointError"]

@@ -11,6 +11,9 @@ OIDC client credentials (``sasl.mechanism=OAUTHBEARER``)::
 
 The JAAS options ``clientId``, ``clientSecret``, ``scope`` and ``extension_<name>`` (Java's
 older spelling) are read too; librdkafka's ``sasl.oauthbearer.extensions=k=v,k2=v2`` as well.
+The JWT-bearer grant (RFC 7523) with a ready assertion: ``sasl.oauthbearer.assertion.file``
+(with Java's ``sasl.oauthbearer.jwt.retriever.class=...JwtBearerJwtRetriever`` or
+librdkafka's ``sasl.oauthbearer.grant.type=urn:ietf:params:oauth:grant-type:jwt-bearer``).
 
 AWS MSK IAM: ``sasl.mechanism=AWS_MSK_IAM`` (with ``software.amazon.msk.auth.iam.IAMLoginModule``),
 or OAUTHBEARER with ``sasl.login.callback.handler.class=
@@ -31,6 +34,7 @@ from typing import Any
 
 JAVA_OIDC_HANDLER = "org.apache.kafka.common.security.oauthbearer.OAuthBearerLoginCallbackHandler"
 MSK_IAM_HANDLER = "software.amazon.msk.auth.iam.IAMOAuthBearerLoginCallbackHandler"
+JAVA_JWT_BEARER = "org.apache.kafka.common.security.oauthbearer.JwtBearerJwtRetriever"
 
 SASL_KEYS = frozenset(
     {
@@ -43,6 +47,9 @@ SASL_KEYS = frozenset(
         "sasl.oauthbearer.client.secret",
         "sasl.oauthbearer.scope",
         "sasl.oauthbearer.extensions",
+        "sasl.oauthbearer.assertion.file",
+        "sasl.oauthbearer.jwt.retriever.class",
+        "sasl.oauthbearer.grant.type",
         "sasl.kerberos.service.name",
         "sasl.kerberos.domain.name",
         "sasl.client.callback.handler.class",
@@ -112,6 +119,8 @@ def _oidc(props: dict[str, str], options: dict[str, str]) -> dict[str, Any]:
             f"sasl.login.callback.handler.class {handler!r} is a Java class we cannot run"
         )
     url = props.get("sasl.oauthbearer.token.endpoint.url")
+    if "sasl.oauthbearer.assertion.file" in props:
+        return _jwt_bearer(props, options, url)
     client_id = _first(
         props,
         options,
@@ -140,6 +149,29 @@ def _oidc(props: dict[str, str], options: dict[str, str]) -> dict[str, Any]:
             scope=_first(props, options, "sasl.oauthbearer.scope", "scope"),
             extensions=_extensions(props, options),
         )
+    except ValueError as exc:
+        raise ClientConfigError(f"OAUTHBEARER: {exc}") from exc
+    return {"sasl_oauth_token_provider": provider}
+
+
+def _jwt_bearer(props: dict[str, str], options: dict[str, str], url: str | None) -> dict[str, Any]:
+    from aiokafka_lead.auth.oidc import JWT_BEARER_GRANT, JWTBearerTokenProvider
+
+    retriever = props.get("sasl.oauthbearer.jwt.retriever.class", JAVA_JWT_BEARER)
+    grant = props.get("sasl.oauthbearer.grant.type", JWT_BEARER_GRANT)
+    if retriever != JAVA_JWT_BEARER or grant != JWT_BEARER_GRANT:
+        raise ClientConfigError("sasl.oauthbearer.assertion.file is for the JWT-bearer grant only")
+    if not url:
+        raise ClientConfigError("the JWT-bearer grant needs sasl.oauthbearer.token.endpoint.url")
+    try:
+        provider = JWTBearerTokenProvider(
+            url,
+            assertion_file=props["sasl.oauthbearer.assertion.file"],
+            client_id=_first(props, options, "sasl.oauthbearer.client.credentials.client.id",
+                             "sasl.oauthbearer.client.id", "clientId"),
+            scope=_first(props, options, "sasl.oauthbearer.scope", "scope"),
+            extensions=_extensions(props, options),
+        )  # fmt: skip
     except ValueError as exc:
         raise ClientConfigError(f"OAUTHBEARER: {exc}") from exc
     return {"sasl_oauth_token_provider": provider}

@@ -3,7 +3,8 @@
 Needs PyJWT and cryptography (``pip install pyjwt cryptography``; both are in the ``dev`` extra).
 
 ``OIDCServer`` serves, on 127.0.0.1 in a thread, ``POST /token`` (the client-credentials
-grant, the client authenticated by HTTP Basic; it issues RS256 JWTs signed by its own key,
+grant, the client authenticated by HTTP Basic, or the JWT-bearer grant with an assertion
+signed by a key given to ``trust_assertion_key``; it issues RS256 JWTs signed by its own key,
 with ``sub`` = the client id, ``aud``, ``iss``, ``iat``, ``exp`` = now + ``lifetime_s``) and
 ``GET /jwks`` (the public key), which is what a broker's OAuthBearerValidatorCallbackHandler
 reads. Tests steer it: ``fail_next(n, status)``, ``lifetime_s``, ``requests``; ``forged_token()``
@@ -28,6 +29,7 @@ from cryptography.hazmat.primitives.asymmetric import rsa
 from jwt.algorithms import RSAAlgorithm
 
 AUDIENCE = "kafka"
+JWT_BEARER = "urn:ietf:params:oauth:grant-type:jwt-bearer"
 KID = "test-key-1"
 
 
@@ -37,6 +39,7 @@ class OIDCServer:
         self.lifetime_s = lifetime_s
         self._key = rsa.generate_private_key(public_exponent=65537, key_size=2048)
         self._failures: list[int] = []
+        self._assertion_keys: dict[str, Any] = {}  # subject -> public key of its assertions
         self._lock = threading.Lock()
         #: token requests received (every one, answered or failed)
         self.requests = 0
@@ -71,6 +74,17 @@ class OIDCServer:
         self._server.server_close()
         if self._thread is not None:
             self._thread.join(5)
+
+    def trust_assertion_key(self, subject: str, public_key: Any) -> None:
+        """Accept JWT-bearer assertions for ``subject`` signed by this key (RFC 7523)."""
+        self._assertion_keys[subject] = public_key
+
+    def assertion_for(self, subject: str, private_key: Any, *, lifetime_s: float = 300) -> str:
+        """An RFC 7523 assertion: ``iss`` = ``sub`` = ``subject``, ``aud`` = the token URL."""
+        now = int(time.time())
+        claims = {"iss": subject, "sub": subject, "aud": self.token_url, "iat": now,
+                  "exp": int(now + lifetime_s), "jti": uuid.uuid4().hex}  # fmt: skip
+        return jwt.encode(claims, private_key, algorithm="RS256")
 
     def fail_next(self, count: int, status: int) -> None:
         """Answer the next ``count`` token requests with HTTP ``status``."""
@@ -120,6 +134,8 @@ class OIDCServer:
                 status = self._failures.pop(0)
                 return status, {"error": "server_error", "error_description": f"told to fail with {status}"}
         form = {k: v[0] for k, v in parse_qs(body.decode()).items()}
+        if form.get("grant_type") == JWT_BEARER:
+            return self._jwt_bearer(form.get("assertion", ""))
         if form.get("grant_type") != "client_credentials":
             return 400, {"error": "unsupported_grant_type"}
         auth = headers.get("Authorization", "")
@@ -132,6 +148,20 @@ class OIDCServer:
         token = self.token_for(client_id)
         with self._lock:
             self.issued += 1
+        return 200, {"access_token": token, "token_type": "Bearer", "expires_in": int(self.lifetime_s)}
+
+    def _jwt_bearer(self, assertion: str) -> tuple[int, dict[str, Any]]:
+        try:
+            subject = jwt.decode(assertion, options={"verify_signature": False}).get("sub", "")
+            key = self._assertion_keys.get(subject)
+            if key is None:
+                return 400, {"error": "invalid_grant", "error_description": f"unknown subject {subject!r}"}
+            jwt.decode(assertion, key, algorithms=["RS256"], audience=self.token_url)
+        except jwt.PyJWTError as exc:
+            return 400, {"error": "invalid_grant", "error_description": str(exc)}
+        with self._lock:
+            self.issued += 1
+        token = self.token_for(subject)
         return 200, {"access_token": token, "token_type": "Bearer", "expires_in": int(self.lifetime_s)}
 
     def _handler(self) -> type[BaseHTTPRequestHandler]:

@@ -16,11 +16,12 @@ from typing import Any
 
 import anyio
 import pytest
+from cryptography.hazmat.primitives.asymmetric import rsa
 
 from aiokafka_lead import AIOKafkaConsumer, AIOKafkaProducer
 from aiokafka_lead.abc import AbstractTokenProvider, ConsumerRebalanceListener
 from aiokafka_lead.admin import AdminClient, NewTopic
-from aiokafka_lead.auth.oidc import OIDCTokenProvider, TokenEndpointError
+from aiokafka_lead.auth.oidc import JWTBearerTokenProvider, OIDCTokenProvider, TokenEndpointError
 from aiokafka_lead.errors import SaslAuthenticationFailedError
 from aiokafka_lead.testing.cluster import KafkaCluster
 from aiokafka_lead.testing.cluster.config import free_ports
@@ -136,6 +137,18 @@ async def test_a_sync_provider_with_extensions(auth_cluster: KafkaCluster, oidc:
         async with AdminClient(**sasl(auth_cluster, "OAUTHBEARER", provider)) as admin:
             assert len((await admin.describe_cluster()).brokers) == 1
     assert provider.calls >= 1
+
+
+async def test_the_jwt_bearer_grant(auth_cluster: KafkaCluster, oidc: OIDCServer) -> None:
+    key = rsa.generate_private_key(public_exponent=65537, key_size=2048)
+    oidc.trust_assertion_key("svc-billing", key.public_key())
+    provider = JWTBearerTokenProvider(
+        oidc.token_url, assertion=lambda: oidc.assertion_for("svc-billing", key)
+    )
+    with anyio.fail_after(30):
+        async with AdminClient(**sasl(auth_cluster, "OAUTHBEARER", provider)) as admin:
+            assert len((await admin.describe_cluster()).brokers) == 1
+    assert provider.fetches == 1
 
 
 @pytest.mark.parametrize("kind", ["forged", "expired"])

@@ -3,12 +3,14 @@ Spark kafka.* options)."""
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 
 from aiokafka_lead.auth.msk_iam import MSKIAMTokenProvider
-from aiokafka_lead.auth.oidc import OIDCTokenProvider
+from aiokafka_lead.auth.oidc import JWTBearerTokenProvider, OIDCTokenProvider
 from aiokafka_lead.cli.client_config import ClientConfigError, client_kwargs, parse_properties
-from aiokafka_lead.cli.sasl_properties import MSK_IAM_HANDLER
+from aiokafka_lead.cli.sasl_properties import JAVA_JWT_BEARER, MSK_IAM_HANDLER
 from aiokafka_lead.spark.options import SparkOptionError, parse_options
 
 JAVA_OIDC = """
@@ -132,3 +134,19 @@ def test_spark_kafka_options_make_the_provider() -> None:
              "kafka.security.protocol": "SASL_SSL", "kafka.sasl.mechanism": "OAUTHBEARER"},
             streaming=False,
         )  # fmt: skip
+
+
+def test_jwt_bearer_assertion_file(tmp_path: Path) -> None:
+    props = {
+        "security.protocol": "SASL_SSL",
+        "sasl.mechanism": "OAUTHBEARER",
+        "sasl.oauthbearer.token.endpoint.url": "https://idp.example.com/token",
+        "sasl.oauthbearer.jwt.retriever.class": JAVA_JWT_BEARER,
+        "sasl.oauthbearer.assertion.file": str(tmp_path / "assertion.jwt"),
+        "sasl.oauthbearer.scope": "kafka",
+    }
+    provider = client_kwargs(props)["sasl_oauth_token_provider"]
+    assert isinstance(provider, JWTBearerTokenProvider) and provider._scope == "kafka"
+    props["sasl.oauthbearer.grant.type"] = "client_credentials"
+    with pytest.raises(ClientConfigError, match="JWT-bearer grant only"):
+        client_kwargs(props)

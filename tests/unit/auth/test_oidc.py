@@ -3,11 +3,14 @@
 from __future__ import annotations
 
 import time
+from pathlib import Path
 
 import anyio
+import jwt
 import pytest
+from cryptography.hazmat.primitives.asymmetric import rsa
 
-from aiokafka_lead.auth.oidc import OIDCTokenProvider, TokenEndpointError
+from aiokafka_lead.auth.oidc import JWTBearerTokenProvider, OIDCTokenProvider, TokenEndpointError
 from aiokafka_lead.testing.oidc import running_oidc_server
 from tests.support.waiting import eventually
 
@@ -58,3 +61,27 @@ def test_bad_arguments() -> None:
         OIDCTokenProvider("ftp://x/token", "c", "s")
     with pytest.raises(ValueError, match="client_secret"):
         OIDCTokenProvider("https://x/token", "c", "")
+
+
+async def test_jwt_bearer_grant_with_an_assertion_file(tmp_path: Path) -> None:
+    key = rsa.generate_private_key(public_exponent=65537, key_size=2048)
+    with running_oidc_server(clients={}) as server:
+        server.trust_assertion_key("svc-billing", key.public_key())
+        assertion_file = tmp_path / "assertion.jwt"
+        assertion_file.write_text(server.assertion_for("svc-billing", key) + "\n")
+        provider = JWTBearerTokenProvider(server.token_url, assertion_file=assertion_file, scope="kafka")
+        token = await provider.token()
+        assert jwt.decode(token, options={"verify_signature": False})["sub"] == "svc-billing"
+        # an assertion signed by another key is refused at once, with the endpoint's reason
+        other = rsa.generate_private_key(public_exponent=65537, key_size=2048)
+        forged = JWTBearerTokenProvider(
+            server.token_url, assertion=lambda: server.assertion_for("svc-billing", other)
+        )
+        refused = r"HTTP 400 \(invalid_grant: Signature verification failed"
+        with pytest.raises(TokenEndpointError, match=refused):
+            await forged.token()
+        missing = JWTBearerTokenProvider(server.token_url, assertion_file=tmp_path / "nope.jwt")
+        with pytest.raises(TokenEndpointError, match="cannot read the assertion file"):
+            await missing.token()
+    with pytest.raises(ValueError, match="one of assertion_file and assertion"):
+        JWTBearerTokenProvider("https://idp/token")
