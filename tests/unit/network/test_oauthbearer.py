@@ -8,6 +8,7 @@ import pytest
 
 from aiokafka_lead.abc import AbstractTokenProvider
 from aiokafka_lead.errors import SaslAuthenticationFailedError
+from aiokafka_lead.network.config import ConnectionConfig
 from aiokafka_lead.network.oauthbearer import OAuthBearerMechanism, fetch_token
 from aiokafka_lead.network.sasl import SaslError
 
@@ -83,3 +84,13 @@ async def test_a_failing_provider_is_named() -> None:
         await fetch_token(Failing())
     with pytest.raises(SaslAuthenticationFailedError, match="must return a str, not bytes"):
         await fetch_token(NotAString())
+
+
+def test_connection_config_shows_no_secret() -> None:
+    config = ConnectionConfig(
+        security_protocol="SASL_PLAINTEXT",
+        sasl_mechanism="OAUTHBEARER",
+        sasl_oauth_token_provider=AsyncProvider(),
+        sasl_plain_password="p4ssw0rd",
+    )
+    assert "p4ssw0rd" not in repr(config) and "AsyncProvider" not in repr(config)
