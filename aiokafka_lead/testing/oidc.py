@@ -34,9 +34,14 @@ KID = "test-key-1"
 
 
 class OIDCServer:
-    def __init__(self, clients: dict[str, str] | None = None, *, lifetime_s: float = 60.0) -> None:
+    def __init__(
+        self, clients: dict[str, str] | None = None, *, lifetime_s: float = 60.0, unsigned: bool = False
+    ) -> None:
+        """``unsigned``: issue unsecured JWTs (``alg`` "none"), for brokers with Kafka's
+        unsecured validator (the default cluster's OAUTHBEARER)."""
         self.clients = dict(clients or {"kafka-client": "client-secret"})
         self.lifetime_s = lifetime_s
+        self.unsigned = unsigned
         self._key = rsa.generate_private_key(public_exponent=65537, key_size=2048)
         self._failures: list[int] = []
         self._assertion_keys: dict[str, Any] = {}  # subject -> public key of its assertions
@@ -111,6 +116,8 @@ class OIDCServer:
             "scope": "kafka",
             "jti": uuid.uuid4().hex,
         }
+        if self.unsigned and key is None:
+            return jwt.encode(claims, "", algorithm="none")
         return jwt.encode(claims, key or self._key, algorithm="RS256", headers={"kid": KID})
 
     def forged_token(self, subject: str = "kafka-client") -> str:
