@@ -126,7 +126,7 @@ async def test_produce_and_consume_with_kerberos_and_reauthentication(
             AIOKafkaConsumer(topic, group_id=unique("g"), auto_offset_reset="earliest",
                              **kerberos(gssapi_cluster)) as consumer,
         ):  # fmt: skip
-            deadline = time.monotonic() + 7
+            deadline = time.monotonic() + 8
             sent = 0
             while time.monotonic() < deadline:
                 await producer.send_and_wait(topic, f"k{sent}".encode())

@@ -234,7 +234,7 @@ def _live_connections(client: Any) -> list[Any]:
 
 
 @pytest.mark.parametrize(
-    ("mechanism", "seconds"), [("OAUTHBEARER", 12.0), ("SCRAM-SHA-256", 7.0), ("PLAIN", 7.0)]
+    ("mechanism", "seconds"), [("OAUTHBEARER", 12.0), ("SCRAM-SHA-256", 9.0), ("PLAIN", 9.0)]
 )
 async def test_connections_reauthenticate_instead_of_being_closed(
     auth_cluster: KafkaCluster,
@@ -277,9 +277,11 @@ async def test_connections_reauthenticate_instead_of_being_closed(
     assert producer_metrics["connections_closed_by_broker"] == 0
     assert consumer_metrics["connections_closed_by_broker"] == 0
     assert listener.assigned == 1 and listener.revoked == 0 and coordinator_generation == 1
-    # the connections in use all along re-authenticated about every 3 s
+    # the connections in use all along re-authenticated about every 3 s (each opened within
+    # ~1.5 s of the start; a re-authentication every 2.55-2.85 s, plus its drain and exchange)
     busy = [c for c in connections if c.node_id >= 0]
-    assert busy and all(c.reauthentications >= 2 for c in busy), [
+    expected = int((seconds - 1.5) / 3.4)
+    assert busy and all(c.reauthentications >= expected for c in busy), [
         (c.broker, c.reauthentications) for c in connections
     ]
     assert producer_metrics["sasl_reauthentications"] >= 2
