@@ -33,7 +33,6 @@ REAUTH_WINDOW = (0.85, 0.95)
 #: a broker refuses a re-authentication that begins less than a second after the previous
 #: one began (KafkaChannel's MIN_REAUTH_INTERVAL_ONE_SECOND_NANOS); a little margin on top
 MIN_REAUTH_INTERVAL_S = 1.1
-UNSUPPORTED_SASL_MECHANISM = 33
 
 
 async def new_mechanism(config: ConnectionConfig, host: str, broker: str) -> SaslMechanism:
@@ -70,13 +69,16 @@ async def authenticate(
     send: Send, config: ConnectionConfig, host: str, broker: str, mechanism: SaslMechanism | None = None
 ) -> int:
     """Run one SASL exchange through ``send`` (with ``mechanism``, or a new one); return the
-    broker's session lifetime in ms."""
+    broker's session lifetime in ms. ``mechanism`` is given for re-authentications."""
+    reauthenticating = mechanism is not None
     if mechanism is None:
         mechanism = await new_mechanism(config, host, broker)
     hs: SaslHandshakeResponse = await send(SaslHandshakeRequest(mechanism=mechanism.name))
-    if hs.error_code and hs.error_code != UNSUPPORTED_SASL_MECHANISM:
-        raise error_for_code(hs.error_code, f"SaslHandshake for {mechanism.name} with {broker} failed")
+    if reauthenticating and hs.error_code:
+        # e.g. ILLEGAL_SASL_STATE: the broker refuses this re-authentication
+        raise error_for_code(hs.error_code, f"{broker} refused to re-authenticate with {mechanism.name}")
     if hs.error_code and not hs.mechanisms:
+        # a PLAINTEXT or SSL listener answers ILLEGAL_SASL_STATE (or nothing at all)
         raise UnsupportedSaslMechanismError(
             f"{broker} does not use SASL (it enables no mechanism): connect to its "
             f"SASL listener, or use security_protocol 'PLAINTEXT' or 'SSL' for this one"

@@ -9,7 +9,7 @@ import anyio
 import pytest
 
 from aiokafka_lead.abc import AbstractTokenProvider
-from aiokafka_lead.errors import KafkaConnectionError, SaslAuthenticationFailedError
+from aiokafka_lead.errors import KafkaConnectionError, KafkaError
 from aiokafka_lead.network.config import ConnectionConfig
 from aiokafka_lead.network.connection import Connection
 from aiokafka_lead.protocol.framing import RequestHeader
@@ -40,9 +40,14 @@ class Broker:
         self.release = anyio.Event()
         self.refuse_after = 99
         self.authentications = 0
+        self.handshakes = 0
+        self.handshake_error_after = 99
 
     async def handle(self, header: RequestHeader, request: Any) -> Any:
         if isinstance(request, SaslHandshakeRequest):
+            self.handshakes += 1
+            if self.handshakes > self.handshake_error_after:  # ILLEGAL_SASL_STATE
+                return SaslHandshakeResponse(error_code=34, mechanisms=[])
             return SaslHandshakeResponse(error_code=0, mechanisms=["PLAIN"])
         if isinstance(request, SaslAuthenticateRequest):
             self.authentications += 1
@@ -104,17 +109,24 @@ async def test_reauthentication_waits_for_in_flight_and_holds_new_requests() -> 
             await conn.close()
 
 
-async def test_a_refused_reauthentication_closes_the_connection() -> None:
+@pytest.mark.parametrize(
+    ("refusal", "reason"),
+    [("authenticate", "credentials revoked"), ("handshake", "refused to re-authenticate with PLAIN")],
+)
+async def test_a_refused_reauthentication_closes_the_connection(refusal: str, reason: str) -> None:
     broker = Broker()
-    broker.refuse_after = 1
+    if refusal == "authenticate":
+        broker.refuse_after = 1
+    else:
+        broker.handshake_error_after = 1
     with anyio.fail_after(15):
         async with script_server(broker.handle) as server, anyio.create_task_group() as tg:
             conn = Connection("127.0.0.1", server.port, ConnectionConfig(**SASL), node_id=1)
             await tg.start(conn.run)
             await conn._closed.wait()
-            assert isinstance(conn._close_reason, SaslAuthenticationFailedError)
-            assert "credentials revoked" in str(conn._close_reason)
-            with pytest.raises(KafkaConnectionError, match="credentials revoked"):
+            assert isinstance(conn._close_reason, KafkaError) and not conn._close_reason.retriable
+            assert reason in str(conn._close_reason)
+            with pytest.raises(KafkaConnectionError, match=reason):
                 await conn.send(metadata_for("after"))
             assert conn.reauthentications == 0
 
