@@ -15,6 +15,8 @@ $(STAMP): pyproject.toml setup.py aiokafka_lead/_speedups.c
 	@test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	@$(BIN)/python -m pip install --quiet --upgrade pip
 	@$(BIN)/python -m pip install --quiet -e '.[dev,spark]'
+	@# GSSAPI (Kerberos) builds against the MIT headers: installed where they are (.ci/run adds them)
+	@if command -v krb5-config >/dev/null; then $(BIN)/python -m pip install --quiet -e '.[gssapi]'; fi
 	@touch $@
 
 venv: $(STAMP)

@@ -25,7 +25,7 @@ from aiokafka_lead.errors import KafkaConnectionError, KafkaError, KafkaTimeoutE
 from aiokafka_lead.metadata import MetadataStore
 from aiokafka_lead.metadata.refresher import MetadataRefresher
 from aiokafka_lead.network.config import ConnectionConfig
-from aiokafka_lead.network.connection import Connection
+from aiokafka_lead.network.connection import Connection, ConnectionStats
 from aiokafka_lead.network.pool import BrokerPool
 from aiokafka_lead.runtime import ClientFailedError, TaskGroupHost
 
@@ -71,6 +71,9 @@ def connection_config(
     sasl_mechanism: str = "PLAIN",
     sasl_plain_username: str | None = None,
     sasl_plain_password: str | None = None,
+    sasl_kerberos_service_name: str = "kafka",
+    sasl_kerberos_domain_name: str | None = None,
+    sasl_oauth_token_provider: Any = None,
     connections_max_idle_ms: int = 540_000,
     reconnect_backoff_ms: int = 50,
     reconnect_backoff_max_ms: int = 1000,
@@ -85,6 +88,9 @@ def connection_config(
         sasl_mechanism=sasl_mechanism,
         sasl_plain_username=sasl_plain_username,
         sasl_plain_password=sasl_plain_password,
+        sasl_kerberos_service_name=sasl_kerberos_service_name,
+        sasl_kerberos_domain_name=sasl_kerberos_domain_name,
+        sasl_oauth_token_provider=sasl_oauth_token_provider,
         connections_max_idle_ms=connections_max_idle_ms,
         reconnect_backoff_ms=reconnect_backoff_ms,
         reconnect_backoff_max_ms=reconnect_backoff_max_ms,
@@ -119,6 +125,8 @@ class ClientCore:
         self._topics = topics
         self._auto_create = allow_auto_topic_creation
         self._pool: BrokerPool | None = None
+        #: every connection's counters (SASL authentications and re-authentications, closes)
+        self.connection_stats = ConnectionStats()
         self._refresher: MetadataRefresher | None = None
         # the producer/consumer's own start-up, run after metadata is up (e.g. start the sender)
         self.extra_setup: Callable[[anyio.abc.TaskGroup], Awaitable[None]] | None = None
@@ -155,7 +163,7 @@ class ClientCore:
         return self.host.require_running()
 
     async def _setup(self, tg: anyio.abc.TaskGroup) -> None:
-        self._pool = BrokerPool(self.store, self._bootstrap, self.config, tg)
+        self._pool = BrokerPool(self.store, self._bootstrap, self.config, tg, self.connection_stats)
         self._refresher = MetadataRefresher(
             self.store,
             self._pool,

@@ -15,6 +15,7 @@ cannot work fails at construction (not at the first send, or in a background tas
 from __future__ import annotations
 
 import difflib
+import importlib.util
 import ssl
 import warnings
 from collections.abc import Callable, Collection, Mapping, Sequence
@@ -26,7 +27,9 @@ from aiokafka_lead.records.compression import CompressionType, require_codec
 from aiokafka_lead.structs import OffsetAndMetadata, TopicPartition
 
 SECURITY_PROTOCOLS = ("PLAINTEXT", "SSL", "SASL_PLAINTEXT", "SASL_SSL")
-SASL_MECHANISMS = ("PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512")
+SASL_MECHANISMS = ("PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512", "OAUTHBEARER", "GSSAPI")
+#: mechanisms that take sasl_plain_username / sasl_plain_password
+PASSWORD_MECHANISMS = ("PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512")
 COMPRESSION = {
     None: CompressionType.NONE,
     "none": CompressionType.NONE,
@@ -124,6 +127,8 @@ def validate_options(client: str, options: Mapping[str, Any], unknown: Mapping[s
         options.get("sasl_mechanism", "PLAIN"),
         options.get("sasl_plain_username"),
         options.get("sasl_plain_password"),
+        token_provider=options.get("sasl_oauth_token_provider"),
+        kerberos_service_name=options.get("sasl_kerberos_service_name", "kafka"),
     )
     for rule in _CROSS_RULES.get(client, ()):
         rule(options)
@@ -185,6 +190,9 @@ def check_security(
     sasl_mechanism: str,
     username: str | None,
     password: str | None,
+    *,
+    token_provider: Any = None,
+    kerberos_service_name: Any = "kafka",
 ) -> None:
     """Settings that cannot work together fail here, not at the first connection."""
     if protocol not in SECURITY_PROTOCOLS:
@@ -213,15 +221,48 @@ def check_security(
             raise KafkaConfigurationError(
                 f"sasl_mechanism must be one of {', '.join(SASL_MECHANISMS)}, not {sasl_mechanism!r}"
             )
+        if sasl_mechanism == "OAUTHBEARER":
+            _check_token_provider(token_provider)
+            return
+        if sasl_mechanism == "GSSAPI":
+            _check_kerberos(kerberos_service_name)
+            return
         for name, value in (("sasl_plain_username", username), ("sasl_plain_password", password)):
             if not isinstance(value, str) or not value:
                 raise KafkaConfigurationError(
-                    f"security_protocol={protocol} needs {name} (a non-empty string)"
+                    f"security_protocol={protocol} with sasl_mechanism={sasl_mechanism} needs {name} "
+                    "(a non-empty string)"
                 )
     elif username is not None or password is not None:
         raise KafkaConfigurationError(
             f"SASL credentials are given but security_protocol={protocol} does not use SASL: "
             "use 'SASL_PLAINTEXT' or 'SASL_SSL'"
+        )
+
+
+def _check_token_provider(provider: Any) -> None:
+    """aiokafka's rule: OAUTHBEARER needs an ``AbstractTokenProvider`` (any object with a
+    ``token()`` method is taken; ``token()`` may be a coroutine function or a plain one)."""
+    if provider is None:
+        raise KafkaConfigurationError(
+            "sasl_mechanism='OAUTHBEARER' needs sasl_oauth_token_provider, an "
+            "aiokafka_lead.abc.AbstractTokenProvider (e.g. aiokafka_lead.auth.oidc.OIDCTokenProvider)"
+        )
+    if not callable(getattr(provider, "token", None)):
+        raise KafkaConfigurationError(
+            f"sasl_oauth_token_provider must implement token() (aiokafka_lead.abc.AbstractTokenProvider); "
+            f"{type(provider).__name__} does not"
+        )
+
+
+def _check_kerberos(service_name: Any) -> None:
+    if not isinstance(service_name, str) or not service_name:
+        raise KafkaConfigurationError(
+            f"sasl_kerberos_service_name must be a non-empty string, not {service_name!r}"
+        )
+    if importlib.util.find_spec("gssapi") is None:
+        raise KafkaConfigurationError(
+            "sasl_mechanism='GSSAPI' needs the gssapi package: pip install 'aiokafka_lead[gssapi]'"
         )
 
 

@@ -63,6 +63,9 @@ class AdminClientBase(AdminBase):
         sasl_mechanism: str = "PLAIN",
         sasl_plain_username: str | None = None,
         sasl_plain_password: str | None = None,
+        sasl_kerberos_service_name: str = "kafka",
+        sasl_kerberos_domain_name: str | None = None,
+        sasl_oauth_token_provider: Any = None,
         **unsupported: Any,
     ) -> None:
         validate_options("admin client", options_of(locals()), unsupported)
@@ -80,6 +83,9 @@ class AdminClientBase(AdminBase):
                 sasl_mechanism=sasl_mechanism,
                 sasl_plain_username=sasl_plain_username,
                 sasl_plain_password=sasl_plain_password,
+                sasl_kerberos_service_name=sasl_kerberos_service_name,
+                sasl_kerberos_domain_name=sasl_kerberos_domain_name,
+                sasl_oauth_token_provider=sasl_oauth_token_provider,
                 connections_max_idle_ms=connections_max_idle_ms,
             ),
             metadata_max_age_ms=metadata_max_age_ms,

@@ -126,6 +126,9 @@ class AIOKafkaConsumer(Generic[KT, VT]):
         sasl_mechanism: str = "PLAIN",
         sasl_plain_username: str | None = None,
         sasl_plain_password: str | None = None,
+        sasl_kerberos_service_name: str = "kafka",
+        sasl_kerberos_domain_name: str | None = None,
+        sasl_oauth_token_provider: Any = None,
         client_rack: str | None = None,
         group_protocol: str = "classic",
         group_remote_assignor: str | None = None,
@@ -173,6 +176,9 @@ class AIOKafkaConsumer(Generic[KT, VT]):
                 sasl_mechanism=sasl_mechanism,
                 sasl_plain_username=sasl_plain_username,
                 sasl_plain_password=sasl_plain_password,
+                sasl_kerberos_service_name=sasl_kerberos_service_name,
+                sasl_kerberos_domain_name=sasl_kerberos_domain_name,
+                sasl_oauth_token_provider=sasl_oauth_token_provider,
                 connections_max_idle_ms=connections_max_idle_ms,
             ),
             metadata_max_age_ms=metadata_max_age_ms,
@@ -799,9 +805,13 @@ class AIOKafkaConsumer(Generic[KT, VT]):
         KIP-392 fetch from follower: ``bytes_fetched_by_node`` (node id -> bytes of
         records), ``preferred_read_replicas`` (partition -> the replica it is read from,
         for partitions not read from their leader), ``read_replica_redirects`` and
-        ``read_replica_fallbacks`` (reason -> times a partition went back to its leader)."""
+        ``read_replica_fallbacks`` (reason -> times a partition went back to its leader);
+        connections: ``sasl_reauthentications`` (KIP-368) and ``connections_closed_by_broker``."""
         stats = self._fetcher.stats
+        conns = self._core.connection_stats
         return {
+            "sasl_reauthentications": conns.reauthentications,
+            "connections_closed_by_broker": conns.closed_by_broker,
             "fetches": stats.fetches,
             "hints_applied": stats.hints_applied,
             "hints_ignored": stats.hints_ignored,

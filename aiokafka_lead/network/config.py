@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 import ssl
-from dataclasses import dataclass
+from dataclasses import dataclass, field
+from typing import Any
 
 from aiokafka_lead.errors import KafkaConfigurationError
 from aiokafka_lead.validation import check_security
@@ -18,7 +19,11 @@ class ConnectionConfig:
     ssl_context: ssl.SSLContext | None = None
     sasl_mechanism: str = "PLAIN"
     sasl_plain_username: str | None = None
-    sasl_plain_password: str | None = None
+    sasl_plain_password: str | None = field(default=None, repr=False)
+    sasl_kerberos_service_name: str = "kafka"
+    sasl_kerberos_domain_name: str | None = None
+    #: an aiokafka_lead.abc.AbstractTokenProvider (never shown: it may hold secrets)
+    sasl_oauth_token_provider: Any = field(default=None, repr=False)
     max_in_flight: int = 5
     max_frame_size: int = 100 * 1024 * 1024
     reconnect_backoff_ms: int = 50
@@ -32,6 +37,8 @@ class ConnectionConfig:
             self.sasl_mechanism,
             self.sasl_plain_username,
             self.sasl_plain_password,
+            token_provider=self.sasl_oauth_token_provider,
+            kerberos_service_name=self.sasl_kerberos_service_name,
         )
         if self.max_in_flight < 1:
             raise KafkaConfigurationError("max_in_flight must be at least 1")

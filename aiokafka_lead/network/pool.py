@@ -31,7 +31,7 @@ from aiokafka_lead.backoff import ExponentialBackoff
 from aiokafka_lead.errors import KafkaConnectionError, KafkaError
 from aiokafka_lead.metadata import MetadataChange, MetadataStore
 from aiokafka_lead.network.config import ConnectionConfig
-from aiokafka_lead.network.connection import Connection
+from aiokafka_lead.network.connection import Connection, ConnectionStats
 from aiokafka_lead.ratelog import RateLimitedLog
 from aiokafka_lead.validation import parse_bootstrap
 
@@ -69,6 +69,7 @@ class BrokerPool:
         bootstrap_servers: str | Sequence[str],
         config: ConnectionConfig,
         task_group: anyio.abc.TaskGroup,
+        stats: ConnectionStats | None = None,
     ) -> None:
         self._store = store
         self._bootstrap = parse_bootstrap(bootstrap_servers)
@@ -80,6 +81,8 @@ class BrokerPool:
         self._rebootstrap = False
         self._warn = RateLimitedLog(log)
         self.connects = 0
+        #: authentications, KIP-368 re-authentications, connections closed by brokers
+        self.stats = stats if stats is not None else ConnectionStats()
         store.add_listener(self._on_metadata_change)
 
     @property
@@ -134,7 +137,7 @@ class BrokerPool:
             return await self._dial(node_id, address, state)
 
     async def _dial(self, node_id: int, address: tuple[str, int], state: _NodeState) -> Connection:
-        conn = Connection(address[0], address[1], self._config, node_id=_node_of(node_id))
+        conn = Connection(address[0], address[1], self._config, node_id=_node_of(node_id), stats=self.stats)
         self.connects += 1
         try:
             await self._tg.start(conn.run)

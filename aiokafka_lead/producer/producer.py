@@ -144,6 +144,9 @@ class AIOKafkaProducer:
         sasl_mechanism: str = "PLAIN",
         sasl_plain_username: str | None = None,
         sasl_plain_password: str | None = None,
+        sasl_kerberos_service_name: str = "kafka",
+        sasl_kerberos_domain_name: str | None = None,
+        sasl_oauth_token_provider: Any = None,
         enable_leader_hints: bool = True,
         connections_per_broker: int = 1,
         loop: Any = None,
@@ -189,6 +192,9 @@ class AIOKafkaProducer:
                 sasl_mechanism=sasl_mechanism,
                 sasl_plain_username=sasl_plain_username,
                 sasl_plain_password=sasl_plain_password,
+                sasl_kerberos_service_name=sasl_kerberos_service_name,
+                sasl_kerberos_domain_name=sasl_kerberos_domain_name,
+                sasl_oauth_token_provider=sasl_oauth_token_provider,
                 connections_max_idle_ms=connections_max_idle_ms,
                 max_in_flight=max_in_flight_requests_per_connection,
             ),
@@ -518,10 +524,14 @@ class AIOKafkaProducer:
 
     # ----------------------------------------------------------------- insight
     def metrics(self) -> dict[str, Any]:
-        """Counters: records, retries, leader hints applied/ignored by reason, refreshes by reason."""
+        """Counters: records, retries, leader hints applied/ignored by reason, refreshes by reason,
+        SASL re-authentications (KIP-368) and connections closed by brokers."""
         store = self._core.store
         m = self._metrics
+        conns = self._core.connection_stats
         return {
+            "sasl_reauthentications": conns.reauthentications,
+            "connections_closed_by_broker": conns.closed_by_broker,
             "records_sent": m.records_sent,
             "records_failed": m.records_failed,
             "batches_sent": m.batches_sent,
