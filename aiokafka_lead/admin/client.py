@@ -29,22 +29,23 @@ from collections.abc import Iterable, Mapping, Sequence
 from types import TracebackType
 from typing import Any, Self
 
+from aiokafka_lead.abc import AbstractTokenProvider
 from aiokafka_lead.admin import responses as r
-from aiokafka_lead.admin.base import AdminBase
+from aiokafka_lead.admin.config import AdminConfig
 from aiokafka_lead.admin.configs import ConfigsCore, ConfigsMixin
 from aiokafka_lead.admin.groups import GroupCore, GroupsMixin
 from aiokafka_lead.admin.leaders import LeadersMixin
-from aiokafka_lead.admin.offsets import OffsetsMixin
 from aiokafka_lead.admin.topics import TopicsCore, TopicsMixin
 from aiokafka_lead.admin.types import ConfigResource, NewPartitions, NewTopic, RecordsToDelete
-from aiokafka_lead.backoff import ExponentialBackoff
-from aiokafka_lead.client import ClientCore, connection_config, guarded
+from aiokafka_lead.client import ClientCore, guarded
 from aiokafka_lead.errors import KafkaError, NotLeaderOrFollowerError, error_for_code
+from aiokafka_lead.requests.base import RequestBase
+from aiokafka_lead.requests.offsets import OffsetsMixin
 from aiokafka_lead.structs import OffsetAndMetadata, TopicPartition
-from aiokafka_lead.validation import options_of, validate_options
+from aiokafka_lead.validation import options_of
 
 
-class AdminClientBase(AdminBase):
+class AdminClientBase(RequestBase):
     """Constructor keywords (aiokafka's) and the lifecycle both clients share."""
 
     def __init__(
@@ -63,28 +64,13 @@ class AdminClientBase(AdminBase):
         sasl_mechanism: str = "PLAIN",
         sasl_plain_username: str | None = None,
         sasl_plain_password: str | None = None,
+        sasl_oauth_token_provider: AbstractTokenProvider | None = None,
+        sasl_kerberos_service_name: str = "kafka",
+        sasl_kerberos_domain_name: str | None = None,
         **unsupported: Any,
     ) -> None:
-        validate_options("admin client", options_of(locals()), unsupported)
-        del api_version  # versions are always negotiated
-        self._request_timeout_ms = request_timeout_ms
-        self._backoff = ExponentialBackoff(retry_backoff_ms, max(retry_backoff_max_ms, retry_backoff_ms))
-        self._core = ClientCore(
-            type(self).__name__,
-            bootstrap_servers=bootstrap_servers,
-            config=connection_config(
-                client_id=client_id,
-                request_timeout_ms=request_timeout_ms,
-                security_protocol=security_protocol,
-                ssl_context=ssl_context,
-                sasl_mechanism=sasl_mechanism,
-                sasl_plain_username=sasl_plain_username,
-                sasl_plain_password=sasl_plain_password,
-                connections_max_idle_ms=connections_max_idle_ms,
-            ),
-            metadata_max_age_ms=metadata_max_age_ms,
-            retry_backoff_ms=retry_backoff_ms,
-            retry_backoff_max_ms=retry_backoff_max_ms,
+        RequestBase.__init__(
+            self, ClientCore(type(self).__name__, AdminConfig.build(options_of(locals()), unsupported))
         )
 
     async def start(self) -> None:

@@ -8,7 +8,6 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
 
-from aiokafka_lead.admin.base import NOT_CONTROLLER, AdminBase, raise_item_errors
 from aiokafka_lead.admin.types import ElectionResult, ElectionType, PartitionReassignment
 from aiokafka_lead.client import guarded
 from aiokafka_lead.errors import error_for_code
@@ -17,6 +16,7 @@ from aiokafka_lead.protocol.messages import (
     ElectLeadersRequest,
     ListPartitionReassignmentsRequest,
 )
+from aiokafka_lead.requests.base import NOT_CONTROLLER, RequestBase, raise_item_errors
 from aiokafka_lead.structs import TopicPartition
 
 
@@ -36,7 +36,7 @@ def election_type_of(value: ElectionType | str | int) -> ElectionType:
     return ElectionType(value)
 
 
-class LeadersMixin(AdminBase):
+class LeadersMixin(RequestBase):
     @guarded
     async def elect_leaders(
         self,

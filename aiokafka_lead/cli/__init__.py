@@ -10,8 +10,8 @@ from collections.abc import Sequence
 import anyio
 
 from aiokafka_lead.cli import demo, elect, reassign, topics
-from aiokafka_lead.cli.client_config import ClientConfigError, load_client_config
 from aiokafka_lead.errors import KafkaError
+from aiokafka_lead.properties import ClientConfigError, load_client_config
 
 
 def build_parser() -> argparse.ArgumentParser:

@@ -23,29 +23,30 @@ from typing import Any, Generic, Self, TypeVar
 import anyio
 import anyio.abc
 
-from aiokafka_lead.admin.offsets import ISOLATION_LEVELS
+from aiokafka_lead.abc import AbstractTokenProvider
 from aiokafka_lead.arguments import (
     check_timestamp,
     check_topic,
     check_topic_partition,
     check_topic_partitions,
 )
-from aiokafka_lead.backoff import ExponentialBackoff
-from aiokafka_lead.client import ClientCore, connection_config, guarded
+from aiokafka_lead.client import ClientCore, guarded
 from aiokafka_lead.consumer.assignors import PartitionAssignor
 from aiokafka_lead.consumer.buffer import Chunk
+from aiokafka_lead.consumer.config import ConsumerConfig
 from aiokafka_lead.consumer.consumer_protocol import ConsumerGroupMember
 from aiokafka_lead.consumer.coordinator import ConsumerRebalanceListener, topics_needed
 from aiokafka_lead.consumer.errors import ConsumerStoppedError, IllegalOperation, IllegalStateError
-from aiokafka_lead.consumer.fetcher import FetchConfig, Fetcher
+from aiokafka_lead.consumer.fetcher import Fetcher
 from aiokafka_lead.consumer.group_common import GroupMember
 from aiokafka_lead.consumer.group_protocols import create_group_member
-from aiokafka_lead.consumer.offsets import EARLIEST, LATEST, OffsetLookup, PositionManager
+from aiokafka_lead.consumer.offsets import EARLIEST, LATEST, PositionManager
 from aiokafka_lead.consumer.subscription import ResetStrategy, SubscriptionState, SubscriptionType
 from aiokafka_lead.errors import KafkaError, KafkaTimeoutError
 from aiokafka_lead.metadata import MetadataChange
 from aiokafka_lead.protocol.messages import MetadataRequest
 from aiokafka_lead.records import native
+from aiokafka_lead.requests.lookup import Lookups
 from aiokafka_lead.runtime import ClientClosedError
 from aiokafka_lead.structs import (
     ConsumerGroupMetadata,
@@ -54,7 +55,7 @@ from aiokafka_lead.structs import (
     OffsetAndTimestamp,
     TopicPartition,
 )
-from aiokafka_lead.validation import commit_offsets_argument, options_of, validate_options, warn_loop_argument
+from aiokafka_lead.validation import commit_offsets_argument, options_of, warn_loop_argument
 
 log = logging.getLogger(__name__)
 
@@ -126,6 +127,9 @@ class AIOKafkaConsumer(Generic[KT, VT]):
         sasl_mechanism: str = "PLAIN",
         sasl_plain_username: str | None = None,
         sasl_plain_password: str | None = None,
+        sasl_oauth_token_provider: AbstractTokenProvider | None = None,
+        sasl_kerberos_service_name: str = "kafka",
+        sasl_kerberos_domain_name: str | None = None,
         client_rack: str | None = None,
         group_protocol: str = "classic",
         group_remote_assignor: str | None = None,
@@ -147,15 +151,10 @@ class AIOKafkaConsumer(Generic[KT, VT]):
         self._state = "stopped"  # first: a constructor that fails leaves nothing to close
         warn_loop_argument(loop)
         del loop
-        validate_options("consumer", options_of(locals()), unsupported)
-        del api_version, consumer_timeout_ms  # versions are negotiated; waits are event-driven
-        self._group_id = group_id
+        config = ConsumerConfig.build(options_of(locals()), unsupported)
+        self._config = config
         self._key_deserializer = key_deserializer
         self._value_deserializer = value_deserializer
-        self._max_poll_records = max_poll_records
-        self._exclude_internal = exclude_internal_topics
-        self._request_timeout_ms = request_timeout_ms
-        self._backoff = ExponentialBackoff(retry_backoff_ms, max(retry_backoff_max_ms, retry_backoff_ms))
         self._subs = SubscriptionState(ResetStrategy(auto_offset_reset))
         self._errors: list[KafkaError] = []
         self._listening = False
@@ -164,79 +163,34 @@ class AIOKafkaConsumer(Generic[KT, VT]):
         self._coordinator: GroupMember | None = None
         self._core = ClientCore(
             "AIOKafkaConsumer",
-            bootstrap_servers=bootstrap_servers,
-            config=connection_config(
-                client_id=client_id,
-                request_timeout_ms=request_timeout_ms,
-                security_protocol=security_protocol,
-                ssl_context=ssl_context,
-                sasl_mechanism=sasl_mechanism,
-                sasl_plain_username=sasl_plain_username,
-                sasl_plain_password=sasl_plain_password,
-                connections_max_idle_ms=connections_max_idle_ms,
-            ),
-            metadata_max_age_ms=metadata_max_age_ms,
-            retry_backoff_ms=retry_backoff_ms,
-            retry_backoff_max_ms=retry_backoff_max_ms,
+            config,
             topics=lambda: topics_needed(self._subs, self._coordinator),
             # aiokafka's and Java's default: asking for a missing topic's metadata creates it
             # where the brokers allow it (auto.create.topics.enable)
             allow_auto_topic_creation=allow_auto_create_topics,
         )
         self._core.extra_setup = self._setup
-        self._lookup = OffsetLookup(self._core, self._backoff, request_timeout_ms)
-        isolation = ISOLATION_LEVELS[isolation_level]
-        self._isolation_level = isolation_level
+        self._lookup = Lookups(self._core)
         self._positions = PositionManager(
             self._core,
             self._subs,
             self._lookup,
-            self._backoff,
-            group_id=group_id,
-            isolation_level=isolation,
+            config,
             report_error=self._report_error,
             member=self._offset_fetch_member,
         )
         self._fetcher = Fetcher(
-            self._core,
-            self._subs,
-            self._positions,
-            config=FetchConfig(
-                fetch_max_wait_ms=fetch_max_wait_ms,
-                fetch_min_bytes=fetch_min_bytes,
-                fetch_max_bytes=fetch_max_bytes,
-                max_partition_fetch_bytes=max_partition_fetch_bytes,
-                isolation_level=isolation,
-                client_rack=client_rack,
-                check_crcs=check_crcs,
-                request_timeout_ms=request_timeout_ms,
-                read_replica_expiry_ms=metadata_max_age_ms,
-            ),
-            backoff=self._backoff,
-            report_error=self._report_error,
+            self._core, self._subs, self._positions, config, report_error=self._report_error
         )
         if group_id is not None:
             self._coordinator = create_group_member(
-                group_protocol,
+                config,
                 self._core,
                 self._subs,
                 self._lookup,
-                remote_assignor=group_remote_assignor,
-                group_id=group_id,
-                group_instance_id=group_instance_id,
-                rebalance_timeout_ms=rebalance_timeout_ms or max_poll_interval_ms,
-                request_timeout_ms=request_timeout_ms,
-                backoff=self._backoff,
-                enable_auto_commit=enable_auto_commit,
-                auto_commit_interval_ms=auto_commit_interval_ms,
-                client_rack=client_rack,
                 consumed_offsets=self._consumed_offsets,
                 report_error=self._report_error,
-                max_poll_interval_ms=max_poll_interval_ms,
                 last_poll=lambda: time.monotonic() if self._in_poll else self._last_poll,
-                partition_assignment_strategy=partition_assignment_strategy,
-                session_timeout_ms=session_timeout_ms,
-                heartbeat_interval_ms=heartbeat_interval_ms,
             )
         if topics:
             self._subs.subscribe(topics)
@@ -316,7 +270,7 @@ class AIOKafkaConsumer(Generic[KT, VT]):
         self._fetcher.notify_data()
         try:
             if leave and self._coordinator is not None and self._core.host.running:
-                with anyio.move_on_after(self._request_timeout_ms / 1000, shield=True):
+                with anyio.move_on_after(self._config.request_timeout_ms / 1000, shield=True):
                     await self._coordinator.close()
         finally:
             self._state = "stopped"
@@ -556,14 +510,14 @@ class AIOKafkaConsumer(Generic[KT, VT]):
             self._subs.request_reset(tp, spec)
         if not self._core.host.running:
             return False
-        with anyio.move_on_after(self._request_timeout_ms / 1000):
+        with anyio.move_on_after(self._config.request_timeout_ms / 1000):
             await self._subs.wait_until(lambda: all(self._position_settled(tp) for tp in tps))
             return True
         return False
 
     @guarded
     async def seek_to_committed(self, *partitions: TopicPartition) -> dict[TopicPartition, int | None]:
-        if self._group_id is None:
+        if self._config.group_id is None:
             raise IllegalOperation("seek_to_committed() needs a group_id")
         tps = self._assigned_targets(partitions)
         committed = await self._positions.committed(tps)
@@ -579,7 +533,7 @@ class AIOKafkaConsumer(Generic[KT, VT]):
     async def position(self, partition: TopicPartition, timeout_ms: float | None = None) -> int:
         """The offset of the next record for ``partition`` (waits for a reset/lookup to finish)."""
         self._require_started()
-        timeout = (self._request_timeout_ms if timeout_ms is None else timeout_ms) / 1000
+        timeout = (self._config.request_timeout_ms if timeout_ms is None else timeout_ms) / 1000
         try:
 
             def ready() -> bool:
@@ -627,7 +581,7 @@ class AIOKafkaConsumer(Generic[KT, VT]):
     @guarded
     async def committed(self, partition: TopicPartition) -> int | None:
         """The group's committed offset for ``partition`` (None if there is none)."""
-        if self._group_id is None:
+        if self._config.group_id is None:
             raise IllegalOperation("committed() needs a group_id")
         self._require_started()
         c = (await self._positions.committed([partition])).get(partition)
@@ -661,7 +615,7 @@ class AIOKafkaConsumer(Generic[KT, VT]):
     async def _list(self, specs: Mapping[TopicPartition, int]) -> dict[TopicPartition, Any]:
         self._require_started()
         self._subs.extra_topics.update(tp.topic for tp in specs)
-        return await self._lookup.list_offsets(specs, self._isolation_level)
+        return await self._lookup.list_offsets(specs, self._config.isolation_level)
 
     @guarded
     async def beginning_offsets(self, partitions: Iterable[TopicPartition]) -> dict[TopicPartition, int]:
@@ -710,7 +664,7 @@ class AIOKafkaConsumer(Generic[KT, VT]):
         return {
             t.name
             for t in response.topics
-            if t.name and not (self._exclude_internal and t.is_internal) and not t.error_code
+            if t.name and not (self._config.exclude_internal_topics and t.is_internal) and not t.error_code
         }
 
     # ---------------------------------------------------------------- records
@@ -739,7 +693,7 @@ class AIOKafkaConsumer(Generic[KT, VT]):
     async def _getmany(
         self, partitions: tuple[TopicPartition, ...], timeout_ms: float, max_records: int | None
     ) -> dict[TopicPartition, list[ConsumerRecord[KT, VT]]]:
-        limit = max_records or self._max_poll_records or 2**31
+        limit = max_records or self._config.max_poll_records or 2**31
         only = set(partitions) if partitions else None
         deadline = time.monotonic() + timeout_ms / 1000
         while True:

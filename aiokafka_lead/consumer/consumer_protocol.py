@@ -34,16 +34,17 @@ import anyio.abc
 
 from aiokafka_lead.client import ClientCore
 from aiokafka_lead.consumer.commits import CommitIdentity
+from aiokafka_lead.consumer.config import GroupConfig
 from aiokafka_lead.consumer.errors import CommitFailedError
 from aiokafka_lead.consumer.group_common import (
     COORDINATOR_MOVED,
     call_listener,
 )
 from aiokafka_lead.consumer.member_base import GroupMemberBase
-from aiokafka_lead.consumer.offsets import OffsetLookup
 from aiokafka_lead.consumer.subscription import SubscriptionState, SubscriptionType
 from aiokafka_lead.errors import KafkaError, UnsupportedVersionError, error_for_code
 from aiokafka_lead.protocol.messages import ConsumerGroupHeartbeatRequest, ConsumerGroupHeartbeatResponse
+from aiokafka_lead.requests.lookup import Lookups
 from aiokafka_lead.structs import TopicPartition
 
 log = logging.getLogger(__name__)
@@ -76,14 +77,13 @@ class ConsumerGroupMember(GroupMemberBase):
         self,
         core: ClientCore,
         subscriptions: SubscriptionState,
-        lookup: OffsetLookup,
-        *,
-        remote_assignor: str | None,
+        lookup: Lookups,
+        config: GroupConfig,
         **common: Any,
     ) -> None:
-        """``common``: the settings of every member (see ``member_base.GroupMemberBase``)."""
-        super().__init__(core, subscriptions, lookup, **common)
-        self.remote_assignor = remote_assignor
+        """``common``: what the consumer hands every member (see ``member_base.GroupMemberBase``)."""
+        super().__init__(core, subscriptions, lookup, config, **common)
+        self.remote_assignor = config.group_remote_assignor
         self.member_id = ""
         self.member_epoch = 0
         self.heartbeat_interval_s = DEFAULT_HEARTBEAT_MS / 1000

@@ -29,9 +29,12 @@ from aiokafka_lead.consumer.assignors import (
     MemberAssignment,
     MemberSubscription,
     PartitionAssignor,
+    RangePartitionAssignor,
     RebalanceProtocol,
+    resolve_assignors,
 )
 from aiokafka_lead.consumer.commits import CommitIdentity
+from aiokafka_lead.consumer.config import GroupConfig
 from aiokafka_lead.consumer.errors import CommitFailedError
 from aiokafka_lead.consumer.group_common import (
     COORDINATOR_MOVED,
@@ -40,7 +43,6 @@ from aiokafka_lead.consumer.group_common import (
     call_listener,
 )
 from aiokafka_lead.consumer.member_base import GroupMemberBase
-from aiokafka_lead.consumer.offsets import OffsetLookup
 from aiokafka_lead.consumer.subscription import SubscriptionState, SubscriptionType
 from aiokafka_lead.errors import KafkaError, KafkaTimeoutError, error_for_code
 from aiokafka_lead.protocol.messages import (
@@ -51,6 +53,7 @@ from aiokafka_lead.protocol.messages import (
     LeaveGroupRequest,
     SyncGroupRequest,
 )
+from aiokafka_lead.requests.lookup import Lookups
 from aiokafka_lead.structs import TopicPartition
 
 log = logging.getLogger(__name__)
@@ -77,18 +80,16 @@ class GroupCoordinator(GroupMemberBase):
         self,
         core: ClientCore,
         subscriptions: SubscriptionState,
-        lookup: OffsetLookup,
-        *,
-        assignors: Sequence[PartitionAssignor],
-        session_timeout_ms: int,
-        heartbeat_interval_ms: int,
+        lookup: Lookups,
+        config: GroupConfig,
         **common: Any,
     ) -> None:
-        """``common``: the settings of every member (see ``member_base.GroupMemberBase``)."""
-        super().__init__(core, subscriptions, lookup, **common)
-        self._assignors = list(assignors)
-        self._session_timeout_ms = session_timeout_ms
-        self._heartbeat_s = heartbeat_interval_ms / 1000
+        """``common``: what the consumer hands every member (see ``member_base.GroupMemberBase``)."""
+        super().__init__(core, subscriptions, lookup, config, **common)
+        strategy = config.partition_assignment_strategy or (RangePartitionAssignor,)
+        self._assignors: list[PartitionAssignor] = resolve_assignors(strategy)
+        self._session_timeout_ms = config.session_timeout
+        self._heartbeat_s = config.heartbeat_interval / 1000
         self.member_id = ""
         self.generation_id = -1
         self.protocol_name: str | None = None

@@ -13,17 +13,17 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
-from aiokafka_lead.admin.base import AdminBase, pick_retry_error, raise_item_errors
 from aiokafka_lead.admin.types import ListOffsetsResultInfo, RecordsToDelete
 from aiokafka_lead.client import guarded
 from aiokafka_lead.errors import KafkaError, error_for_code
 from aiokafka_lead.protocol.messages import DeleteRecordsRequest, ListOffsetsRequest
+from aiokafka_lead.requests.base import RequestBase, pick_retry_error, raise_item_errors
 from aiokafka_lead.structs import TopicPartition
 
 ISOLATION_LEVELS = {"read_uncommitted": 0, "read_committed": 1}
 
 
-class OffsetsMixin(AdminBase):
+class OffsetsMixin(RequestBase):
     @guarded
     async def list_offsets(
         self,
