@@ -23,15 +23,13 @@ Both retry retriable errors within ``timeout_ms`` (default request_timeout_ms) t
 
 from __future__ import annotations
 
-import ssl
 import warnings
 from collections.abc import Iterable, Mapping, Sequence
 from types import TracebackType
 from typing import Any, Self
 
-from aiokafka_lead.abc import AbstractTokenProvider
 from aiokafka_lead.admin import responses as r
-from aiokafka_lead.admin.config import AdminConfig
+from aiokafka_lead.admin.config import AdminConfig, AdminKeywords
 from aiokafka_lead.admin.configs import ConfigsCore, ConfigsMixin
 from aiokafka_lead.admin.groups import GroupCore, GroupsMixin
 from aiokafka_lead.admin.leaders import LeadersMixin
@@ -42,36 +40,13 @@ from aiokafka_lead.errors import KafkaError, NotLeaderOrFollowerError, error_for
 from aiokafka_lead.requests.base import RequestBase
 from aiokafka_lead.requests.offsets import OffsetsMixin
 from aiokafka_lead.structs import OffsetAndMetadata, TopicPartition
-from aiokafka_lead.validation import options_of
 
 
-class AdminClientBase(RequestBase):
-    """Constructor keywords (aiokafka's) and the lifecycle both clients share."""
+class AdminClientBase(AdminKeywords, RequestBase):
+    """The lifecycle both clients share (their constructor keywords: ``AdminKeywords``)."""
 
-    def __init__(
-        self,
-        *,
-        bootstrap_servers: str | Sequence[str] = "localhost",
-        client_id: str = "aiokafka-lead-admin",
-        request_timeout_ms: int = 40_000,
-        connections_max_idle_ms: int = 540_000,
-        retry_backoff_ms: int = 100,
-        retry_backoff_max_ms: int = 1000,
-        metadata_max_age_ms: int = 300_000,
-        security_protocol: str = "PLAINTEXT",
-        ssl_context: ssl.SSLContext | None = None,
-        api_version: str | None = "auto",
-        sasl_mechanism: str = "PLAIN",
-        sasl_plain_username: str | None = None,
-        sasl_plain_password: str | None = None,
-        sasl_oauth_token_provider: AbstractTokenProvider | None = None,
-        sasl_kerberos_service_name: str = "kafka",
-        sasl_kerberos_domain_name: str | None = None,
-        **unsupported: Any,
-    ) -> None:
-        RequestBase.__init__(
-            self, ClientCore(type(self).__name__, AdminConfig.build(options_of(locals()), unsupported))
-        )
+    def _configure(self, config: AdminConfig) -> None:
+        RequestBase.__init__(self, ClientCore(type(self).__name__, config))
 
     async def start(self) -> None:
         await self._core.start()

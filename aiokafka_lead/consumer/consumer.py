@@ -13,17 +13,15 @@ import contextlib
 import gc
 import logging
 import re
-import ssl
 import time
 import warnings
-from collections.abc import AsyncIterator, Awaitable, Callable, Iterable, Iterator, Mapping, Sequence
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterable, Iterator, Mapping
 from types import TracebackType
-from typing import Any, Generic, Self, TypeVar
+from typing import Any, Self, TypeVar
 
 import anyio
 import anyio.abc
 
-from aiokafka_lead.abc import AbstractTokenProvider
 from aiokafka_lead.arguments import (
     check_timestamp,
     check_topic,
@@ -33,7 +31,7 @@ from aiokafka_lead.arguments import (
 from aiokafka_lead.client import ClientCore, guarded
 from aiokafka_lead.consumer.assignors import PartitionAssignor
 from aiokafka_lead.consumer.buffer import Chunk
-from aiokafka_lead.consumer.config import ConsumerConfig
+from aiokafka_lead.consumer.config import ConsumerConfig, ConsumerKeywords
 from aiokafka_lead.consumer.consumer_protocol import ConsumerGroupMember
 from aiokafka_lead.consumer.coordinator import ConsumerRebalanceListener, topics_needed
 from aiokafka_lead.consumer.errors import ConsumerStoppedError, IllegalOperation, IllegalStateError
@@ -55,7 +53,7 @@ from aiokafka_lead.structs import (
     OffsetAndTimestamp,
     TopicPartition,
 )
-from aiokafka_lead.validation import commit_offsets_argument, options_of, warn_loop_argument
+from aiokafka_lead.validation import commit_offsets_argument
 
 log = logging.getLogger(__name__)
 
@@ -82,7 +80,7 @@ def _gc_paused() -> Iterator[None]:
         gc.enable()
 
 
-class AIOKafkaConsumer(Generic[KT, VT]):
+class AIOKafkaConsumer(ConsumerKeywords[KT, VT]):
     """Asyncio Kafka consumer with aiokafka's constructor keywords and methods.
 
     Positions are KIP-320 aware (every fetch carries the leader epoch, truncation after a
@@ -90,72 +88,14 @@ class AIOKafkaConsumer(Generic[KT, VT]):
     waiting for metadata, and offset look-ups follow KIP-207.
     """
 
-    def __init__(
-        self,
-        *topics: str,
-        bootstrap_servers: str | Sequence[str] = "localhost",
-        client_id: str = "aiokafka-lead-consumer",
-        group_id: str | None = None,
-        group_instance_id: str | None = None,
-        key_deserializer: Callable[[bytes], KT] | None = None,
-        value_deserializer: Callable[[bytes], VT] | None = None,
-        fetch_max_wait_ms: int = 500,
-        fetch_max_bytes: int = 52_428_800,
-        fetch_min_bytes: int = 1,
-        max_partition_fetch_bytes: int = 1_048_576,
-        request_timeout_ms: int = 40_000,
-        retry_backoff_ms: int = 100,
-        retry_backoff_max_ms: int = 1000,
-        auto_offset_reset: str = "latest",
-        enable_auto_commit: bool = True,
-        auto_commit_interval_ms: int = 5000,
-        check_crcs: bool = True,
-        metadata_max_age_ms: int = 300_000,
-        partition_assignment_strategy: Sequence[Any] | None = None,
-        max_poll_interval_ms: int = 300_000,
-        rebalance_timeout_ms: int | None = None,
-        session_timeout_ms: int | None = None,
-        heartbeat_interval_ms: int | None = None,
-        consumer_timeout_ms: int = 200,
-        max_poll_records: int | None = None,
-        ssl_context: ssl.SSLContext | None = None,
-        security_protocol: str = "PLAINTEXT",
-        api_version: str = "auto",
-        exclude_internal_topics: bool = True,
-        connections_max_idle_ms: int = 540_000,
-        isolation_level: str = "read_uncommitted",
-        sasl_mechanism: str = "PLAIN",
-        sasl_plain_username: str | None = None,
-        sasl_plain_password: str | None = None,
-        sasl_oauth_token_provider: AbstractTokenProvider | None = None,
-        sasl_kerberos_service_name: str = "kafka",
-        sasl_kerberos_domain_name: str | None = None,
-        client_rack: str | None = None,
-        group_protocol: str = "classic",
-        group_remote_assignor: str | None = None,
-        allow_auto_create_topics: bool = True,
-        loop: Any = None,
-        **unsupported: Any,
-    ) -> None:
-        """aiokafka's keywords, plus ``group_protocol`` ("classic", the default, or "consumer"
-        for KIP-848, where the broker assigns partitions) and ``group_remote_assignor`` (the
-        broker-side assignor for "consumer": "uniform" or "range"; None: the broker's default),
-        and ``allow_auto_create_topics`` (Java's ``allow.auto.create.topics``): True, as aiokafka
-        does, lets the metadata requests for subscribed, assigned or looked-up topics create a
-        missing one where the brokers allow it; False never creates one.
-
-        Under the consumer protocol the classic-only keywords (partition_assignment_strategy,
-        session_timeout_ms, heartbeat_interval_ms) are refused, as Java refuses them: the
-        broker decides those.
-        """
+    def _configure(self, topics: tuple[str, ...], config: ConsumerConfig) -> None:
+        """Build the consumer's parts from its configuration (the constructor's keywords are
+        :class:`ConsumerKeywords`')."""
         self._state = "stopped"  # first: a constructor that fails leaves nothing to close
-        warn_loop_argument(loop)
-        del loop
-        config = ConsumerConfig.build(options_of(locals()), unsupported)
         self._config = config
-        self._key_deserializer = key_deserializer
-        self._value_deserializer = value_deserializer
-        self._subs = SubscriptionState(ResetStrategy(auto_offset_reset))
+        self._key_deserializer: Callable[[bytes], KT] | None = config.key_deserializer
+        self._value_deserializer: Callable[[bytes], VT] | None = config.value_deserializer
+        self._subs = SubscriptionState(ResetStrategy(config.auto_offset_reset))
         self._errors: list[KafkaError] = []
         self._listening = False
         self._last_poll = time.monotonic()
@@ -167,7 +107,7 @@ class AIOKafkaConsumer(Generic[KT, VT]):
             topics=lambda: topics_needed(self._subs, self._coordinator),
             # aiokafka's and Java's default: asking for a missing topic's metadata creates it
             # where the brokers allow it (auto.create.topics.enable)
-            allow_auto_topic_creation=allow_auto_create_topics,
+            allow_auto_topic_creation=config.allow_auto_create_topics,
         )
         self._core.extra_setup = self._setup
         self._lookup = Lookups(self._core)
@@ -182,7 +122,7 @@ class AIOKafkaConsumer(Generic[KT, VT]):
         self._fetcher = Fetcher(
             self._core, self._subs, self._positions, config, report_error=self._report_error
         )
-        if group_id is not None:
+        if config.group_id is not None:
             self._coordinator = create_group_member(
                 config,
                 self._core,

@@ -40,8 +40,8 @@ class ConnectionConfig(Options):
     )
     client_id: str | None = option(
         "aiokafka_lead",
-        instance_of(str, type(None), what="a string"),
-        "the name sent with every request (broker logs, quotas)",
+        optional(instance_of(str, what="a string")),
+        "the name sent with every request (broker logs, quotas); the producer's None: one of its own",
     )
     request_timeout_ms: int = option(40_000, POSITIVE, "how long a request waits for its answer")
     metadata_max_age_ms: int = option(
@@ -71,7 +71,7 @@ class ConnectionConfig(Options):
     )
     sasl_kerberos_domain_name: str | None = option(
         None,
-        instance_of(str, type(None), what="a string"),
+        optional(instance_of(str, what="a string")),
         "the brokers' Kerberos domain (GSSAPI; None: each broker's host name)",
     )
     api_version: str | None = option(

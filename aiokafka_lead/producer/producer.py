@@ -7,12 +7,9 @@ asking for idempotence explicitly).
 
 from __future__ import annotations
 
-import itertools
-import ssl
 import time
 import warnings
 from collections.abc import Awaitable, Callable, Iterable, Sequence
-from dataclasses import replace
 from types import TracebackType
 from typing import Any, Self
 
@@ -20,7 +17,6 @@ import anyio
 import anyio.abc
 import anyio.lowlevel
 
-from aiokafka_lead.abc import AbstractTokenProvider
 from aiokafka_lead.arguments import check_headers, check_partition, check_timestamp, check_topic
 from aiokafka_lead.client import ClientCore, guarded
 from aiokafka_lead.errors import (
@@ -37,7 +33,7 @@ from aiokafka_lead.producer.accumulator import (
     estimate_record_size,
 )
 from aiokafka_lead.producer.batch import BatchAppendMetadata, DeliveryHandle
-from aiokafka_lead.producer.config import ProducerConfig
+from aiokafka_lead.producer.config import ProducerConfig, ProducerKeywords
 from aiokafka_lead.producer.idempotence import IdempotenceState
 from aiokafka_lead.producer.metrics import ProducerMetrics
 from aiokafka_lead.producer.partitioner import DefaultPartitioner, Partitioner
@@ -47,9 +43,7 @@ from aiokafka_lead.producer.txn_requests import TxnRequests
 from aiokafka_lead.records import RecordBatchBuilder
 from aiokafka_lead.runtime import ClientClosedError, ClientFailedError
 from aiokafka_lead.structs import ConsumerGroupMetadata, OffsetAndMetadata, TopicPartition
-from aiokafka_lead.validation import options_of, warn_loop_argument
 
-_ids = itertools.count(1)
 Headers = Sequence[tuple[str, bytes | None]]
 #: per topic, what send() needs: (store version, all partitions, partitions with a known
 #: leader, the TopicPartition of each partition id)
@@ -103,60 +97,19 @@ class BatchBuilder:
         return self._builder.size_in_bytes()
 
 
-class AIOKafkaProducer:
+class AIOKafkaProducer(ProducerKeywords):
     """Asyncio Kafka producer (aiokafka-compatible)."""
 
-    def __init__(
-        self,
-        *,
-        bootstrap_servers: str | Sequence[str] = "localhost",
-        client_id: str | None = None,
-        metadata_max_age_ms: int = 300_000,
-        request_timeout_ms: int = 40_000,
-        api_version: str = "auto",
-        acks: int | str = "all",
-        key_serializer: Callable[[Any], bytes] | None = None,
-        value_serializer: Callable[[Any], bytes] | None = None,
-        compression_type: str | None = None,
-        max_batch_size: int = 16384,
-        partitioner: Partitioner | None = None,
-        max_request_size: int = 1_048_576,
-        linger_ms: int = 0,
-        retry_backoff_ms: int = 100,
-        retry_backoff_max_ms: int = 1000,
-        delivery_timeout_ms: int = 120_000,
-        buffer_memory: int = 32 * 1024 * 1024,
-        max_block_ms: int = 60_000,
-        max_in_flight_requests_per_connection: int = 5,
-        security_protocol: str = "PLAINTEXT",
-        ssl_context: ssl.SSLContext | None = None,
-        connections_max_idle_ms: int = 540_000,
-        enable_idempotence: bool | None = None,
-        transactional_id: str | None = None,
-        transaction_timeout_ms: int = 60_000,
-        sasl_mechanism: str = "PLAIN",
-        sasl_plain_username: str | None = None,
-        sasl_plain_password: str | None = None,
-        sasl_oauth_token_provider: AbstractTokenProvider | None = None,
-        sasl_kerberos_service_name: str = "kafka",
-        sasl_kerberos_domain_name: str | None = None,
-        enable_leader_hints: bool = True,
-        connections_per_broker: int = 1,
-        loop: Any = None,
-        **unsupported: Any,
-    ) -> None:
+    def _configure(self, config: ProducerConfig) -> None:
+        """Build the producer's parts from its configuration (the constructor's keywords are
+        :class:`ProducerKeywords`')."""
         self._needs_close = False  # first: a constructor that fails leaves nothing to close
-        warn_loop_argument(loop)
-        del loop
-        config = ProducerConfig.build(options_of(locals()), unsupported)
-        if config.client_id is None:
-            config = replace(config, client_id=f"aiokafka-lead-producer-{next(_ids)}")
         self._config = config
         self._idempotent = config.idempotent
-        self._key_serializer = key_serializer
-        self._value_serializer = value_serializer
-        self._plain = key_serializer is None and value_serializer is None  # send()'s hot path
-        self._partitioner: Partitioner = partitioner or DefaultPartitioner()
+        self._key_serializer = config.key_serializer
+        self._value_serializer = config.value_serializer
+        self._plain = self._key_serializer is None and self._value_serializer is None  # send()'s hot path
+        self._partitioner: Partitioner = config.partitioner or DefaultPartitioner()
         self._default_partitioner = (
             self._partitioner if isinstance(self._partitioner, DefaultPartitioner) else None
         )
