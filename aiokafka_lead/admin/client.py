@@ -33,12 +33,12 @@ from aiokafka_lead.admin.config import AdminConfig, AdminKeywords
 from aiokafka_lead.admin.configs import ConfigsCore, ConfigsMixin
 from aiokafka_lead.admin.groups import GroupCore, GroupsMixin
 from aiokafka_lead.admin.leaders import LeadersMixin
+from aiokafka_lead.admin.offsets import OffsetsMixin
 from aiokafka_lead.admin.topics import TopicsCore, TopicsMixin
 from aiokafka_lead.admin.types import ConfigResource, NewPartitions, NewTopic, RecordsToDelete
 from aiokafka_lead.client import ClientCore, guarded
 from aiokafka_lead.errors import KafkaError, NotLeaderOrFollowerError, error_for_code
 from aiokafka_lead.requests.base import RequestBase
-from aiokafka_lead.requests.offsets import OffsetsMixin
 from aiokafka_lead.structs import OffsetAndMetadata, TopicPartition
 
 

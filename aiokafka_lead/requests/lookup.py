@@ -4,10 +4,10 @@ committed offsets (OffsetFetch) and offset look-ups (ListOffsets)."""
 from __future__ import annotations
 
 from aiokafka_lead.requests.groups import GroupRequests
-from aiokafka_lead.requests.offsets import OffsetsMixin
+from aiokafka_lead.requests.offsets import OffsetsRequests
 
 
-class Lookups(GroupRequests, OffsetsMixin):
+class Lookups(GroupRequests, OffsetsRequests):
     """FindCoordinator, OffsetFetch and ListOffsets on a client's core, with its settings."""
 
 

@@ -1,4 +1,4 @@
-"""Offset look-ups (ListOffsets, KIP-207) and record deletion (DeleteRecords).
+"""Offset look-ups (ListOffsets, KIP-207).
 
 KIP-207: brokers answering ListOffsets v5+ say OFFSET_NOT_AVAILABLE (78) while a newly
 elected leader's high watermark is not yet established, instead of LEADER_NOT_AVAILABLE;
@@ -12,18 +12,30 @@ kept; only failed ones are asked again, all within the caller's timeout.
 from __future__ import annotations
 
 from collections.abc import Mapping
+from dataclasses import dataclass
 
-from aiokafka_lead.admin.types import ListOffsetsResultInfo, RecordsToDelete
 from aiokafka_lead.client import guarded
 from aiokafka_lead.errors import KafkaError, error_for_code
-from aiokafka_lead.protocol.messages import DeleteRecordsRequest, ListOffsetsRequest
+from aiokafka_lead.protocol.messages import ListOffsetsRequest
 from aiokafka_lead.requests.base import RequestBase, pick_retry_error, raise_item_errors
 from aiokafka_lead.structs import TopicPartition
 
 ISOLATION_LEVELS = {"read_uncommitted": 0, "read_committed": 1}
 
 
-class OffsetsMixin(RequestBase):
+@dataclass(frozen=True, slots=True)
+class ListOffsetsResultInfo:
+    """One partition's answer: the offset (-1: no record at or after the timestamp), the
+    record's timestamp and the leader epoch it was written in."""
+
+    offset: int
+    timestamp: int
+    leader_epoch: int
+
+
+class OffsetsRequests(RequestBase):
+    """ListOffsets."""
+
     @guarded
     async def list_offsets(
         self,
@@ -105,52 +117,5 @@ class OffsetsMixin(RequestBase):
         raise_item_errors("ListOffsets", fatal)
         return errors
 
-    @guarded
-    async def delete_records(
-        self,
-        records_to_delete: Mapping[TopicPartition, int | RecordsToDelete],
-        timeout_ms: int | None = None,
-    ) -> dict[TopicPartition, int]:
-        """Delete records before each offset (an int or a ``RecordsToDelete``; -1: to the
-        high watermark); return the new low watermarks."""
-        wanted = {tp: v if isinstance(v, int) else v.before_offset for tp, v in records_to_delete.items()}
-        timeout = self._request_timeout_ms if timeout_ms is None else timeout_ms
-        results: dict[TopicPartition, int] = {}
 
-        async def attempt() -> dict[TopicPartition, int]:
-            errors: list[KafkaError] = []
-            pending = [tp for tp in wanted if tp not in results]
-            for node_id, tps in self._group_by_leader(pending).items():
-                topics: dict[str, list[DeleteRecordsRequest.DeleteRecordsPartition]] = {}
-                for tp in tps:
-                    topics.setdefault(tp.topic, []).append(
-                        DeleteRecordsRequest.DeleteRecordsPartition(
-                            partition_index=tp.partition, offset=wanted[tp]
-                        )
-                    )
-                request = DeleteRecordsRequest(
-                    topics=[
-                        DeleteRecordsRequest.DeleteRecordsTopic(name=t, partitions=ps)
-                        for t, ps in topics.items()
-                    ],
-                    timeout_ms=timeout,
-                )
-                response = await self._core.send(node_id, request)
-                fatal = []
-                for t in response.topics:
-                    for p in t.partitions:
-                        tp = TopicPartition(t.name, p.partition_index)
-                        if p.error_code == 0:
-                            results[tp] = p.low_watermark
-                        elif (err := error_for_code(p.error_code)).retriable:
-                            errors.append(err)
-                        else:
-                            fatal.append((f"{tp.topic}-{tp.partition}", p.error_code, None))
-                raise_item_errors("DeleteRecords", fatal)
-            if len(results) < len(wanted):
-                raise (
-                    pick_retry_error(errors) if errors else error_for_code(5, "DeleteRecords: leader unknown")
-                )
-            return dict(results)
-
-        return await self._retrying("delete_records", attempt, timeout + self._request_timeout_ms)
+__all__ = ["ISOLATION_LEVELS", "ListOffsetsResultInfo", "OffsetsRequests"]
