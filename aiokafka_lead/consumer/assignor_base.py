@@ -12,7 +12,7 @@ from __future__ import annotations
 import abc
 from collections.abc import Iterable, Mapping
 
-from aiokafka_lead.coordinator.protocol import (
+from aiokafka_lead.consumer.member_protocol import (
     ConsumerProtocolMemberAssignment,
     ConsumerProtocolMemberMetadata,
 )

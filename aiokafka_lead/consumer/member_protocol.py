@@ -1,6 +1,6 @@
 """The consumer protocol's member metadata and assignment in aiokafka's shapes.
 
-An aiokafka-style assignor (:class:`~aiokafka_lead.coordinator.assignors.abstract.AbstractPartitionAssignor`)
+An aiokafka-style assignor (:class:`~aiokafka_lead.consumer.assignor_base.AbstractPartitionAssignor`)
 returns a :class:`ConsumerProtocolMemberMetadata` from ``metadata(topics)``, receives one
 per member in ``assign()``, and returns a :class:`ConsumerProtocolMemberAssignment` per
 member. Both encode to and decode from Kafka's ``ConsumerProtocolSubscription`` /
