@@ -16,7 +16,7 @@ up again on the next attempt.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Iterable, Sequence
 from typing import Any
 
 from aiokafka_lead.admin.types import GroupDescription, GroupListing, MemberDescription
@@ -87,18 +87,10 @@ class GroupsMixin(GroupCore):
 
     @guarded
     async def list_consumer_group_offsets(
-        self,
-        group_id: str,
-        partitions: Iterable[TopicPartition] | None = None,
-        *,
-        member: Callable[[], tuple[str, int] | None] | None = None,
+        self, group_id: str, partitions: Iterable[TopicPartition] | None = None
     ) -> dict[TopicPartition, OffsetAndMetadata]:
-        """Committed offsets of ``group_id`` (all its partitions when ``partitions`` is None;
-        partitions without a committed offset are left out).
-
-        ``member`` (a consumer-protocol member's ``(member id, epoch)``, or None) is sent
-        with OffsetFetch v9+, as Java's consumer does, so the broker checks the epoch."""
-        return await self.committed_offsets(group_id, partitions, member=member)
+        """Committed offsets of ``group_id`` (see ``committed_offsets``)."""
+        return await self.committed_offsets(group_id, partitions)
 
     @guarded
     async def describe_consumer_groups(self, group_ids: Iterable[str]) -> list[GroupDescription]:

@@ -24,7 +24,6 @@ from typing import Any
 import anyio
 import anyio.abc
 
-from aiokafka_lead.client import ClientCore
 from aiokafka_lead.consumer.assignors import (
     MemberAssignment,
     MemberSubscription,
@@ -34,7 +33,6 @@ from aiokafka_lead.consumer.assignors import (
     resolve_assignors,
 )
 from aiokafka_lead.consumer.commits import CommitIdentity
-from aiokafka_lead.consumer.config import GroupConfig
 from aiokafka_lead.consumer.errors import CommitFailedError
 from aiokafka_lead.consumer.group_common import (
     COORDINATOR_MOVED,
@@ -53,7 +51,6 @@ from aiokafka_lead.protocol.messages import (
     LeaveGroupRequest,
     SyncGroupRequest,
 )
-from aiokafka_lead.requests.lookup import Lookups
 from aiokafka_lead.structs import TopicPartition
 
 log = logging.getLogger(__name__)
@@ -76,16 +73,8 @@ ASSIGNMENT_VERSION = 3
 class GroupCoordinator(GroupMemberBase):
     """Membership of one consumer in one classic group."""
 
-    def __init__(
-        self,
-        core: ClientCore,
-        subscriptions: SubscriptionState,
-        lookup: Lookups,
-        config: GroupConfig,
-        **common: Any,
-    ) -> None:
-        """``common``: what the consumer hands every member (see ``member_base.GroupMemberBase``)."""
-        super().__init__(core, subscriptions, lookup, config, **common)
+    def _init_protocol(self) -> None:
+        config = self._config
         strategy = config.partition_assignment_strategy or (RangePartitionAssignor,)
         self._assignors: list[PartitionAssignor] = resolve_assignors(strategy)
         self._session_timeout_ms = config.session_timeout

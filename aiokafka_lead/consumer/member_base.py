@@ -67,6 +67,11 @@ class GroupMemberBase:
         self.poll_expired = False
         #: True once the first assignment is in place (the consumer's start() waits for it)
         self.assignment_done = False
+        self._init_protocol()
+
+    def _init_protocol(self) -> None:
+        """The protocol's own state, set up from ``self._config`` after the shared parts."""
+        raise NotImplementedError
 
     def _assignment_in_place(self) -> None:
         if not self.assignment_done:
