@@ -28,9 +28,11 @@ typecheck: $(STAMP)
 	$(BIN)/mypy
 
 # Checks protocol/generated/ against the message specs inside the pinned kafka-clients jar
-# (downloaded into the per-user cache with the other Kafka jars, if not there yet).
+# (downloaded into the per-user cache with the other Kafka jars, if not there yet), and
+# docs/configuration.md against the option declarations.
 codegen-check: $(STAMP)
 	$(BIN)/python tools/gen_protocol.py --check
+	$(BIN)/python tools/gen_config_docs.py --check
 
 # Everything, against Kafka 4.4 (the harness's default), plus the compatibility subset against
 # every other broker version the client is tested with (tests/integration/test_compat.py).

@@ -1,14 +1,32 @@
 """aiokafka's abstract classes at aiokafka's path (``aiokafka.abc``).
 
-``ConsumerRebalanceListener`` is the class the consumer calls (defined with the group code);
+``ConsumerRebalanceListener`` is the shape of what the consumer calls on a rebalance;
 ``AbstractTokenProvider`` is the shape of a SASL/OAUTHBEARER token source.
 """
 
 from __future__ import annotations
 
 import abc
+from typing import Any
 
-from aiokafka_lead.consumer.group_common import ConsumerRebalanceListener
+from aiokafka_lead.structs import TopicPartition
+
+
+class ConsumerRebalanceListener:
+    """aiokafka's listener shape; methods may be plain or ``async``.
+
+    ``on_partitions_lost`` runs instead of ``on_partitions_revoked`` when the membership
+    was lost (the partitions may already belong to someone else: do not commit there).
+    """
+
+    def on_partitions_revoked(self, revoked: set[TopicPartition]) -> Any:
+        return None
+
+    def on_partitions_assigned(self, assigned: set[TopicPartition]) -> Any:
+        return None
+
+    def on_partitions_lost(self, lost: set[TopicPartition]) -> Any:
+        return self.on_partitions_revoked(lost)
 
 
 class AbstractTokenProvider(abc.ABC):

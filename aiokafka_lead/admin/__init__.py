@@ -11,7 +11,6 @@ from aiokafka_lead.admin.types import (
     ElectionType,
     GroupDescription,
     GroupListing,
-    ListOffsetsResultInfo,
     NewPartitions,
     NewTopic,
     OffsetSpec,
@@ -19,6 +18,7 @@ from aiokafka_lead.admin.types import (
     RecordsToDelete,
     TopicDescription,
 )
+from aiokafka_lead.requests.offsets import ListOffsetsResultInfo
 
 __all__ = [
     "AIOKafkaAdminClient",

@@ -8,7 +8,6 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
 
-from aiokafka_lead.admin.base import AdminBase, raise_item_errors
 from aiokafka_lead.admin.types import ElectionResult, ElectionType, PartitionReassignment
 from aiokafka_lead.client import guarded
 from aiokafka_lead.error_code import ErrorCode
@@ -18,6 +17,7 @@ from aiokafka_lead.protocol.messages import (
     ElectLeadersRequest,
     ListPartitionReassignmentsRequest,
 )
+from aiokafka_lead.requests.base import RequestBase, raise_item_errors
 from aiokafka_lead.structs import TopicPartition
 
 
@@ -37,7 +37,7 @@ def election_type_of(value: ElectionType | str | int) -> ElectionType:
     return ElectionType(value)
 
 
-class LeadersMixin(AdminBase):
+class LeadersMixin(RequestBase):
     @guarded
     async def elect_leaders(
         self,

@@ -19,7 +19,6 @@ from typing import Any
 
 import anyio
 
-from aiokafka_lead.admin.base import AdminBase, raise_item_errors
 from aiokafka_lead.admin.types import (
     BrokerDescription,
     ClusterDescription,
@@ -44,6 +43,7 @@ from aiokafka_lead.protocol.messages import (
     DescribeClusterRequest,
     MetadataRequest,
 )
+from aiokafka_lead.requests.base import RequestBase, raise_item_errors
 
 UNKNOWN_TOPIC = UnknownTopicOrPartitionError.errno
 #: one topic's outcome: (name, error code, error message)
@@ -65,7 +65,7 @@ def failures(outcomes: Iterable[Outcome]) -> list[Outcome]:
     return [o for o in outcomes if o[1]]
 
 
-class TopicsCore(AdminBase):
+class TopicsCore(RequestBase):
     """The requests, per-topic outcomes and propagation waits both clients share."""
 
     async def _per_topic(

@@ -197,13 +197,6 @@ class OffsetSpec:
 
 
 @dataclass(frozen=True, slots=True)
-class ListOffsetsResultInfo:
-    offset: int
-    timestamp: int
-    leader_epoch: int
-
-
-@dataclass(frozen=True, slots=True)
 class GroupListing:
     group_id: str
     protocol_type: str

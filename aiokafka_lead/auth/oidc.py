@@ -25,6 +25,7 @@ import urllib.error
 import urllib.parse
 import urllib.request
 from collections.abc import Callable, Mapping
+from http import HTTPStatus
 from pathlib import Path
 from typing import Any
 
@@ -38,7 +39,14 @@ from aiokafka_lead.errors import KafkaError
 log = logging.getLogger(__name__)
 
 #: statuses worth another try (the endpoint is busy or failing, not refusing us)
-RETRIABLE_STATUSES = frozenset({408, 429, 500, 502, 503, 504})
+RETRIABLE_STATUSES = frozenset({
+    HTTPStatus.REQUEST_TIMEOUT,
+    HTTPStatus.TOO_MANY_REQUESTS,
+    HTTPStatus.INTERNAL_SERVER_ERROR,
+    HTTPStatus.BAD_GATEWAY,
+    HTTPStatus.SERVICE_UNAVAILABLE,
+    HTTPStatus.GATEWAY_TIMEOUT,
+})
 
 
 class TokenEndpointError(KafkaError):

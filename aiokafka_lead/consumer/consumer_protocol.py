@@ -32,7 +32,6 @@ from typing import Any
 import anyio
 import anyio.abc
 
-from aiokafka_lead.client import ClientCore
 from aiokafka_lead.consumer.commits import CommitIdentity
 from aiokafka_lead.consumer.errors import CommitFailedError
 from aiokafka_lead.consumer.group_common import (
@@ -40,8 +39,7 @@ from aiokafka_lead.consumer.group_common import (
     call_listener,
 )
 from aiokafka_lead.consumer.member_base import GroupMemberBase
-from aiokafka_lead.consumer.offsets import OffsetLookup
-from aiokafka_lead.consumer.subscription import SubscriptionState, SubscriptionType
+from aiokafka_lead.consumer.subscription import SubscriptionType
 from aiokafka_lead.error_code import ErrorCode
 from aiokafka_lead.errors import KafkaError, UnsupportedVersionError, error_for_code
 from aiokafka_lead.protocol.messages import ConsumerGroupHeartbeatRequest, ConsumerGroupHeartbeatResponse
@@ -68,18 +66,8 @@ def new_member_id() -> str:
 class ConsumerGroupMember(GroupMemberBase):
     """Membership of one consumer in one consumer-protocol group (KIP-848)."""
 
-    def __init__(
-        self,
-        core: ClientCore,
-        subscriptions: SubscriptionState,
-        lookup: OffsetLookup,
-        *,
-        remote_assignor: str | None,
-        **common: Any,
-    ) -> None:
-        """``common``: the settings of every member (see ``member_base.GroupMemberBase``)."""
-        super().__init__(core, subscriptions, lookup, **common)
-        self.remote_assignor = remote_assignor
+    def _init_protocol(self) -> None:
+        self.remote_assignor = self._config.group_remote_assignor
         self.member_id = ""
         self.member_epoch = 0
         self.heartbeat_interval_s = DEFAULT_HEARTBEAT_MS / 1000

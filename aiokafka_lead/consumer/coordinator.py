@@ -24,12 +24,13 @@ from typing import Any
 import anyio
 import anyio.abc
 
-from aiokafka_lead.client import ClientCore
 from aiokafka_lead.consumer.assignors import (
     MemberAssignment,
     MemberSubscription,
     PartitionAssignor,
+    RangePartitionAssignor,
     RebalanceProtocol,
+    resolve_assignors,
 )
 from aiokafka_lead.consumer.commits import CommitIdentity
 from aiokafka_lead.consumer.errors import CommitFailedError
@@ -40,7 +41,6 @@ from aiokafka_lead.consumer.group_common import (
     call_listener,
 )
 from aiokafka_lead.consumer.member_base import GroupMemberBase
-from aiokafka_lead.consumer.offsets import OffsetLookup
 from aiokafka_lead.consumer.subscription import SubscriptionState, SubscriptionType
 from aiokafka_lead.error_code import ErrorCode
 from aiokafka_lead.errors import KafkaError, KafkaTimeoutError, error_for_code
@@ -76,22 +76,12 @@ ASSIGNMENT_VERSION = 3
 class GroupCoordinator(GroupMemberBase):
     """Membership of one consumer in one classic group."""
 
-    def __init__(
-        self,
-        core: ClientCore,
-        subscriptions: SubscriptionState,
-        lookup: OffsetLookup,
-        *,
-        assignors: Sequence[PartitionAssignor],
-        session_timeout_ms: int,
-        heartbeat_interval_ms: int,
-        **common: Any,
-    ) -> None:
-        """``common``: the settings of every member (see ``member_base.GroupMemberBase``)."""
-        super().__init__(core, subscriptions, lookup, **common)
-        self._assignors = list(assignors)
-        self._session_timeout_ms = session_timeout_ms
-        self._heartbeat_s = heartbeat_interval_ms / 1000
+    def _init_protocol(self) -> None:
+        config = self._config
+        strategy = config.partition_assignment_strategy or (RangePartitionAssignor,)
+        self._assignors: list[PartitionAssignor] = resolve_assignors(strategy)
+        self._session_timeout_ms = config.session_timeout
+        self._heartbeat_s = config.heartbeat_interval / 1000
         self.member_id = ""
         self.generation_id = -1
         self.protocol_name: str | None = None

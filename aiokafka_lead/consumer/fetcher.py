@@ -41,9 +41,9 @@ import anyio
 import anyio.abc
 import anyio.lowlevel
 
-from aiokafka_lead.backoff import ExponentialBackoff
 from aiokafka_lead.client import ClientCore
 from aiokafka_lead.consumer.buffer import Chunk, PartitionRecords
+from aiokafka_lead.consumer.config import FetchConfig
 from aiokafka_lead.consumer.errors import offsets_out_of_range
 from aiokafka_lead.consumer.offsets import PositionManager
 from aiokafka_lead.consumer.replica_selection import Answer, ReadReplicas
@@ -82,22 +82,6 @@ EPOCH_VERSION = 9  # KIP-320: current_leader_epoch
 RESET_SPECS = {ResetStrategy.EARLIEST: -2, ResetStrategy.LATEST: -1}
 
 
-@dataclass(frozen=True, slots=True)
-class FetchConfig:
-    fetch_max_wait_ms: int = 500
-    fetch_min_bytes: int = 1
-    fetch_max_bytes: int = 52_428_800
-    max_partition_fetch_bytes: int = 1_048_576
-    isolation_level: int = 0
-    client_rack: str | None = None
-    check_crcs: bool = True
-    request_timeout_ms: int = 40_000
-    #: KIP-227 incremental fetch sessions (False: every fetch names every partition)
-    fetch_sessions: bool = True
-    #: KIP-392: how long a leader's choice of read replica holds (Java: metadata.max.age.ms)
-    read_replica_expiry_ms: int = 300_000
-
-
 @dataclass(slots=True)
 class FetchStats:
     """Counters for tests and metrics."""
@@ -132,16 +116,15 @@ class Fetcher:
         core: ClientCore,
         subscriptions: SubscriptionState,
         positions: PositionManager,
-        *,
         config: FetchConfig,
-        backoff: ExponentialBackoff,
+        *,
         report_error: Callable[[KafkaError], None],
     ) -> None:
         self._core = core
         self._subs = subscriptions
         self._positions = positions
         self._config = config
-        self._backoff = backoff
+        self._backoff = core.backoff
         self._report_error = report_error
         self._buffer: dict[TopicPartition, PartitionRecords] = {}
         self.buffered_bytes = 0
@@ -156,7 +139,7 @@ class Fetcher:
         self._drain_start = 0
         self._warn = RateLimitedLog(log)
         self._node_failures: dict[int, int] = {}  # fetches failed in a row, per node
-        self.replicas = ReadReplicas(core.store, expiry_ms=config.read_replica_expiry_ms, backoff=backoff)
+        self.replicas = ReadReplicas(core.store, expiry_ms=config.metadata_max_age_ms, backoff=core.backoff)
 
     # ---------------------------------------------------------------- wake-ups
     def wake(self) -> None:
@@ -361,7 +344,7 @@ class Fetcher:
             max_wait_ms=max_wait_ms,
             min_bytes=self._config.fetch_min_bytes,
             max_bytes=max_bytes,
-            isolation_level=self._config.isolation_level,
+            isolation_level=self._config.isolation,
             session_id=plan.session_id,
             session_epoch=plan.session_epoch,
             topics=[
@@ -609,7 +592,7 @@ class Fetcher:
             return False
         st.failures = 0
         aborted = None
-        if self._config.isolation_level == 1 and p.aborted_transactions:
+        if self._config.isolation == 1 and p.aborted_transactions:
             aborted = [(a.producer_id, a.first_offset) for a in p.aborted_transactions]
         records = PartitionRecords(
             tp,
@@ -617,7 +600,7 @@ class Fetcher:
             fetch_offset=s.fetch_offset,
             generation=s.generation,
             aborted=aborted,
-            read_committed=self._config.isolation_level == 1,
+            read_committed=self._config.isolation == 1,
             check_crcs=self._config.check_crcs,
         )
         self._buffer[tp] = records
@@ -757,4 +740,4 @@ def _stale(st: PartitionState, buffered: PartitionRecords) -> bool:
     )
 
 
-__all__ = ["FetchConfig", "FetchStats", "Fetcher"]
+__all__ = ["FetchStats", "Fetcher"]

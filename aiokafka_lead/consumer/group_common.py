@@ -21,30 +21,14 @@ from typing import Any, Protocol
 
 import anyio.abc
 
+from aiokafka_lead.abc import ConsumerRebalanceListener
 from aiokafka_lead.client import ClientCore
-from aiokafka_lead.consumer.offsets import OffsetLookup
 from aiokafka_lead.error_code import COORDINATOR_MOVED
 from aiokafka_lead.errors import KafkaConnectionError
+from aiokafka_lead.requests.lookup import Lookups
 from aiokafka_lead.structs import OffsetAndMetadata, TopicPartition
 
 log = logging.getLogger(__name__)
-
-
-class ConsumerRebalanceListener:
-    """aiokafka's listener shape; methods may be plain or ``async``.
-
-    ``on_partitions_lost`` runs instead of ``on_partitions_revoked`` when the membership
-    was lost (the partitions may already belong to someone else: do not commit there).
-    """
-
-    def on_partitions_revoked(self, revoked: set[TopicPartition]) -> Any:
-        return None
-
-    def on_partitions_assigned(self, assigned: set[TopicPartition]) -> Any:
-        return None
-
-    def on_partitions_lost(self, lost: set[TopicPartition]) -> Any:
-        return self.on_partitions_revoked(lost)
 
 
 async def call_listener(fn: Callable[[set[TopicPartition]], Any] | None, tps: set[TopicPartition]) -> None:
@@ -110,7 +94,7 @@ class GroupMember(Protocol):
 class CoordinatorLink:
     """Requests to one group's coordinator, found (and found again) through FindCoordinator."""
 
-    def __init__(self, core: ClientCore, lookup: OffsetLookup, group_id: str) -> None:
+    def __init__(self, core: ClientCore, lookup: Lookups, group_id: str) -> None:
         self._core = core
         self._lookup = lookup
         self.group_id = group_id

@@ -18,7 +18,6 @@ from typing import TYPE_CHECKING, Any
 import anyio
 import anyio.abc
 
-from aiokafka_lead.backoff import ExponentialBackoff
 from aiokafka_lead.client import ClientCore
 from aiokafka_lead.error_code import ErrorCode
 from aiokafka_lead.errors import (
@@ -33,6 +32,7 @@ from aiokafka_lead.metadata import BrokerNode, LeaderHint, MetadataChange
 from aiokafka_lead.producer import retry_policy as policy
 from aiokafka_lead.producer.accumulator import RecordAccumulator
 from aiokafka_lead.producer.batch import ProducerBatch
+from aiokafka_lead.producer.config import ProducerConfig
 from aiokafka_lead.producer.idempotence import IdempotenceState
 from aiokafka_lead.producer.lanes import NodeLanes
 from aiokafka_lead.producer.metrics import ProducerMetrics
@@ -50,31 +50,27 @@ class Sender:
         self,
         core: ClientCore,
         accumulator: RecordAccumulator,
+        config: ProducerConfig,
         *,
-        acks: int,
-        request_timeout_ms: int,
-        max_request_size: int,
-        backoff: ExponentialBackoff,
-        leader_hints: bool,
-        connections_per_broker: int = 1,
-        max_in_flight: int = 5,
         idempotence: IdempotenceState | None,
         metrics: ProducerMetrics,
         transaction: TransactionManager | None = None,
     ) -> None:
         self._core = core
         self._acc = accumulator
-        self._acks = acks
-        self._timeout_ms = request_timeout_ms
-        self._max_request_size = max_request_size
-        self._backoff = backoff
-        self._hints = leader_hints
+        self._acks = config.acks_code
+        self._timeout_ms = config.request_timeout_ms
+        self._max_request_size = config.max_request_size
+        self._backoff = core.backoff
+        self._hints = config.enable_leader_hints
         self._ids = idempotence
         self._metrics = metrics
         self._txn = transaction
         self._in_flight = 0
         # in flight per node and connection (lanes.py)
-        self._lanes = NodeLanes(connections_per_broker, max_in_flight=max_in_flight)
+        self._lanes = NodeLanes(
+            config.connections_per_broker, max_in_flight=config.max_in_flight_requests_per_connection
+        )
         self._node_failures: dict[int, int] = {}  # requests failed in a row, per node
         self._warn = RateLimitedLog(log)
 

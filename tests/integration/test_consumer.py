@@ -17,7 +17,7 @@ import anyio
 import pytest
 
 from aiokafka_lead.admin import AdminClient, NewTopic
-from aiokafka_lead.client import ClientCore, connection_config
+from aiokafka_lead.client import ClientCore
 from aiokafka_lead.consumer import (
     AIOKafkaConsumer,
     CommitFailedError,
@@ -27,6 +27,7 @@ from aiokafka_lead.consumer import (
 )
 from aiokafka_lead.error_code import ErrorCode as E
 from aiokafka_lead.errors import KafkaError
+from aiokafka_lead.network.config import ConnectionConfig
 from aiokafka_lead.protocol.messages import ProduceRequest
 from aiokafka_lead.records import RecordBatchBuilder
 from aiokafka_lead.structs import TopicPartition
@@ -42,10 +43,13 @@ class RawProducer:
         self.topics = set(topics)
         self.core = ClientCore(
             "test-producer",
-            bootstrap_servers=bootstrap,
-            config=connection_config(client_id="test-producer", request_timeout_ms=15_000),
+            ConnectionConfig(
+                bootstrap_servers=bootstrap,
+                client_id="test-producer",
+                request_timeout_ms=15_000,
+                retry_backoff_ms=50,
+            ),
             topics=lambda: self.topics,
-            retry_backoff_ms=50,
         )
         self.sent: dict[TopicPartition, list[bytes]] = {}
 

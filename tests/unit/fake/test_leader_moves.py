@@ -9,13 +9,13 @@ from aiokafka_lead.error_code import ErrorCode as E
 from aiokafka_lead.errors import KafkaConnectionError
 from aiokafka_lead.metadata import MetadataStore
 from aiokafka_lead.metadata.model import BrokerNode, HintOutcome, LeaderHint
-from aiokafka_lead.metadata.refresher import snapshot_from_response
 from aiokafka_lead.network.config import ConnectionConfig
 from aiokafka_lead.network.connection import Connection
 from aiokafka_lead.protocol.messages import (
     MetadataRequest,
     OffsetForLeaderEpochRequest,
 )
+from aiokafka_lead.refresher import snapshot_from_response
 from aiokafka_lead.structs import TopicPartition
 from aiokafka_lead.testing.fake import FakeCluster
 from tests.unit.fake.util import (
