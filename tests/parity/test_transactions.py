@@ -9,19 +9,36 @@ import pytest
 
 from tests.parity.flavour import Flavour
 from tests.parity.harness import Context, scenario
+from tests.support.waiting import eventually
 
 pytestmark = pytest.mark.integration
 
 
 async def read_all(ctx: Context, topic: str, isolation_level: str, *, partitions: int = 1) -> list[Any]:
-    """Everything ``isolation_level`` shows of ``topic``, up to its end offsets."""
+    """Everything ``isolation_level`` shows of ``topic``, up to its end offsets.
+
+    Every transaction of the scenario has ended when this is called, but the coordinator
+    writes the commit and abort markers after EndTxn has returned: a read_committed end
+    offset (the last stable offset) taken at once may still stop before the last
+    transaction. So the end is the high watermark once the last stable offset reaches it."""
     f = ctx.f
     consumer = ctx.consumer(isolation_level=isolation_level, enable_auto_commit=False)
     await consumer.start()
     tps = [f.structs.TopicPartition(topic, p) for p in range(partitions)]
     consumer.assign(tps)
     await consumer.seek_to_beginning()
-    end = await consumer.end_offsets(tps)
+    watermarks = ctx.consumer(isolation_level="read_uncommitted", enable_auto_commit=False)
+    await watermarks.start()
+    try:
+        end = await watermarks.end_offsets(tps)
+    finally:
+        await watermarks.stop()
+    async with asyncio.timeout(15):  # the markers are written within the request timeout
+
+        async def settled() -> bool:
+            return bool(await consumer.end_offsets(tps) == end)
+
+        await eventually(settled)
     got: list[Any] = []
     async with asyncio.timeout(15):
         while [tp for tp in tps if await consumer.position(tp) < end[tp]]:
