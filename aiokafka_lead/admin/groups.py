@@ -80,7 +80,7 @@ class GroupCore(AdminBase):
                     response.error_message,
                 )
             if code:
-                raise error_for_code(code, message or f"FindCoordinator {group_id}")
+                raise error_for_code(code, f"{source} for {group_id!r}{f': {message}' if message else ''}")
             problem = node_problem(node_id, host, port, what="coordinator")
             if problem is not None:  # retried: the next answer may be a good one
                 raise error_for_code(COORDINATOR_NOT_AVAILABLE, f"{source}: {problem}")

@@ -42,7 +42,7 @@ from aiokafka_lead.consumer.group_common import (
 from aiokafka_lead.consumer.member_base import GroupMemberBase
 from aiokafka_lead.consumer.offsets import OffsetLookup
 from aiokafka_lead.consumer.subscription import SubscriptionState, SubscriptionType
-from aiokafka_lead.errors import KafkaError, UnsupportedVersionError, error_for_code
+from aiokafka_lead.errors import KafkaError, KafkaProtocolError, UnsupportedVersionError, error_for_code
 from aiokafka_lead.protocol.messages import ConsumerGroupHeartbeatRequest, ConsumerGroupHeartbeatResponse
 from aiokafka_lead.structs import TopicPartition
 
@@ -242,6 +242,7 @@ class ConsumerGroupMember(GroupMemberBase):
         code = response.error_code
         if code:
             return self._on_error(code, response.error_message)
+        self._check_answer(response)
         self.heartbeats += 1
         if response.member_id:
             self.member_id = response.member_id
@@ -259,6 +260,28 @@ class ConsumerGroupMember(GroupMemberBase):
             self._reconcile_wake.set()
         return max(self.heartbeat_interval_s - (time.monotonic() - sent_at), 0.001)
 
+    def _where(self) -> str:
+        return f"ConsumerGroupHeartbeat for group {self.group_id} from node {self._link.node_id}"
+
+    def _check_answer(self, response: ConsumerGroupHeartbeatResponse) -> None:
+        """Refuse an answer that cannot be this member's: another member id (from v1 the id is
+        the client's own) or an assignment naming a partition below 0 or one twice. The answer
+        is ignored; the next heartbeat (a full one) brings the assignment again."""
+        problem = None
+        if self._regex_supported and response.member_id and response.member_id != self.member_id:
+            problem = f"field 'member_id' names another member ({response.member_id[:80]!r})"
+        elif response.assignment is not None:
+            for tp in response.assignment.topic_partitions:
+                indexes = list(tp.partitions)
+                if any(p < 0 for p in indexes) or len(set(indexes)) != len(indexes):
+                    problem = (
+                        f"field 'assignment.topic_partitions[*].partitions' lists {sorted(indexes)[:10]} "
+                        f"for topic id {tp.topic_id} (indexes must be >= 0, each once)"
+                    )
+                    break
+        if problem is not None:
+            raise KafkaProtocolError(f"{self._where()}: {problem}")
+
     def _no_consumer_protocol(self, detail: str) -> UnsupportedVersionError:
         return UnsupportedVersionError(
             f"group {self.group_id}: the coordinator does not speak the consumer group protocol "
@@ -266,7 +289,7 @@ class ConsumerGroupMember(GroupMemberBase):
         )
 
     def _on_error(self, code: int, message: str | None) -> float:
-        err = error_for_code(code, message or f"ConsumerGroupHeartbeat for group {self.group_id}")
+        err = error_for_code(code, f"{self._where()}{f': {message}' if message else ''}")
         if code == UNSUPPORTED_VERSION:
             # a broker that advertises the API but does not run the protocol (Kafka 3.x)
             self._fail(self._no_consumer_protocol(f"it answers {err}"))

@@ -43,6 +43,15 @@ NAMES = re.compile(
     r"OffsetCommit|OffsetForLeaderEpoch|node \d|bootstrap|broker|t-0|'t'|topic|partition|coordinator|group",
     re.IGNORECASE,
 )
+#: the APIs an error may name, and the broker it must name (``check_error(..., named=True)``)
+API_NAMES = re.compile(
+    r"Metadata|Produce|Fetch|ListOffsets|FindCoordinator|InitProducerId|ApiVersions|OffsetFetch|"
+    r"OffsetCommit|OffsetForLeaderEpoch|JoinGroup|SyncGroup|Heartbeat|LeaveGroup|ConsumerGroupHeartbeat|"
+    r"AddPartitionsToTxn|AddOffsetsToTxn|TxnOffsetCommit|EndTxn|CreateTopics|DeleteTopics|DescribeConfigs|"
+    r"AlterConfigs|IncrementalAlterConfigs|ElectLeaders|DescribeGroups|ListGroups|DeleteRecords|"
+    r"CreatePartitions|DescribeCluster|DeleteGroups|ConsumerGroupDescribe"
+)
+BROKER = re.compile(r"node -?\d+|bootstrap|127\.0\.0\.1:\d+")
 
 
 @dataclass
@@ -89,11 +98,15 @@ async def read(c: AIOKafkaConsumer[bytes, bytes], count: int) -> list[bytes]:
     return out
 
 
-def check_error(error: BaseException | None) -> None:
+def check_error(error: BaseException | None, *, named: bool = False) -> None:
+    """A KafkaError that says what failed; ``named``: it names an API and the broker."""
     if error is None:
         return
     assert isinstance(error, KafkaError), f"not a KafkaError: {error!r}"
     assert NAMES.search(str(error)), f"the error does not say what failed: {error!r}"
+    if named:
+        assert API_NAMES.search(str(error)), f"the error does not name the API: {error!r}"
+        assert BROKER.search(str(error)), f"the error does not name the broker: {error!r}"
 
 
 async def through(operation: Awaitable[Any], report: Report) -> Any:
