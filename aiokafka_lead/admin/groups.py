@@ -88,7 +88,7 @@ class GroupCore(AdminBase):
                 await self._core.refresh_metadata(f"coordinator {node_id} unknown")
             return int(node_id)
 
-        return await self._retrying(f"find_coordinator({group_id})", attempt, None)
+        return await self._retrying(f"FindCoordinator({group_id})", attempt, None)
 
     async def _list_groups(self, broker_ids: Sequence[int] | None) -> list[Any]:
         """ListGroups of the given brokers (default: all), one entry per group."""

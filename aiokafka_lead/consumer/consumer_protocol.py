@@ -44,6 +44,7 @@ from aiokafka_lead.consumer.offsets import OffsetLookup
 from aiokafka_lead.consumer.subscription import SubscriptionState, SubscriptionType
 from aiokafka_lead.errors import KafkaError, KafkaProtocolError, UnsupportedVersionError, error_for_code
 from aiokafka_lead.protocol.messages import ConsumerGroupHeartbeatRequest, ConsumerGroupHeartbeatResponse
+from aiokafka_lead.ratelog import RateLimitedLog
 from aiokafka_lead.structs import TopicPartition
 
 log = logging.getLogger(__name__)
@@ -58,6 +59,8 @@ STALE_MEMBER_EPOCH = 113
 FENCED = frozenset({UNKNOWN_MEMBER_ID, FENCED_MEMBER_EPOCH})
 LEAVE_EPOCH = -1
 STATIC_LEAVE_EPOCH = -2
+#: consecutive failed heartbeats after which an operator is warned
+WARN_AFTER_FAILURES = 3
 #: v1: the client generates the member id and may send a regular expression
 CLIENT_MEMBER_ID_VERSION = 1
 #: until the broker says otherwise (Kafka's group.consumer.heartbeat.interval.ms default)
@@ -83,6 +86,8 @@ class ConsumerGroupMember(GroupMemberBase):
     ) -> None:
         """``common``: the settings of every member (see ``member_base.GroupMemberBase``)."""
         super().__init__(core, subscriptions, lookup, **common)
+        self._warn = RateLimitedLog(log)
+        self._error_answers = 0  # retriable error answers in a row
         self.remote_assignor = remote_assignor
         self.member_id = ""
         self.member_epoch = 0
@@ -189,6 +194,13 @@ class ConsumerGroupMember(GroupMemberBase):
                 log.info(
                     "group %s: heartbeat failed (%r); retrying in %.0f ms", self.group_id, exc, delay * 1e3
                 )
+                if failures >= WARN_AFTER_FAILURES:  # the member retries for ever, as Java's
+                    self._warn.warning(
+                        "heartbeat",
+                        "group %s: heartbeats keep failing (%d in a row, coordinator node %s); "
+                        "last error: %r; still retrying",
+                        self.group_id, failures, self._link.node_id, exc,
+                    )  # fmt: skip
             with anyio.move_on_after(delay):
                 await self._wake.wait()
 
@@ -243,6 +255,8 @@ class ConsumerGroupMember(GroupMemberBase):
         if code:
             return self._on_error(code, response.error_message)
         self._check_answer(response)
+        self._error_answers = 0
+        self._warn.clear("heartbeat")
         self.heartbeats += 1
         if response.member_id:
             self.member_id = response.member_id
@@ -296,6 +310,7 @@ class ConsumerGroupMember(GroupMemberBase):
             return 0.0
         if code in COORDINATOR_MOVED:
             self._link.forget(f"heartbeat: {type(err).__name__}")
+            self._error_answer(err)
             return 0.0
         if code in FENCED:
             if code == UNKNOWN_MEMBER_ID and not self._regex_supported:
@@ -304,9 +319,20 @@ class ConsumerGroupMember(GroupMemberBase):
             return 0.0
         if err.retriable or code == COORDINATOR_LOAD_IN_PROGRESS:
             log.info("group %s: heartbeat: %r", self.group_id, err)
+            self._error_answer(err)
             return self._backoff.delay_s(1)
         self._fail(err)
         return 0.0
+
+    def _error_answer(self, err: KafkaError) -> None:
+        """One more retriable error answer in a row: an operator hears of it when it lasts."""
+        self._error_answers += 1
+        if self._error_answers >= WARN_AFTER_FAILURES:
+            self._warn.warning(
+                "heartbeat",
+                "group %s: heartbeats keep failing (%d in a row); last error: %r; still retrying",
+                self.group_id, self._error_answers, err,
+            )  # fmt: skip
 
     def _fence(self, reason: str) -> None:
         """The broker no longer knows this member at its epoch: give everything up, rejoin."""

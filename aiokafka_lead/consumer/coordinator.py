@@ -57,9 +57,14 @@ from aiokafka_lead.protocol.messages import (
     LeaveGroupRequest,
     SyncGroupRequest,
 )
+from aiokafka_lead.ratelog import RateLimitedLog
 from aiokafka_lead.structs import TopicPartition
 
 log = logging.getLogger(__name__)
+
+#: consecutive failed joins, and heartbeats, after which an operator is warned
+WARN_AFTER_JOINS = 2
+WARN_AFTER_HEARTBEATS = 3
 
 COORDINATOR_LOAD_IN_PROGRESS = 14
 ILLEGAL_GENERATION = 22
@@ -107,6 +112,7 @@ class GroupCoordinator(GroupMemberBase):
         self.stable_event = anyio.Event()
         self._pending_lost: set[TopicPartition] = set()
         self._revoked_for_join = False  # the listener heard of this join's revocation
+        self._warn = RateLimitedLog(log)
 
     # ------------------------------------------------------------------ state
     @property
@@ -173,6 +179,7 @@ class GroupCoordinator(GroupMemberBase):
                 try:
                     await self._join_and_sync()
                     failures = 0
+                    self._warn.clear("join")
                 except KafkaError as exc:
                     # any failed join or sync (a lost, cut or undecodable answer too) is joined again
                     self._need_rejoin = True
@@ -189,6 +196,13 @@ class GroupCoordinator(GroupMemberBase):
                     log.info(
                         "group %s: join failed (%r); retrying in %.0f ms", self.group_id, exc, delay * 1000
                     )
+                    if failures >= WARN_AFTER_JOINS:  # the member retries for ever, as aiokafka's
+                        self._warn.warning(
+                            "join",
+                            "group %s: joining keeps failing (%d attempts in a row, coordinator node %s); "
+                            "last error: %r; still retrying",
+                            self.group_id, failures, self._link.node_id, exc,
+                        )  # fmt: skip
                     await anyio.sleep(delay)
 
     def _wants_membership(self) -> bool:
@@ -443,6 +457,7 @@ class GroupCoordinator(GroupMemberBase):
 
     # -------------------------------------------------------------- heartbeats
     async def _heartbeat_loop(self) -> None:
+        failures = 0
         while True:
             if not self._stable:
                 await self.stable_event.wait()
@@ -455,8 +470,18 @@ class GroupCoordinator(GroupMemberBase):
                 continue
             try:
                 await self._heartbeat()
+                failures = 0
+                self._warn.clear("heartbeat")
             except KafkaError as exc:
+                failures += 1
                 log.debug("group %s: heartbeat failed: %r", self.group_id, exc)
+                if failures >= WARN_AFTER_HEARTBEATS:
+                    self._warn.warning(
+                        "heartbeat",
+                        "group %s: heartbeats keep failing (%d in a row, coordinator node %s); last "
+                        "error: %r; the session times out after %d ms without one",
+                        self.group_id, failures, self._link.node_id, exc, self._session_timeout_ms,
+                    )  # fmt: skip
 
     async def _heartbeat(self) -> None:
         generation = self.generation_id
@@ -485,6 +510,8 @@ class GroupCoordinator(GroupMemberBase):
             self.generation_id = -1
             self._lose_partitions_sync()
             self.request_rejoin(f"heartbeat: membership lost ({type(error_for_code(code)).__name__})")
+        else:  # counted by the heartbeat loop (an operator is warned when it lasts)
+            raise error_for_code(code, f"Heartbeat for group {self.group_id} from node {self._link.node_id}")
 
     async def _poll_timeout(self, idle: float) -> None:
         """Java's rule: an application that stopped polling gives its partitions up."""
@@ -554,9 +581,13 @@ class GroupCoordinator(GroupMemberBase):
                 request = LeaveGroupRequest(group_id=self.group_id, member_id=member_id)
             response = await conn.send(request, version=version)
             if response.error_code:
-                log.info("group %s: LeaveGroup: %s", self.group_id, error_for_code(response.error_code))
-        except KafkaError as exc:
-            log.info("group %s: LeaveGroup failed: %r", self.group_id, exc)
+                raise error_for_code(response.error_code, f"LeaveGroup from node {self._link.node_id}")
+        except KafkaError as exc:  # the broker keeps the member until its session times out
+            self._warn.warning(
+                "leave",
+                "group %s: LeaveGroup failed (%r); the group waits up to session_timeout_ms=%d for it",
+                self.group_id, exc, self._session_timeout_ms,
+            )  # fmt: skip
         self.member_id = ""
 
 

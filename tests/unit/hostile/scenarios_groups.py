@@ -10,6 +10,8 @@ from __future__ import annotations
 
 from typing import Any
 
+import anyio
+
 from aiokafka_lead import AIOKafkaConsumer, AIOKafkaProducer
 from aiokafka_lead.errors import KafkaError
 from aiokafka_lead.structs import OffsetAndMetadata
@@ -31,6 +33,8 @@ INIT_PRODUCER_ID, ADD_PARTITIONS_TO_TXN, ADD_OFFSETS_TO_TXN, END_TXN = 22, 24, 2
 TXN_OFFSET_COMMIT, CONSUMER_GROUP_HEARTBEAT = 28, 68
 
 Times = int | None
+#: how long a member is watched against a broker that lies on every answer
+PERSISTENT_S = 2.5
 
 
 def member(fc: FakeCluster, **kwargs: Any) -> AIOKafkaConsumer[bytes, bytes]:
@@ -38,14 +42,17 @@ def member(fc: FakeCluster, **kwargs: Any) -> AIOKafkaConsumer[bytes, bytes]:
     if kwargs.get("group_protocol", "classic") == "classic":  # KIP-848: the broker sets them
         kwargs.setdefault("heartbeat_interval_ms", 100)
         kwargs.setdefault("session_timeout_ms", 6000)
-        kwargs.setdefault("rebalance_timeout_ms", 1500)  # a JoinGroup waits this long for an answer
+        kwargs.setdefault("rebalance_timeout_ms", 500)  # a JoinGroup waits this long for an answer
     return consumer(fc, **kwargs)
 
 
-async def _read_through(c: AIOKafkaConsumer[bytes, bytes], report: Report, count: int) -> list[bytes]:
-    """``count`` values, errors of getmany() recorded (reading goes on after one)."""
+async def _read_through(
+    c: AIOKafkaConsumer[bytes, bytes], report: Report, count: int, *, until_error: bool = False
+) -> list[bytes]:
+    """``count`` values, errors of getmany() recorded (reading goes on after one, unless
+    ``until_error``)."""
     out: list[bytes] = []
-    while len(out) < count:
+    while len(out) < count and not (until_error and report.error is not None):
         batch = await through(c.getmany(timeout_ms=100), report)
         for records in (batch or {}).values():
             out.extend(r.value for r in records if r.value is not None)
@@ -69,6 +76,21 @@ async def _group_member_through(
     lie = fc.intercept(api, when, times=times)
     c = member(fc, **kwargs)
     c.subscribe(["t"])
+    if times is None:
+        # a broker that lies on every answer: the member reports it or keeps retrying, as
+        # aiokafka's and Java's do, warning the operator (the test checks the log)
+        with anyio.move_on_after(PERSISTENT_S):
+            try:
+                await c.start()
+                await _read_through(c, report, 3, until_error=True)
+            except KafkaError as exc:
+                report.error = exc
+        lie.remove()
+        await c.stop()
+        async with member(fc, **{**kwargs, "group_id": "g-after"}) as again:
+            again.subscribe(["t"])
+            assert (await read(again, 3)) == [b"a", b"b", b"c"]
+        return
     try:
         try:
             await c.start()
@@ -120,7 +142,11 @@ async def heartbeat(action: Any, times: Times = 1) -> Report:
             await read(c, 3)
             lie = fc.intercept(HEARTBEAT, lambda *_: action, times=times)
             sent = len(fc.requests.select(api_key=HEARTBEAT))
-            await fc.wait_for(lambda: len(fc.requests.select(api_key=HEARTBEAT)) >= sent + 3)
+            if times is None:  # enough failed heartbeats in a row to be reported
+                with anyio.move_on_after(PERSISTENT_S):
+                    await fc.wait_for(lambda: len(fc.requests.select(api_key=HEARTBEAT)) >= sent + 12)
+            else:
+                await fc.wait_for(lambda: len(fc.requests.select(api_key=HEARTBEAT)) >= sent + 3)
             append(fc, [b"d"])
             await _read_through(c, report, 1)
             lie.remove()
