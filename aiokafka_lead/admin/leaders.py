@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
 
-from aiokafka_lead.admin.base import NOT_CONTROLLER, AdminBase, raise_item_errors
+from aiokafka_lead.admin.base import NOT_CONTROLLER, AdminBase, check_answered, raise_item_errors
 from aiokafka_lead.admin.types import ElectionResult, ElectionType, PartitionReassignment
 from aiokafka_lead.client import guarded
 from aiokafka_lead.errors import error_for_code
@@ -63,10 +63,12 @@ class LeadersMixin(AdminBase):
             timeout_ms=timeout,
         )
 
+        asked = set(partitions or ())
+
         async def attempt() -> dict[TopicPartition, ElectionResult]:
             response = await self._send_to_controller(request)
             if response.error_code:
-                raise error_for_code(response.error_code, "ElectLeaders")
+                raise error_for_code(response.error_code, f"ElectLeaders from {self.answered_by}")
             results = {
                 TopicPartition(r.topic, p.partition_id): ElectionResult(
                     TopicPartition(r.topic, p.partition_id), p.error_code, p.error_message
@@ -76,6 +78,9 @@ class LeadersMixin(AdminBase):
             }
             if any(res.error_code == NOT_CONTROLLER for res in results.values()):
                 raise error_for_code(NOT_CONTROLLER, "ElectLeaders")
+            if partitions is not None:
+                what = f"ElectLeaders from {self.answered_by}"
+                check_answered(what, "replica_election_results", asked, results)
             return results
 
         results = await self._retrying("elect_leaders", attempt, timeout + self._request_timeout_ms)

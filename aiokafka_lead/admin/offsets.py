@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
-from aiokafka_lead.admin.base import AdminBase, pick_retry_error, raise_item_errors
+from aiokafka_lead.admin.base import AdminBase, check_answered, pick_retry_error, raise_item_errors
 from aiokafka_lead.admin.types import ListOffsetsResultInfo, RecordsToDelete
 from aiokafka_lead.client import guarded
 from aiokafka_lead.errors import KafkaError, error_for_code
@@ -136,6 +136,10 @@ class OffsetsMixin(AdminBase):
                     timeout_ms=timeout,
                 )
                 response = await self._core.send(node_id, request)
+                answered = [
+                    TopicPartition(t.name, p.partition_index) for t in response.topics for p in t.partitions
+                ]
+                check_answered(f"DeleteRecords from node {node_id}", "topics", tps, answered)
                 fatal = []
                 for t in response.topics:
                     for p in t.partitions:
