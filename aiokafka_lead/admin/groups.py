@@ -171,7 +171,8 @@ class GroupCore(AdminBase):
                     )
                 group_error, topics = group.error_code, group.topics
                 if identity is not None and group_error in MEMBER_EPOCH_ERRORS:
-                    err = error_for_code(group_error, f"OffsetFetch {group_id} at epoch {identity[1]}")
+                    where = f"OffsetFetch {group_id} at epoch {identity[1]} from {conn.broker}"
+                    err = error_for_code(group_error, where)
                     err.retriable = True  # the next attempt asks with the member's new epoch
                     raise err
             else:
@@ -188,13 +189,14 @@ class GroupCore(AdminBase):
                 response = await conn.send(request, version=version)
                 group_error, topics = response.error_code, response.topics
             if group_error:
-                raise error_for_code(group_error, f"OffsetFetch {group_id}")
+                raise error_for_code(group_error, f"OffsetFetch {group_id} from {conn.broker}")
             out: list[tuple[TopicPartition, int, str, int]] = []
             retry: list[KafkaError] = []
             for t in topics:
                 for p in t.partitions:
                     if p.error_code:
-                        err = error_for_code(p.error_code, f"OffsetFetch {t.name}-{p.partition_index}")
+                        where = f"OffsetFetch {t.name}-{p.partition_index} from {conn.broker}"
+                        err = error_for_code(p.error_code, where)
                         if not err.retriable:
                             raise err
                         retry.append(err)

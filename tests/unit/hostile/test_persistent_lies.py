@@ -17,6 +17,7 @@ from aiokafka_lead.ratelog import RateLimitedLog
 from aiokafka_lead.testing.fake.intercept import Error
 from tests.support.script_server import wire_fault
 from tests.unit.hostile.harness import check_error
+from tests.unit.hostile.scenarios import APIS
 from tests.unit.hostile.scenarios_admin import ADMIN_SCENARIOS
 from tests.unit.hostile.test_hostile_groups import GROUP_APIS
 
@@ -31,6 +32,7 @@ FAULTS: dict[str, Any] = {
 MAX_SAME_WARNING = 1
 #: per API: its scenario, and whether its errors must name the broker
 SCENARIOS: dict[str, tuple[Any, bool]] = {
+    **{api: (scenario, True) for api, (scenario, _, _) in APIS.items()},
     **{api: (scenario, True) for api, (scenario, _, _) in GROUP_APIS.items()},
     # an admin call's item errors (a topic that already exists...) name the API and the item
     **{api: (scenario, False) for api, (_, scenario) in ADMIN_SCENARIOS.items()},
