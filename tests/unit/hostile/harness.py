@@ -17,10 +17,11 @@ answers one request of its API; then:
 from __future__ import annotations
 
 import asyncio
+import logging
 import os
 import re
-from collections.abc import AsyncIterator, Awaitable, Callable
-from contextlib import asynccontextmanager, suppress
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
+from contextlib import asynccontextmanager, contextmanager, suppress
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -149,6 +150,42 @@ async def case_rules() -> AsyncIterator[None]:
     assert not leaked, f"tasks left behind: {leaked}"
     assert _sockets() <= sockets_before, f"sockets left behind: {_sockets() - sockets_before}"
     watch.assert_responsive()
+
+
+#: the longest a broker that lies on every answer is watched before it tells the truth
+PERSISTENT_MAX_S = 4.0
+
+
+@contextmanager
+def warning_seen() -> Iterator[anyio.Event]:
+    """An event set when the client logs a WARNING (or worse)."""
+    event = anyio.Event()
+
+    class Seen(logging.Handler):
+        def emit(self, record: logging.LogRecord) -> None:
+            if record.levelno >= logging.WARNING:
+                event.set()
+
+    handler, logger = Seen(), logging.getLogger("aiokafka_lead")
+    logger.addHandler(handler)
+    try:
+        yield event
+    finally:
+        logger.removeHandler(handler)
+
+
+async def until_reported(warned: anyio.Event, body: Callable[[], Awaitable[None]]) -> None:
+    """Run ``body`` until it returns, the client warns (``warned``), or PERSISTENT_MAX_S."""
+    with anyio.move_on_after(PERSISTENT_MAX_S):
+        async with anyio.create_task_group() as tg:
+
+            async def stop_when_warned() -> None:
+                await warned.wait()
+                tg.cancel_scope.cancel()
+
+            tg.start_soon(stop_when_warned)
+            await body()
+            tg.cancel_scope.cancel()
 
 
 Scenario = Callable[[Any], Awaitable[Report]]

@@ -2,7 +2,7 @@
 
 Each scenario installs ``action`` for one answer of its API at the moment that API is used
 (``times=1``), or for every answer (``times=None``: a broker that always lies, dropped once
-the operation through it ended or, for reading, after PERSISTENT_S), and returns a
+the operation through it ended or, for reading, once the client warned), and returns a
 :class:`Report` with the error of the operation through the lie; it raises if the healthy
 operation afterwards fails or anything but a KafkaError escapes.
 """
@@ -29,7 +29,6 @@ from aiokafka_lead.protocol.messages import (
 from aiokafka_lead.testing.fake import FakeCluster
 from aiokafka_lead.testing.fake.intercept import Interceptor
 from tests.unit.hostile.harness import (
-    DEADLINE_S,
     TP,
     Report,
     append,
@@ -38,12 +37,12 @@ from tests.unit.hostile.harness import (
     producer,
     read,
     through,
+    until_reported,
+    warning_seen,
 )
 
 PRODUCE, FETCH, LIST_OFFSETS, METADATA, OFFSET_COMMIT, OFFSET_FETCH = 0, 1, 2, 3, 8, 9
 FIND_COORDINATOR, API_VERSIONS, INIT_PRODUCER_ID, OFFSET_FOR_LEADER_EPOCH = 10, 18, 22, 23
-#: how long a reader is watched against a broker that lies on every answer
-PERSISTENT_S = 1.5
 Times = int | None
 
 
@@ -111,14 +110,18 @@ async def _consume_through(fc: FakeCluster, report: Report, lie: Interceptor, **
     """Read up to the end of the log through the lie (an error is recorded and reading goes
     on; a lie about offsets may make the client skip records, which it cannot know), then a
     new, healthy record must arrive, alone. A broker that always lies is watched for
-    PERSISTENT_S (the reader must report it), then tells the truth."""
+    until the reader reports it (an error, or a WARNING), then tells the truth."""
     async with consumer(fc, **kwargs) as c:
         c.assign([TP])
         if lie.remaining is None:
-            with anyio.move_on_after(PERSISTENT_S):
+
+            async def through_the_lie() -> None:
                 while report.error is None:
                     await through(c.position(TP, timeout_ms=100), report)
                     await through(c.getmany(timeout_ms=100), report)
+
+            with warning_seen() as warned:
+                await until_reported(warned, through_the_lie)
         lie.remove()
         errors = 0
         while True:
@@ -200,9 +203,14 @@ async def offset_for_leader_epoch(action: Any, times: Times = 1) -> Report:
             lie = fc.intercept(OFFSET_FOR_LEADER_EPOCH, lambda *_: action, times=times)
             fc.move_leader(("t", 0), 2 if fc.leader(("t", 0)) == 1 else 1)
             append(fc, [b"d"])
-            values = None
-            with anyio.move_on_after(PERSISTENT_S if times is None else DEADLINE_S):
+            values: list[bytes] | None = None
+
+            async def through_the_lie() -> None:
+                nonlocal values
                 values = await through(read(c, 1), report)
+
+            with warning_seen() as warned:
+                await until_reported(warned if times is None else anyio.Event(), through_the_lie)
             lie.remove()
             if values is None:  # a reported error (or still failing): reading goes on
                 await read(c, 1)

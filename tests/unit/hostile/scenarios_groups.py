@@ -26,6 +26,8 @@ from tests.unit.hostile.harness import (
     producer,
     read,
     through,
+    until_reported,
+    warning_seen,
 )
 
 FIND_COORDINATOR, JOIN_GROUP, HEARTBEAT, LEAVE_GROUP, SYNC_GROUP = 10, 11, 12, 13, 14
@@ -33,8 +35,6 @@ INIT_PRODUCER_ID, ADD_PARTITIONS_TO_TXN, ADD_OFFSETS_TO_TXN, END_TXN = 22, 24, 2
 TXN_OFFSET_COMMIT, CONSUMER_GROUP_HEARTBEAT = 28, 68
 
 Times = int | None
-#: how long a member is watched against a broker that lies on every answer
-PERSISTENT_S = 2.5
 
 
 def member(fc: FakeCluster, **kwargs: Any) -> AIOKafkaConsumer[bytes, bytes]:
@@ -79,12 +79,15 @@ async def _group_member_through(
     if times is None:
         # a broker that lies on every answer: the member reports it or keeps retrying, as
         # aiokafka's and Java's do, warning the operator (the test checks the log)
-        with anyio.move_on_after(PERSISTENT_S):
+        async def through_the_lie() -> None:
             try:
                 await c.start()
                 await _read_through(c, report, 3, until_error=True)
             except KafkaError as exc:
                 report.error = exc
+
+        with warning_seen() as warned:
+            await until_reported(warned, through_the_lie)
         lie.remove()
         await c.stop()
         async with member(fc, **{**kwargs, "group_id": "g-after"}) as again:
@@ -142,9 +145,9 @@ async def heartbeat(action: Any, times: Times = 1) -> Report:
             await read(c, 3)
             lie = fc.intercept(HEARTBEAT, lambda *_: action, times=times)
             sent = len(fc.requests.select(api_key=HEARTBEAT))
-            if times is None:  # enough failed heartbeats in a row to be reported
-                with anyio.move_on_after(PERSISTENT_S):
-                    await fc.wait_for(lambda: len(fc.requests.select(api_key=HEARTBEAT)) >= sent + 12)
+            if times is None:  # until enough failed heartbeats in a row were reported
+                with warning_seen() as warned:
+                    await until_reported(warned, anyio.Event().wait)
             else:
                 await fc.wait_for(lambda: len(fc.requests.select(api_key=HEARTBEAT)) >= sent + 3)
             append(fc, [b"d"])
