@@ -27,8 +27,11 @@ import anyio
 
 from aiokafka_lead.backoff import ExponentialBackoff
 from aiokafka_lead.errors import KafkaError, KafkaTimeoutError
+from aiokafka_lead.ratelog import RateLimitedLog
 
 log = logging.getLogger(__name__)
+#: one WARNING per operation that gives up, at most once a minute for the same one
+_warn = RateLimitedLog(log)
 
 T = TypeVar("T")
 
@@ -69,4 +72,5 @@ async def call_with_retries(
             except (KafkaError, TimeoutError) as exc:
                 log.debug("%s: metadata refresh failed: %r", what, exc)
     detail = f"; last error: {last!r}" if last is not None else ""
+    _warn.warning(what, "%s: giving up after %d attempt(s) in %.0f ms%s", what, failures, timeout_ms, detail)
     raise KafkaTimeoutError(f"{what} did not complete within {timeout_ms:.0f} ms{detail}")

@@ -24,7 +24,7 @@ from aiokafka_lead.protocol.messages import (
     DescribeConfigsRequest,
     IncrementalAlterConfigsRequest,
 )
-from aiokafka_lead.requests.base import RequestBase, raise_item_errors
+from aiokafka_lead.requests.base import RequestBase, check_answered, raise_item_errors
 
 BROKER = int(ConfigResourceType.BROKER)
 
@@ -74,7 +74,14 @@ class ConfigsCore(RequestBase):
                 ],
                 include_synonyms=include_synonyms,
             )
-            out.append(await self._send_config_request("describe_configs", node, request))
+            response = await self._send_config_request("DescribeConfigs", node, request)
+            check_answered(
+                f"DescribeConfigs from {f'node {node}' if node is not None else self.answered_by}",
+                "results",
+                [(r.type_code, str(r.name)) for r in group],
+                [(r.resource_type, r.resource_name) for r in response.results],
+            )
+            out.append(response)
         return out
 
     async def _alter_configs_whole(self, resources: Sequence[ConfigResource]) -> list[Any]:
@@ -98,7 +105,7 @@ class ConfigsCore(RequestBase):
                 ],
                 validate_only=False,
             )
-            out.append(await self._send_config_request("alter_configs", node, request))
+            out.append(await self._send_config_request("AlterConfigs", node, request))
         return out
 
 
@@ -147,7 +154,7 @@ class ConfigsMixin(ConfigsCore):
                 ],
                 validate_only=False,
             )
-            response = await self._send_config_request("alter_configs", node, request)
+            response = await self._send_config_request("IncrementalAlterConfigs", node, request)
             raise_item_errors(
                 "IncrementalAlterConfigs",
                 [

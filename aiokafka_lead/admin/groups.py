@@ -31,7 +31,7 @@ from aiokafka_lead.protocol.messages import (
     DescribeGroupsRequest,
     ListGroupsRequest,
 )
-from aiokafka_lead.requests.base import raise_item_errors
+from aiokafka_lead.requests.base import check_answered, raise_item_errors
 from aiokafka_lead.requests.groups import GroupRequests
 from aiokafka_lead.structs import OffsetAndMetadata, TopicPartition
 
@@ -110,6 +110,8 @@ class GroupsMixin(GroupCore):
             response = await self._core.send(node, ConsumerGroupDescribeRequest(group_ids=[group_id]))
         except UnsupportedVersionError:
             return None
+        answered = [g.group_id for g in response.groups]
+        check_answered(f"ConsumerGroupDescribe from node {node}", "groups", [group_id], answered)
         g = response.groups[0]
         if g.error_code in (ErrorCode.GROUP_ID_NOT_FOUND, ErrorCode.UNSUPPORTED_VERSION):
             return None  # UNSUPPORTED_VERSION: advertised but not run (Kafka 3.x), as Java falls back
@@ -142,6 +144,8 @@ class GroupsMixin(GroupCore):
 
     async def _describe_classic(self, node: int, group_id: str) -> GroupDescription:
         response = await self._describe_groups(node, [group_id], include_authorized_operations=False)
+        answered = [g.group_id for g in response.groups]
+        check_answered(f"DescribeGroups from node {node}", "groups", [group_id], answered)
         g = response.groups[0]
         if g.error_code:
             raise error_for_code(g.error_code, g.error_message or f"DescribeGroups {group_id}")
@@ -171,6 +175,8 @@ class GroupsMixin(GroupCore):
             async def attempt(group_id: str = group_id) -> None:
                 node = await self.find_coordinator(group_id)
                 response = await self._core.send(node, DeleteGroupsRequest(groups_names=[group_id]))
+                answered = [r.group_id for r in response.results]
+                check_answered(f"DeleteGroups from node {node}", "results", [group_id], answered)
                 for r in response.results:
                     if r.error_code and error_for_code(r.error_code).retriable:
                         raise error_for_code(r.error_code, f"DeleteGroups {group_id}")

@@ -17,7 +17,7 @@ from aiokafka_lead.protocol.messages import (
     ElectLeadersRequest,
     ListPartitionReassignmentsRequest,
 )
-from aiokafka_lead.requests.base import RequestBase, raise_item_errors
+from aiokafka_lead.requests.base import RequestBase, check_answered, raise_item_errors
 from aiokafka_lead.structs import TopicPartition
 
 
@@ -64,10 +64,12 @@ class LeadersMixin(RequestBase):
             timeout_ms=timeout,
         )
 
+        asked = set(partitions or ())
+
         async def attempt() -> dict[TopicPartition, ElectionResult]:
             response = await self._send_to_controller(request)
             if response.error_code:
-                raise error_for_code(response.error_code, "ElectLeaders")
+                raise error_for_code(response.error_code, f"ElectLeaders from {self.answered_by}")
             results = {
                 TopicPartition(r.topic, p.partition_id): ElectionResult(
                     TopicPartition(r.topic, p.partition_id), p.error_code, p.error_message
@@ -77,6 +79,9 @@ class LeadersMixin(RequestBase):
             }
             if any(res.error_code == ErrorCode.NOT_CONTROLLER for res in results.values()):
                 raise error_for_code(ErrorCode.NOT_CONTROLLER, "ElectLeaders")
+            if partitions is not None:
+                what = f"ElectLeaders from {self.answered_by}"
+                check_answered(what, "replica_election_results", asked, results)
             return results
 
         results = await self._retrying("elect_leaders", attempt, timeout + self._request_timeout_ms)

@@ -10,7 +10,7 @@ from aiokafka_lead.client import guarded
 from aiokafka_lead.error_code import ErrorCode
 from aiokafka_lead.errors import KafkaError, error_for_code
 from aiokafka_lead.protocol.messages import DeleteRecordsRequest
-from aiokafka_lead.requests.base import pick_retry_error, raise_item_errors
+from aiokafka_lead.requests.base import check_answered, pick_retry_error, raise_item_errors
 from aiokafka_lead.requests.offsets import OffsetsRequests
 from aiokafka_lead.structs import TopicPartition
 
@@ -49,6 +49,10 @@ class OffsetsMixin(OffsetsRequests):
                     timeout_ms=timeout,
                 )
                 response = await self._core.send(node_id, request)
+                answered = [
+                    TopicPartition(t.name, p.partition_index) for t in response.topics for p in t.partitions
+                ]
+                check_answered(f"DeleteRecords from node {node_id}", "topics", tps, answered)
                 fatal = []
                 for t in response.topics:
                     for p in t.partitions:

@@ -127,8 +127,8 @@ class TopicsCore(RequestBase):
             unanswered = [n for n in names if n not in answered]
             if unanswered:  # whether they were created is unknown: not a success, not retried
                 raise KafkaProtocolError(
-                    f"CreateTopics: the controller's answer has no result for topic(s) {unanswered} "
-                    f"(it names {sorted(answered)}); whether they were created is unknown"
+                    f"CreateTopics from {self.answered_by}: field 'topics' has no result for topic(s) "
+                    f"{unanswered} (it names {sorted(answered)}); whether they were created is unknown"
                 )
             return [(r.name, r.error_code, r.error_message) for r in response.topics if r.name in topics]
 
@@ -236,7 +236,7 @@ class TopicsCore(RequestBase):
                 ),
             )
 
-        return await self._retrying("describe_cluster", attempt, None)
+        return await self._retrying("DescribeCluster", attempt, None)
 
     async def _await_propagation(
         self, what: str, topics: list[str], done: Callable[[Any], bool], timeout_ms: float

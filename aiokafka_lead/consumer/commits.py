@@ -212,7 +212,9 @@ class OffsetCommitter:
                     retry[tp] = offsets[tp]
                 else:
                     err = error_for_code(
-                        code, f"OffsetCommit {tp.topic}-{tp.partition} for group {self.group_id}"
+                        code,
+                        f"OffsetCommit {tp.topic}-{tp.partition} for group {self.group_id} "
+                        f"from node {self._link.node_id}",
                     )
                     if not err.retriable:
                         raise err

@@ -210,8 +210,14 @@ class AIOKafkaConsumer(ConsumerKeywords[KT, VT]):
         self._fetcher.notify_data()
         try:
             if leave and self._coordinator is not None and self._core.host.running:
-                with anyio.move_on_after(self._config.request_timeout_ms / 1000, shield=True):
+                with anyio.move_on_after(self._config.request_timeout_ms / 1000, shield=True) as scope:
                     await self._coordinator.close()
+                if scope.cancelled_caught:
+                    log.warning(
+                        "group %s: commit and leave on close got no answer within request_timeout_ms=%d; "
+                        "the group may wait for this member until its session times out",
+                        self._config.group_id, self._config.request_timeout_ms,
+                    )  # fmt: skip
         finally:
             self._state = "stopped"
             if self._listening:

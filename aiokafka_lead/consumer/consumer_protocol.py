@@ -41,8 +41,9 @@ from aiokafka_lead.consumer.group_common import (
 from aiokafka_lead.consumer.member_base import GroupMemberBase
 from aiokafka_lead.consumer.subscription import SubscriptionType
 from aiokafka_lead.error_code import ErrorCode
-from aiokafka_lead.errors import KafkaError, UnsupportedVersionError, error_for_code
+from aiokafka_lead.errors import KafkaError, KafkaProtocolError, UnsupportedVersionError, error_for_code
 from aiokafka_lead.protocol.messages import ConsumerGroupHeartbeatRequest, ConsumerGroupHeartbeatResponse
+from aiokafka_lead.ratelog import RateLimitedLog
 from aiokafka_lead.structs import TopicPartition
 
 log = logging.getLogger(__name__)
@@ -52,6 +53,8 @@ HEARTBEAT = ConsumerGroupHeartbeatRequest.API_KEY
 FENCED = frozenset({ErrorCode.UNKNOWN_MEMBER_ID, ErrorCode.FENCED_MEMBER_EPOCH})
 LEAVE_EPOCH = -1
 STATIC_LEAVE_EPOCH = -2
+#: consecutive failed heartbeats after which an operator is warned
+WARN_AFTER_FAILURES = 3
 #: v1: the client generates the member id and may send a regular expression
 CLIENT_MEMBER_ID_VERSION = 1
 #: until the broker says otherwise (Kafka's group.consumer.heartbeat.interval.ms default)
@@ -67,6 +70,8 @@ class ConsumerGroupMember(GroupMemberBase):
     """Membership of one consumer in one consumer-protocol group (KIP-848)."""
 
     def _init_protocol(self) -> None:
+        self._warn = RateLimitedLog(log)
+        self._error_answers = 0  # retriable error answers in a row
         self.remote_assignor = self._config.group_remote_assignor
         self.member_id = ""
         self.member_epoch = 0
@@ -173,6 +178,13 @@ class ConsumerGroupMember(GroupMemberBase):
                 log.info(
                     "group %s: heartbeat failed (%r); retrying in %.0f ms", self.group_id, exc, delay * 1e3
                 )
+                if failures >= WARN_AFTER_FAILURES:  # the member retries for ever, as Java's
+                    self._warn.warning(
+                        "heartbeat",
+                        "group %s: heartbeats keep failing (%d in a row, coordinator node %s); "
+                        "last error: %r; still retrying",
+                        self.group_id, failures, self._link.node_id, exc,
+                    )  # fmt: skip
             with anyio.move_on_after(delay):
                 await self._wake.wait()
 
@@ -226,6 +238,9 @@ class ConsumerGroupMember(GroupMemberBase):
         code = response.error_code
         if code:
             return self._on_error(code, response.error_message)
+        self._check_answer(response)
+        self._error_answers = 0
+        self._warn.clear("heartbeat")
         self.heartbeats += 1
         if response.member_id:
             self.member_id = response.member_id
@@ -243,6 +258,28 @@ class ConsumerGroupMember(GroupMemberBase):
             self._reconcile_wake.set()
         return max(self.heartbeat_interval_s - (time.monotonic() - sent_at), 0.001)
 
+    def _where(self) -> str:
+        return f"ConsumerGroupHeartbeat for group {self.group_id} from node {self._link.node_id}"
+
+    def _check_answer(self, response: ConsumerGroupHeartbeatResponse) -> None:
+        """Refuse an answer that cannot be this member's: another member id (from v1 the id is
+        the client's own) or an assignment naming a partition below 0 or one twice. The answer
+        is ignored; the next heartbeat (a full one) brings the assignment again."""
+        problem = None
+        if self._regex_supported and response.member_id and response.member_id != self.member_id:
+            problem = f"field 'member_id' names another member ({response.member_id[:80]!r})"
+        elif response.assignment is not None:
+            for tp in response.assignment.topic_partitions:
+                indexes = list(tp.partitions)
+                if any(p < 0 for p in indexes) or len(set(indexes)) != len(indexes):
+                    problem = (
+                        f"field 'assignment.topic_partitions[*].partitions' lists {sorted(indexes)[:10]} "
+                        f"for topic id {tp.topic_id} (indexes must be >= 0, each once)"
+                    )
+                    break
+        if problem is not None:
+            raise KafkaProtocolError(f"{self._where()}: {problem}")
+
     def _no_consumer_protocol(self, detail: str) -> UnsupportedVersionError:
         return UnsupportedVersionError(
             f"group {self.group_id}: the coordinator does not speak the consumer group protocol "
@@ -250,13 +287,14 @@ class ConsumerGroupMember(GroupMemberBase):
         )
 
     def _on_error(self, code: int, message: str | None) -> float:
-        err = error_for_code(code, message or f"ConsumerGroupHeartbeat for group {self.group_id}")
+        err = error_for_code(code, f"{self._where()}{f': {message}' if message else ''}")
         if code == ErrorCode.UNSUPPORTED_VERSION:
             # a broker that advertises the API but does not run the protocol (Kafka 3.x)
             self._fail(self._no_consumer_protocol(f"it answers {err}"))
             return 0.0
         if code in COORDINATOR_MOVED:
             self._link.forget(f"heartbeat: {type(err).__name__}")
+            self._error_answer(err)
             return 0.0
         if code in FENCED:
             if code == ErrorCode.UNKNOWN_MEMBER_ID and not self._regex_supported:
@@ -265,9 +303,20 @@ class ConsumerGroupMember(GroupMemberBase):
             return 0.0
         if err.retriable or code == ErrorCode.COORDINATOR_LOAD_IN_PROGRESS:
             log.info("group %s: heartbeat: %r", self.group_id, err)
+            self._error_answer(err)
             return self._backoff.delay_s(1)
         self._fail(err)
         return 0.0
+
+    def _error_answer(self, err: KafkaError) -> None:
+        """One more retriable error answer in a row: an operator hears of it when it lasts."""
+        self._error_answers += 1
+        if self._error_answers >= WARN_AFTER_FAILURES:
+            self._warn.warning(
+                "heartbeat",
+                "group %s: heartbeats keep failing (%d in a row); last error: %r; still retrying",
+                self.group_id, self._error_answers, err,
+            )  # fmt: skip
 
     def _fence(self, reason: str) -> None:
         """The broker no longer knows this member at its epoch: give everything up, rejoin."""

@@ -43,7 +43,13 @@ from aiokafka_lead.consumer.group_common import (
 from aiokafka_lead.consumer.member_base import GroupMemberBase
 from aiokafka_lead.consumer.subscription import SubscriptionState, SubscriptionType
 from aiokafka_lead.error_code import ErrorCode
-from aiokafka_lead.errors import KafkaError, KafkaTimeoutError, error_for_code
+from aiokafka_lead.errors import (
+    DecodeError,
+    KafkaError,
+    KafkaProtocolError,
+    KafkaTimeoutError,
+    error_for_code,
+)
 from aiokafka_lead.protocol.messages import (
     ConsumerProtocolAssignment,
     ConsumerProtocolSubscription,
@@ -52,9 +58,14 @@ from aiokafka_lead.protocol.messages import (
     LeaveGroupRequest,
     SyncGroupRequest,
 )
+from aiokafka_lead.ratelog import RateLimitedLog
 from aiokafka_lead.structs import TopicPartition
 
 log = logging.getLogger(__name__)
+
+#: consecutive failed joins, and heartbeats, after which an operator is warned
+WARN_AFTER_JOINS = 2
+WARN_AFTER_HEARTBEATS = 3
 
 #: JoinGroup/SyncGroup answers that mean "join again now" (handled here, never raised)
 REJOIN_AT_ONCE = frozenset({
@@ -94,6 +105,7 @@ class GroupCoordinator(GroupMemberBase):
         self.stable_event = anyio.Event()
         self._pending_lost: set[TopicPartition] = set()
         self._revoked_for_join = False  # the listener heard of this join's revocation
+        self._warn = RateLimitedLog(log)
 
     # ------------------------------------------------------------------ state
     @property
@@ -160,7 +172,10 @@ class GroupCoordinator(GroupMemberBase):
                 try:
                     await self._join_and_sync()
                     failures = 0
+                    self._warn.clear("join")
                 except KafkaError as exc:
+                    # any failed join or sync (a lost, cut or undecodable answer too) is joined again
+                    self._need_rejoin = True
                     code = getattr(exc, "errno", None)
                     if (code in REJOIN_AT_ONCE and failures < 5) or (
                         code in COORDINATOR_MOVED and failures == 0
@@ -174,6 +189,13 @@ class GroupCoordinator(GroupMemberBase):
                     log.info(
                         "group %s: join failed (%r); retrying in %.0f ms", self.group_id, exc, delay * 1000
                     )
+                    if failures >= WARN_AFTER_JOINS:  # the member retries for ever, as aiokafka's
+                        self._warn.warning(
+                            "join",
+                            "group %s: joining keeps failing (%d attempts in a row, coordinator node %s); "
+                            "last error: %r; still retrying",
+                            self.group_id, failures, self._link.node_id, exc,
+                        )  # fmt: skip
                     await anyio.sleep(delay)
 
     def _wants_membership(self) -> bool:
@@ -238,6 +260,7 @@ class GroupCoordinator(GroupMemberBase):
         if code:
             self._need_rejoin = True
             self._join_error(code, "JoinGroup")
+        self._check_join(response)
         self.generation_id = response.generation_id
         self.member_id = response.member_id
         self.protocol_name = response.protocol_name
@@ -258,23 +281,61 @@ class GroupCoordinator(GroupMemberBase):
         if response.error_code:
             self._need_rejoin = True
             self._join_error(response.error_code, "SyncGroup")
-        assigned: set[TopicPartition] = set()
-        given = MemberAssignment(())
-        if response.assignment:
-            version, decoded = ConsumerProtocolAssignment.decode_with_version(response.assignment)
-            partitions = tuple(
-                TopicPartition(t.topic, p) for t in decoded.assigned_partitions for p in t.partitions
-            )
-            assigned = set(partitions)
-            given = MemberAssignment(partitions, decoded.user_data, version)
+        given = self._assignment_given(response.assignment, assignments)
+        assigned = set(given.partitions)
         self.rebalances += 1
         for assignor in self._assignors:
             if assignor.name == self.protocol_name:
                 assignor.on_assignment(given, self.generation_id)
         await self._on_assignment(assigned)
 
+    def _check_join(self, response: Any) -> None:
+        """A successful JoinGroup answer names this member; the leader alone gets the members,
+        itself among them, and only a static leader may be told to skip the assignment (KIP-814).
+        (The leader may be empty: a consumer group answers its classic members so, KIP-848.)"""
+        problem = None
+        leads = response.leader == response.member_id
+        if not response.member_id:
+            problem = "field 'member_id' is empty"
+        elif response.skip_assignment and self.group_instance_id is None:
+            problem = "field 'skip_assignment' is set for a member that is not static"
+        elif leads and not response.skip_assignment:
+            if all(m.member_id != response.member_id for m in response.members):
+                problem = f"field 'members' ({len(response.members)}) leaves out the leader, this member"
+        elif not leads and response.members:
+            problem = (
+                f"field 'members' lists {len(response.members)} member(s) to a member that is not the leader"
+            )
+        if problem is not None:
+            raise KafkaProtocolError(
+                f"JoinGroup for group {self.group_id} from node {self._link.node_id}: {problem}"
+            )
+
+    def _assignment_given(
+        self, data: bytes, sent: Sequence[SyncGroupRequest.SyncGroupRequestAssignment]
+    ) -> MemberAssignment:
+        """This member's assignment from a SyncGroup answer, checked: it must decode and, when
+        this member is the leader, be what it sent for itself (Kafka hands that back as it is)."""
+        where = f"SyncGroup for group {self.group_id} from node {self._link.node_id}"
+        own = next((bytes(a.assignment) for a in sent if a.member_id == self.member_id), None)
+        if own is not None and bytes(data) != own:
+            raise KafkaProtocolError(
+                f"{where}: field 'assignment' ({len(data)} bytes) is not the assignment this "
+                f"member, the group's leader, sent for itself ({len(own)} bytes)"
+            )
+        if not data:
+            return MemberAssignment(())
+        try:
+            version, decoded = ConsumerProtocolAssignment.decode_with_version(data)
+        except DecodeError as exc:
+            raise KafkaProtocolError(f"{where}: field 'assignment' does not decode: {exc}") from exc
+        partitions = tuple(
+            TopicPartition(t.topic, p) for t in decoded.assigned_partitions for p in t.partitions
+        )
+        return MemberAssignment(partitions, decoded.user_data, version)
+
     def _join_error(self, code: int, what: str) -> None:
-        err = error_for_code(code, f"{what} for group {self.group_id}")
+        err = error_for_code(code, f"{what} for group {self.group_id} from node {self._link.node_id}")
         if code in COORDINATOR_MOVED:
             self._coordinator_dead(f"{what}: {type(err).__name__}")
             raise err
@@ -304,11 +365,18 @@ class GroupCoordinator(GroupMemberBase):
         assignor = next((a for a in self._assignors if a.name == protocol_name), None)
         if assignor is None:
             raise KafkaError(
-                f"group {self.group_id}: the coordinator chose unknown protocol {protocol_name!r}"
+                f"JoinGroup for group {self.group_id} from node {self._link.node_id}: field 'protocol_name' "
+                f"names a protocol this member did not offer ({protocol_name!r})"
             )
         subs: dict[str, MemberSubscription] = {}
         for m in members:
-            version, meta = ConsumerProtocolSubscription.decode_with_version(m.metadata)
+            try:
+                version, meta = ConsumerProtocolSubscription.decode_with_version(m.metadata)
+            except DecodeError as exc:
+                raise KafkaProtocolError(
+                    f"JoinGroup for group {self.group_id} from node {self._link.node_id}: field "
+                    f"'members[*].metadata' of member {m.member_id[:80]!r} does not decode: {exc}"
+                ) from exc
             subs[m.member_id] = MemberSubscription(
                 member_id=m.member_id,
                 topics=tuple(meta.topics),
@@ -382,6 +450,7 @@ class GroupCoordinator(GroupMemberBase):
 
     # -------------------------------------------------------------- heartbeats
     async def _heartbeat_loop(self) -> None:
+        failures = 0
         while True:
             if not self._stable:
                 await self.stable_event.wait()
@@ -394,8 +463,18 @@ class GroupCoordinator(GroupMemberBase):
                 continue
             try:
                 await self._heartbeat()
+                failures = 0
+                self._warn.clear("heartbeat")
             except KafkaError as exc:
+                failures += 1
                 log.debug("group %s: heartbeat failed: %r", self.group_id, exc)
+                if failures >= WARN_AFTER_HEARTBEATS:
+                    self._warn.warning(
+                        "heartbeat",
+                        "group %s: heartbeats keep failing (%d in a row, coordinator node %s); last "
+                        "error: %r; the session times out after %d ms without one",
+                        self.group_id, failures, self._link.node_id, exc, self._session_timeout_ms,
+                    )  # fmt: skip
 
     async def _heartbeat(self) -> None:
         generation = self.generation_id
@@ -424,6 +503,8 @@ class GroupCoordinator(GroupMemberBase):
             self.generation_id = -1
             self._lose_partitions_sync()
             self.request_rejoin(f"heartbeat: membership lost ({type(error_for_code(code)).__name__})")
+        else:  # counted by the heartbeat loop (an operator is warned when it lasts)
+            raise error_for_code(code, f"Heartbeat for group {self.group_id} from node {self._link.node_id}")
 
     async def _poll_timeout(self, idle: float) -> None:
         """Java's rule: an application that stopped polling gives its partitions up."""
@@ -493,9 +574,13 @@ class GroupCoordinator(GroupMemberBase):
                 request = LeaveGroupRequest(group_id=self.group_id, member_id=member_id)
             response = await conn.send(request, version=version)
             if response.error_code:
-                log.info("group %s: LeaveGroup: %s", self.group_id, error_for_code(response.error_code))
-        except KafkaError as exc:
-            log.info("group %s: LeaveGroup failed: %r", self.group_id, exc)
+                raise error_for_code(response.error_code, f"LeaveGroup from node {self._link.node_id}")
+        except KafkaError as exc:  # the broker keeps the member until its session times out
+            self._warn.warning(
+                "leave",
+                "group %s: LeaveGroup failed (%r); the group waits up to session_timeout_ms=%d for it",
+                self.group_id, exc, self._session_timeout_ms,
+            )  # fmt: skip
         self.member_id = ""
 
 

@@ -71,6 +71,8 @@ from aiokafka_lead.records import MemoryRecords
 from aiokafka_lead.structs import TopicPartition
 
 log = logging.getLogger(__name__)
+#: fetches of a partition failing in a row before an operator is warned
+WARN_AFTER_FAILURES = 3
 
 #: an empty answer within max_wait_ms / EARLY_FRACTION did not wait for data
 EARLY_FRACTION = 4
@@ -417,13 +419,13 @@ class Fetcher:
             if session is not None:
                 session.reset()
             raise
+        if session is not None:
+            session.on_response(plan, response.error_code, response.session_id)
+        if response.error_code:  # a failure like any other (counted by the caller)
+            raise error_for_code(response.error_code, f"Fetch from node {node_id}")
         if self._node_failures.pop(node_id, 0) >= 2:
             log.info("fetches from node %d succeed again", node_id)
             self._warn.clear(("node", node_id))
-        if session is not None:
-            session.on_response(plan, response.error_code, response.session_id)
-        if response.error_code:
-            raise error_for_code(response.error_code, f"Fetch from node {node_id}")
         # an answer without records long before max_wait_ms: the broker did not wait for data
         early = max_wait_ms > 0 and time.monotonic() - sent_at < max_wait_ms / 1000 / EARLY_FRACTION
         self._handle_response(
@@ -446,6 +448,7 @@ class Fetcher:
         hints: list[LeaderHint] = []
         hinted: list[TopicPartition] = []
         retry: list[TopicPartition] = []
+        failing: dict[TopicPartition, KafkaError] = {}
         got_data = False
         seen_records = False  # KIP-74: the first partition with records is owed a whole batch
         for t in response.responses:
@@ -497,10 +500,18 @@ class Fetcher:
                     if not err.retriable:
                         self._report_error(err)
                     retry.append(tp)
+                    failing[tp] = err
         if hinted:
             self._apply_hints(node_id, hints, sent, response)
         if retry:
             self._back_off(retry, "partition error")
+        for tp, failure in failing.items():  # an error that lasts: one WARNING, not one per fetch
+            if (st := self._subs.get(tp)) is not None and st.failures >= WARN_AFTER_FAILURES:
+                self._warn.warning(
+                    ("partition", tp),
+                    "fetches of %s-%d keep failing (%d in a row); retrying; last: %r",
+                    tp.topic, tp.partition, st.failures, failure,
+                )  # fmt: skip
         if early and empty and not got_data and not retry and not hinted:
             # nothing to read and no reason to answer early: pace the next fetch (a broker
             # that ignores max_wait_ms, or knows no epoch like ours, would make a storm)

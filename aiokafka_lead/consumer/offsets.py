@@ -29,10 +29,13 @@ from aiokafka_lead.consumer.subscription import PartitionState, ResetStrategy, S
 from aiokafka_lead.error_code import PARTITION_REFRESH
 from aiokafka_lead.errors import KafkaError, error_for_code
 from aiokafka_lead.protocol.messages import OffsetForLeaderEpochRequest
+from aiokafka_lead.ratelog import RateLimitedLog
 from aiokafka_lead.requests.lookup import Lookups
 from aiokafka_lead.structs import OffsetAndMetadata, TopicPartition
 
 log = logging.getLogger(__name__)
+#: failed look-ups or validations of a partition's position in a row before an operator is warned
+WARN_AFTER_FAILURES = 3
 
 EARLIEST, LATEST = -2, -1
 VALIDATION_MIN_VERSION = 3
@@ -64,6 +67,7 @@ class PositionManager:
         #: (partition, divergence offset, old position) of every truncation detected
         self.truncations: list[tuple[TopicPartition, int, int]] = []
         self.validations = 0
+        self._warn = RateLimitedLog(log)
 
     def busy(self, tp: TopicPartition) -> bool:
         return tp in self._busy
@@ -95,13 +99,20 @@ class PositionManager:
             self._busy.difference_update(tps)
             self._subs.notify()
 
-    def _back_off(self, tps: Iterable[TopicPartition]) -> None:
+    def _back_off(self, tps: Iterable[TopicPartition], why: object = None) -> None:
         now = time.monotonic()
         for tp in tps:
             st = self._subs.get(tp)
             if st is not None:
                 st.retry_at = now + self._backoff.delay_s(st.failures)
                 st.failures += 1
+                if st.failures >= WARN_AFTER_FAILURES:  # it lasts: one WARNING, not one per retry
+                    self._warn.warning(
+                        ("position", tp),
+                        "the position of %s-%d cannot be looked up or validated (%d attempts in a row); "
+                        "retrying; last: %s",
+                        tp.topic, tp.partition, st.failures, why or "no usable answer",
+                    )  # fmt: skip
 
     # ------------------------------------------------------ starting positions
     async def committed(self, tps: Collection[TopicPartition]) -> dict[TopicPartition, OffsetAndMetadata]:
@@ -206,7 +217,7 @@ class PositionManager:
             if not exc.retriable:
                 self._report_error(exc)
             self._core.store.request_refresh(f"validate on node {node_id} failed: {type(exc).__name__}")
-            self._back_off(tps)
+            self._back_off(tps, repr(exc))
 
     async def _validate_on(self, node_id: int, tps: list[TopicPartition]) -> None:
         store = self._core.store
@@ -252,7 +263,8 @@ class PositionManager:
                 if st.generation != generation or st.position != position:
                     continue
                 if p.error_code:
-                    err = error_for_code(p.error_code, f"OffsetForLeaderEpoch {tp.topic}-{tp.partition}")
+                    where = f"OffsetForLeaderEpoch {tp.topic}-{tp.partition} from {conn.broker}"
+                    err = error_for_code(p.error_code, where)
                     if p.error_code in PARTITION_REFRESH:
                         store.request_refresh(f"validate {tp.topic}-{tp.partition}: {type(err).__name__}")
                     if not err.retriable:

@@ -94,6 +94,7 @@ class MetadataStore:
         self._topics: dict[str, _TopicState] = {}
         self._names_by_id: dict[uuid.UUID, str] = {}
         self._topic_errors: dict[str, int] = {}
+        self._topic_error_sources: dict[str, str] = {}
         self._topic_problems: dict[str, str] = {}  # topic -> why its last description was refused
         self._leaderless: dict[str, int] = {}  # topic -> partitions without a usable leader
         self._warn = RateLimitedLog(log)
@@ -162,6 +163,10 @@ class MetadataStore:
     def topic_error(self, topic: str) -> int:
         """The error code the last Metadata response gave for this topic (0 if none)."""
         return self._topic_errors.get(topic, 0)
+
+    def topic_error_source(self, topic: str) -> str:
+        """The broker whose Metadata answer gave the topic's error (for error messages)."""
+        return self._topic_error_sources.get(topic, "the cluster")
 
     def topic_problem(self, topic: str) -> str | None:
         """Why the last description of this topic was refused (None if it was not)."""
@@ -341,12 +346,14 @@ class MetadataStore:
             log.info("%s: topic %r is described validly again", snapshot.source, name)
         if topic.error_code:
             self._topic_errors[name] = topic.error_code
+            self._topic_error_sources[name] = snapshot.source
             if topic.error_code == ErrorCode.UNKNOWN_TOPIC_OR_PARTITION:
                 self._drop_topic(name, change)
             elif topic.error_code == ErrorCode.LEADER_NOT_AVAILABLE:
                 self.request_refresh(f"leader not available: topic {name}")
             return
         self._topic_errors.pop(name, None)
+        self._topic_error_sources.pop(name, None)
         current = self._topics.get(name)
         if current is not None and _recreated(current.topic_id, topic.topic_id):
             log.info("topic %s was recreated (topic id changed); resetting its state", name)

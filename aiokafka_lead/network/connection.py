@@ -255,7 +255,7 @@ class Connection:
             )
             response = await self.send(request, version=min(broker_max, version), negotiate=False)
         if response.error_code:
-            raise error_for_code(response.error_code, "ApiVersions failed")
+            raise error_for_code(response.error_code, f"ApiVersions from {self.broker} failed")
         self.api_versions = negotiate(response)
         too_old = self.api_versions.too_old()
         if too_old is not None:
@@ -353,7 +353,10 @@ class Connection:
     def version_for(self, api_key: int) -> int:
         if self.api_versions is None:
             raise KafkaConnectionError(f"{self!r} has not negotiated API versions")
-        return self.api_versions.version_for(api_key)
+        try:
+            return self.api_versions.version_for(api_key)
+        except UnsupportedVersionError as exc:
+            raise UnsupportedVersionError(f"{self.broker}: {exc.args[0] if exc.args else exc}") from None
 
     async def send(
         self,

@@ -57,7 +57,7 @@ class IdempotenceState:
             )
             response = await conn.send(request, version=version)
             if response.error_code:
-                raise error_for_code(response.error_code, "InitProducerId")
+                raise error_for_code(response.error_code, f"InitProducerId from {conn.broker}")
             return int(response.producer_id), int(response.producer_epoch)
 
         self.producer_id, self.producer_epoch = await call_with_retries(

@@ -235,7 +235,8 @@ class AIOKafkaProducer(ProducerKeywords):
         if parts is None:
             code = store.topic_error(topic)
             if code:
-                raise error_for_code(code, f"metadata for topic {topic!r}")
+                source = store.topic_error_source(topic)
+                raise error_for_code(code, f"Metadata for topic {topic!r} from {source}")
             raise KafkaTimeoutError(
                 f"topic {topic!r} not present in metadata after {self._config.max_block_ms} ms"
             )

@@ -70,6 +70,10 @@ if TYPE_CHECKING:
 
 log = logging.getLogger(__name__)
 
+#: producer epochs are int16; 32767 marks an exhausted epoch and is never handed out
+MAX_EPOCH = 2**15 - 1
+
+
 class TransactionAbortedError(KafkaError):
     """The record was part of a transaction that was aborted before it was sent."""
 
@@ -317,7 +321,10 @@ class TransactionManager:
         failed = {tp: code for tp, code in results.items() if code}
         if any(tp not in results for tp in batch):
             missing = [tp for tp in batch if tp not in results]
-            error: BaseException = KafkaProtocolError(f"AddPartitionsToTxn did not answer for {missing}")
+            error: BaseException = KafkaProtocolError(
+                f"AddPartitionsToTxn from node {self._req.coordinator_id}: field "
+                f"'results_by_topic_v3_and_below' has no result for {missing}"
+            )
             self._fail_pending(missing, self._abortable(error))
         for tp in batch:
             if tp not in failed and tp in results:
@@ -329,7 +336,8 @@ class TransactionManager:
             # OPERATION_NOT_ATTEMPTED: a sibling failed; name the real cause
             real = [c for c in failed.values() if c != ErrorCode.OPERATION_NOT_ATTEMPTED]
             tp0, code = next((tp, c) for tp, c in failed.items() if not real or c in real)
-            error = error_for_code(code, f"AddPartitionsToTxn {tp0.topic}-{tp0.partition}")
+            where = f"AddPartitionsToTxn for {tp0.topic}-{tp0.partition} from node {self._req.coordinator_id}"
+            error = error_for_code(code, where)
             self._fail_pending(list(failed), self._judge(error))
         if self._pending:
             self._add_wanted.set()  # registered while the request was out
@@ -427,6 +435,8 @@ class TransactionManager:
             if failure is EndFailure.ABORTABLE:
                 raise self._abortable(exc) from None
             raise  # retries ran out of time: the same call may be made again
+        if self.version >= 2 and self._started and not skip_end:
+            self._check_bumped(commit, pid, epoch)
         if (pid, epoch) != (self._ids.producer_id, self._ids.producer_epoch) or self._bump_after_abort:
             self._ids.adopt(pid, epoch, transactional=True)
         self._partitions.clear()
@@ -435,6 +445,25 @@ class TransactionManager:
         self._bump_after_abort = False
         self.last_error = None
         self._transition(TxnState.READY)
+
+    def _check_bumped(self, commit: bool, pid: int, epoch: int) -> None:
+        """EndTxn v5 answers with the id and epoch to use next (KIP-890): the same producer id at
+        a higher epoch (the same one when the coordinator ran the transaction as version 1), or
+        a new id at epoch 0. Anything else cannot be used: the transaction ended, but this
+        producer no longer knows its epoch (fatal)."""
+        old_pid, old_epoch = self._ids.producer_id, self._ids.producer_epoch
+        same_id_later = pid == old_pid and epoch >= old_epoch
+        if 0 <= epoch < MAX_EPOCH and (same_id_later or (pid >= 0 and pid != old_pid and epoch == 0)):
+            return
+        raise self._fatal(
+            KafkaProtocolError(
+                f"EndTxn({self.transactional_id}, {'commit' if commit else 'abort'}) from node "
+                f"{self._req.coordinator_id}: fields 'producer_id', 'producer_epoch' ({pid}, {epoch}) cannot "
+                f"follow ({old_pid}, {old_epoch}) (the same id at an epoch as high, or a new id at epoch 0); "
+                f"the transaction was {'committed' if commit else 'aborted'}, but this producer cannot "
+                "go on: create a new one"
+            )
+        )
 
     def metrics(self) -> dict[str, Any]:
         lat = sorted(self.commit_latency_ms)

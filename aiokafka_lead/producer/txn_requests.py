@@ -110,15 +110,17 @@ class TxnRequests:
             refresh=self._core.refresh_metadata,
         )
 
-    def _check(self, code: int, what: str, *, group: bool = False) -> None:
-        """Raise the error for ``code``; coordinator moves become retriable and forget the node."""
+    def _check(self, code: int, what: str, *, group: int | None = None) -> None:
+        """Raise the error for ``code`` (from the group coordinator ``group``, else the transaction
+        coordinator); coordinator moves become retriable and forget the node."""
         if not code:
             return
-        error = error_for_code(code, what)
+        source = f"node {self.coordinator_id if group is None else group}"
+        error = error_for_code(code, f"{what} from {source}")
         if error.retriable:
             name = type(error).__name__
             self.retries[name] = self.retries.get(name, 0) + 1
-            if code in COORDINATOR_MOVED and not group:
+            if code in COORDINATOR_MOVED and group is None:
                 self.coordinator_id = None
         raise error
 
@@ -284,9 +286,10 @@ class TxnRequests:
                 raise
             codes = [p.error_code for t in response.topics for p in t.partitions if p.error_code]
             if codes:
+                node = group_node[0]
                 if codes[0] in COORDINATOR_MOVED:
                     group_node.clear()
-                self._check(codes[0], f"TxnOffsetCommit({group.group_id})", group=True)
+                self._check(codes[0], f"TxnOffsetCommit({group.group_id})", group=node)
 
         await self._retrying(f"TxnOffsetCommit({self.transactional_id}, {group.group_id})", attempt)
 
@@ -308,7 +311,7 @@ class TxnRequests:
             )
             response, version = await self._send(node, request, version_for)
             self._check(response.error_code, f"EndTxn({'commit' if commit else 'abort'})")
-            if version >= TV2_END_TXN and response.producer_id >= 0:
+            if version >= TV2_END_TXN:  # checked by the transaction manager before use
                 return int(response.producer_id), int(response.producer_epoch)
             return producer_id, producer_epoch
 

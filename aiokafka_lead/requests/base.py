@@ -3,13 +3,14 @@ controller, per-item error reporting."""
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import Awaitable, Callable, Iterable, Sequence
 from typing import Any, TypeVar
 
 from aiokafka_lead.backoff import ExponentialBackoff
 from aiokafka_lead.client import ClientCore
 from aiokafka_lead.errors import (
     KafkaError,
+    KafkaProtocolError,
     LeaderNotAvailableError,
     UnknownTopicOrPartitionError,
     error_for_code,
@@ -29,6 +30,21 @@ def raise_item_errors(what: str, failures: Sequence[tuple[str, int, str | None]]
         for name, code, msg in failures
     )
     raise error_for_code(failures[0][1], f"{what} failed for {detail}")
+
+
+def check_answered(what: str, field: str, asked: Iterable[object], answered: Iterable[object]) -> None:
+    """An answer must speak for exactly what was asked: one that leaves something out, or
+    answers for something else, is a ``KafkaProtocolError`` (``what`` names the API and the
+    broker), never a result with a hole in it."""
+    asked_set, answered_set = set(asked), set(answered)
+    if asked_set == answered_set:
+        return
+    missing = sorted(map(str, asked_set - answered_set))
+    extra = sorted(map(str, answered_set - asked_set))
+    detail = f"has no result for {missing[:5]}" if missing else "answers"
+    if extra:
+        detail += f"{' and' if missing else ''} for {extra[:5]}, not asked for"
+    raise KafkaProtocolError(f"{what}: field '{field}' {detail}")
 
 
 def pick_retry_error(errors: Sequence[KafkaError]) -> KafkaError:
@@ -60,14 +76,20 @@ class RequestBase:
             refresh=self._core.refresh_metadata,
         )
 
+    #: the broker the last ``_send_any`` / ``_send_to_controller`` answer came from (for errors)
+    answered_by: str = "a broker"
+
     async def _send_any(self, request: Any) -> Any:
-        return await (await self._core.any_connection()).send(request)
+        conn = await self._core.any_connection()
+        self.answered_by = conn.broker
+        return await conn.send(request)
 
     async def _send_to_controller(self, request: Any) -> Any:
         """Send to the controller Metadata names (in KRaft, a broker that forwards)."""
         node = self._core.store.controller_id
         if node < 0 or self._core.store.node(node) is None:
             return await self._send_any(request)
+        self.answered_by = f"node {node}"
         return await self._core.send(node, request)
 
     def _group_by_leader(self, partitions: Sequence[TopicPartition]) -> dict[int, list[TopicPartition]]:

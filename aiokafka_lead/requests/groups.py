@@ -66,7 +66,7 @@ class GroupRequests(RequestBase):
                     response.error_message,
                 )
             if code:
-                raise error_for_code(code, message or f"FindCoordinator {group_id}")
+                raise error_for_code(code, f"{source} for {group_id!r}{f': {message}' if message else ''}")
             problem = node_problem(node_id, host, port, what="coordinator")
             if problem is not None:  # retried: the next answer may be a good one
                 raise error_for_code(ErrorCode.COORDINATOR_NOT_AVAILABLE, f"{source}: {problem}")
@@ -74,7 +74,7 @@ class GroupRequests(RequestBase):
                 await self._core.refresh_metadata(f"coordinator {node_id} unknown")
             return int(node_id)
 
-        return await self._retrying(f"find_coordinator({group_id})", attempt, None)
+        return await self._retrying(f"FindCoordinator({group_id})", attempt, None)
 
     async def _fetch_offsets(
         self,
@@ -124,7 +124,8 @@ class GroupRequests(RequestBase):
                     )
                 group_error, topics = group.error_code, group.topics
                 if identity is not None and group_error in MEMBER_EPOCH_ERRORS:
-                    err = error_for_code(group_error, f"OffsetFetch {group_id} at epoch {identity[1]}")
+                    where = f"OffsetFetch {group_id} at epoch {identity[1]} from {conn.broker}"
+                    err = error_for_code(group_error, where)
                     err.retriable = True  # the next attempt asks with the member's new epoch
                     raise err
             else:
@@ -141,13 +142,14 @@ class GroupRequests(RequestBase):
                 response = await conn.send(request, version=version)
                 group_error, topics = response.error_code, response.topics
             if group_error:
-                raise error_for_code(group_error, f"OffsetFetch {group_id}")
+                raise error_for_code(group_error, f"OffsetFetch {group_id} from {conn.broker}")
             out: list[tuple[TopicPartition, int, str, int]] = []
             retry: list[KafkaError] = []
             for t in topics:
                 for p in t.partitions:
                     if p.error_code:
-                        err = error_for_code(p.error_code, f"OffsetFetch {t.name}-{p.partition_index}")
+                        where = f"OffsetFetch {t.name}-{p.partition_index} from {conn.broker}"
+                        err = error_for_code(p.error_code, where)
                         if not err.retriable:
                             raise err
                         retry.append(err)

@@ -110,12 +110,13 @@ class OffsetsRequests(RequestBase):
                 if p.error_code == ErrorCode.NONE:
                     results[tp] = ListOffsetsResultInfo(p.offset, p.timestamp, p.leader_epoch)
                     continue
-                err = error_for_code(p.error_code, f"ListOffsets {tp.topic}-{tp.partition}")
+                where = f"ListOffsets {tp.topic}-{tp.partition} from node {node_id}"
+                err = error_for_code(p.error_code, where)
                 if err.retriable:
                     errors.append(err)
                 else:
                     fatal.append((f"{tp.topic}-{tp.partition}", p.error_code, None))
-        raise_item_errors("ListOffsets", fatal)
+        raise_item_errors(f"ListOffsets from node {node_id}", fatal)
         return errors
 
 

@@ -1,8 +1,9 @@
 """A scripted single-broker server for connection-level tests, and wire-level faults.
 
 It answers ApiVersions itself (advertising what the client supports) and hands every
-other request to a handler, which returns a response, ``None`` (never answer), or raw
-bytes to write as they are (to send malformed frames). The fault transforms at the end
+other request to a handler, which returns a response, ``None`` (never answer), raw
+bytes to write as they are (to send malformed frames), or a :class:`Hangup` (bytes, then a
+closed connection). The fault transforms at the end
 (a wrong correlation id, another API's body, trailing bytes, an oversized frame) turn a
 good encoded answer into a bad one; ``wire_fault`` makes each of them, and a cut, a stall,
 garbage and a closed connection, a FakeCluster interceptor action. Lies in the fields of an
@@ -26,6 +27,13 @@ from aiokafka_lead.protocol.versions import CLIENT_VERSIONS
 from aiokafka_lead.runtime import unwrap_group
 
 Handler = Callable[[RequestHeader, Any], Awaitable[Any]]
+
+
+@dataclass(frozen=True)
+class Hangup:
+    """A handler's answer: write ``data`` (maybe a part of a frame), then close the connection."""
+
+    data: bytes = b""
 
 
 def api_versions_response() -> ApiVersionsResponse:
@@ -74,6 +82,13 @@ class ScriptServer:
     async def _answer(self, stream: anyio.abc.SocketStream, header: RequestHeader, request: Any) -> None:
         response = await self.handler(header, request)
         if response is None:
+            return
+        if isinstance(response, Hangup):
+            with contextlib.suppress(anyio.BrokenResourceError, anyio.ClosedResourceError):
+                async with self.send_lock:
+                    if response.data:
+                        await stream.send(response.data)
+                    await stream.aclose()
             return
         payload = (
             response

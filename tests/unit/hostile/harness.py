@@ -17,10 +17,11 @@ answers one request of its API; then:
 from __future__ import annotations
 
 import asyncio
+import logging
 import os
 import re
-from collections.abc import AsyncIterator, Awaitable, Callable
-from contextlib import asynccontextmanager, suppress
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
+from contextlib import asynccontextmanager, contextmanager, suppress
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -38,10 +39,17 @@ DEADLINE_S = 8.0
 REQUEST_TIMEOUT_MS = 600
 TP = TopicPartition("t", 0)
 #: what an error message must mention (some of): the API, a broker, the partition or topic
-NAMES = re.compile(
+#: the APIs an error may name (``check_error(..., named=True)`` requires one)
+API_NAMES = re.compile(
     r"Metadata|Produce|Fetch|ListOffsets|FindCoordinator|InitProducerId|ApiVersions|OffsetFetch|"
-    r"OffsetCommit|OffsetForLeaderEpoch|node \d|bootstrap|broker|t-0|'t'|topic|partition|coordinator|group",
-    re.IGNORECASE,
+    r"OffsetCommit|OffsetForLeaderEpoch|JoinGroup|SyncGroup|Heartbeat|LeaveGroup|ConsumerGroupHeartbeat|"
+    r"AddPartitionsToTxn|AddOffsetsToTxn|TxnOffsetCommit|EndTxn|CreateTopics|DeleteTopics|DescribeConfigs|"
+    r"AlterConfigs|IncrementalAlterConfigs|ElectLeaders|DescribeGroups|ListGroups|DeleteRecords|"
+    r"CreatePartitions|DescribeCluster|DeleteGroups|ConsumerGroupDescribe"
+)
+BROKER = re.compile(r"node -?\d+|bootstrap|127\.0\.0\.1:\d+")
+NAMES = re.compile(
+    rf"{API_NAMES.pattern}|node \d|bootstrap|broker|t-0|'t'|topic|partition|coordinator|group", re.IGNORECASE
 )
 
 
@@ -51,6 +59,7 @@ class Report:
 
     error: BaseException | None = None
     notes: list[str] = field(default_factory=list)
+    value: Any = None  # what the operation through the lie returned
 
 
 def producer(fc: FakeCluster, **kwargs: Any) -> AIOKafkaProducer:
@@ -89,17 +98,22 @@ async def read(c: AIOKafkaConsumer[bytes, bytes], count: int) -> list[bytes]:
     return out
 
 
-def check_error(error: BaseException | None) -> None:
+def check_error(error: BaseException | None, *, named: bool = False, broker: bool = True) -> None:
+    """A KafkaError that says what failed; ``named``: it names an API and (``broker``) the broker."""
     if error is None:
         return
     assert isinstance(error, KafkaError), f"not a KafkaError: {error!r}"
     assert NAMES.search(str(error)), f"the error does not say what failed: {error!r}"
+    if named:
+        assert API_NAMES.search(str(error)), f"the error does not name the API: {error!r}"
+        assert not broker or BROKER.search(str(error)), f"the error does not name the broker: {error!r}"
 
 
 async def through(operation: Awaitable[Any], report: Report) -> Any:
     """Run the operation through the lie, recording its KafkaError (others propagate)."""
     try:
-        return await operation
+        report.value = await operation
+        return report.value
     except KafkaError as exc:
         report.error = exc
         return None
@@ -116,19 +130,62 @@ def _sockets() -> int:
 @asynccontextmanager
 async def hostile_case(brokers: int = 1, partitions: int = 1) -> AsyncIterator[FakeCluster]:
     """A fresh cluster (topic ``t``) inside the suite's rules (leaks, loop blocks, deadline)."""
+    async with case_rules(), FakeCluster(brokers=brokers, strict=False) as fc:
+        fc.create_topic("t", partitions=partitions)
+        yield fc
+
+
+@asynccontextmanager
+async def case_rules() -> AsyncIterator[None]:
+    """The suite's rules around one case: its deadline, no task or socket left behind, no
+    loop block over MAX_BLOCK_S of CPU."""
     tasks_before = set(asyncio.all_tasks())
     sockets_before = _sockets()
     async with watch_loop() as watch:
         with anyio.fail_after(DEADLINE_S):
-            async with FakeCluster(brokers=brokers, strict=False) as fc:
-                fc.create_topic("t", partitions=partitions)
-                yield fc
+            yield
     for _ in range(3):
         await asyncio.sleep(0)
     leaked = [t for t in asyncio.all_tasks() - tasks_before if not t.done()]
     assert not leaked, f"tasks left behind: {leaked}"
     assert _sockets() <= sockets_before, f"sockets left behind: {_sockets() - sockets_before}"
     watch.assert_responsive()
+
+
+#: the longest a broker that lies on every answer is watched before it tells the truth
+PERSISTENT_MAX_S = 4.0
+
+
+@contextmanager
+def warning_seen() -> Iterator[anyio.Event]:
+    """An event set when the client logs a WARNING (or worse)."""
+    event = anyio.Event()
+
+    class Seen(logging.Handler):
+        def emit(self, record: logging.LogRecord) -> None:
+            if record.levelno >= logging.WARNING:
+                event.set()
+
+    handler, logger = Seen(), logging.getLogger("aiokafka_lead")
+    logger.addHandler(handler)
+    try:
+        yield event
+    finally:
+        logger.removeHandler(handler)
+
+
+async def until_reported(warned: anyio.Event, body: Callable[[], Awaitable[None]]) -> None:
+    """Run ``body`` until it returns, the client warns (``warned``), or PERSISTENT_MAX_S."""
+    with anyio.move_on_after(PERSISTENT_MAX_S):
+        async with anyio.create_task_group() as tg:
+
+            async def stop_when_warned() -> None:
+                await warned.wait()
+                tg.cancel_scope.cancel()
+
+            tg.start_soon(stop_when_warned)
+            await body()
+            tg.cancel_scope.cancel()
 
 
 Scenario = Callable[[Any], Awaitable[Report]]

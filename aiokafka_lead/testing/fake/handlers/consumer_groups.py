@@ -138,14 +138,20 @@ async def handle_consumer_group_heartbeat(
     grant = group.grantable(member)
     # a partition taken from the member is withdrawn at once; new ones come when free
     new = (member.assigned & group.target.get(member_id, set())) | grant
-    if new != member.assigned or full:
-        if new != member.assigned or member.epoch == 0:
+    changed = new != member.assigned
+    if changed or full:
+        if changed or member.epoch == 0:
             group.epoch = max(group.epoch, member.epoch + 1)  # epochs only go up
             member.previous_epoch, member.epoch = member.epoch, group.epoch
         member.assigned = new
-        assignment: Response.Assignment | None = _assignment(cluster, new)
-    else:
-        assignment = None
+    # as Kafka: the assignment goes with a change, a join, and every full request (one that
+    # sets the rebalance timeout, the subscription and the owned partitions)
+    full_request = (
+        request.rebalance_timeout_ms != -1
+        and (request.subscribed_topic_names is not None or request.subscribed_topic_regex is not None)
+        and request.topic_partitions is not None
+    )
+    assignment = _assignment(cluster, new) if changed or full or full_request else None
     return Response(
         member_id=member_id,
         member_epoch=member.epoch,
