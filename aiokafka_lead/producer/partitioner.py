@@ -10,15 +10,20 @@ records to another partition.
 from __future__ import annotations
 
 import random
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Protocol
+
+from aiokafka_lead.records import native
 
 _M = 0x5BD1E995
 _MASK = 0xFFFFFFFF
 
 
-def murmur2(data: bytes) -> int:
-    """Kafka's murmur2 (org.apache.kafka.common.utils.Utils.murmur2), as a signed int32."""
+def py_murmur2(data: bytes) -> int:
+    """Kafka's murmur2 (org.apache.kafka.common.utils.Utils.murmur2), as a signed int32.
+
+    The reference for the C extension's ``murmur2`` (:data:`murmur2` is that one when built).
+    """
     length = len(data)
     h = (0x9747B28C ^ length) & _MASK
     end = length & ~3
@@ -40,6 +45,9 @@ def murmur2(data: bytes) -> int:
     h = (h * _M) & _MASK
     h ^= h >> 15
     return h - (1 << 32) if h & 0x80000000 else h
+
+
+murmur2: Callable[[bytes], int] = native.murmur2 or py_murmur2
 
 
 def partition_for_key(key: bytes, num_partitions: int) -> int:

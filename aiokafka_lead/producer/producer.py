@@ -43,7 +43,7 @@ from aiokafka_lead.producer.partitioner import DefaultPartitioner, Partitioner
 from aiokafka_lead.producer.sender import Sender
 from aiokafka_lead.producer.transaction import TransactionContext, TransactionManager
 from aiokafka_lead.producer.txn_requests import TxnRequests
-from aiokafka_lead.records import RecordBatchBuilder
+from aiokafka_lead.records import RecordBatchBuilder, native
 from aiokafka_lead.runtime import ClientClosedError, ClientFailedError
 from aiokafka_lead.structs import ConsumerGroupMetadata, OffsetAndMetadata, TopicPartition
 from aiokafka_lead.validation import COMPRESSION, options_of, validate_options, warn_loop_argument
@@ -55,6 +55,14 @@ Headers = Sequence[tuple[str, bytes | None]]
 TopicView = tuple[int, list[int], list[int], dict[int, TopicPartition]]
 NO_HEADERS: tuple[tuple[str, bytes | None], ...] = ()
 YIELD_EVERY_MASK = 0x1FF  # send() gives the event loop a turn every 512 records at least
+
+
+def _py_now_ms() -> int:
+    return time.time_ns() // 1_000_000
+
+
+#: a record's default timestamp: wall-clock ms (the C extension's clock read when built)
+_now_ms: Callable[[], int] = native.now_ms or _py_now_ms
 
 
 def _acks(value: int | str) -> int:
@@ -383,7 +391,8 @@ class AIOKafkaProducer:
             self._check_open()  # raises
         # every argument is checked before anything changes (arguments.py); a topic with a
         # cached view was checked before
-        if type(topic) is not str or topic not in self._views:
+        view = self._views.get(topic) if type(topic) is str else None
+        if view is None:
             check_topic(topic)
         if partition is not None:
             check_partition(partition)
@@ -404,7 +413,6 @@ class AIOKafkaProducer:
             raise MessageSizeTooLargeError(
                 f"the record is ~{size} bytes, larger than max_request_size={self._max_request_size}"
             )
-        view = self._views.get(topic)
         if view is None or view[0] != self._store.version:
             view = await self._topic_view(topic)
         _, all_parts, available, tps = view
@@ -416,7 +424,7 @@ class AIOKafkaProducer:
         tp = tps.get(partition)
         if tp is None:  # the caller's choice, or a custom partitioner's
             raise ValueError(f"topic {topic!r} has no partition {partition!r} (partitions: {all_parts})")
-        timestamp = time.time_ns() // 1_000_000 if timestamp_ms is None else timestamp_ms
+        timestamp = _now_ms() if timestamp_ms is None else timestamp_ms
         txn = self._txn
         if txn is not None and not txn.holds(tp):
             txn.add_partition(tp)  # raises outside a transaction
