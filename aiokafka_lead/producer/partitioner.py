@@ -67,6 +67,9 @@ class DefaultPartitioner:
     def __init__(self, rng: random.Random | None = None) -> None:
         self._rng = rng or random.Random()
         self._sticky: dict[str, int] = {}
+        # per topic, the pool the sticky partition was last found in: the same (unchanged)
+        # sequence again needs no search, so a keyless record costs O(1), not O(partitions)
+        self._checked: dict[str, tuple[int, Sequence[int]]] = {}
 
     def __call__(
         self, key: bytes | None, all_partitions: Sequence[int], available_partitions: Sequence[int]
@@ -82,12 +85,19 @@ class DefaultPartitioner:
         all_partitions: Sequence[int],
         available_partitions: Sequence[int],
     ) -> int:
+        """The partition of a record of ``topic``. A caller passes new sequences when the
+        topic's partitions change (the producer's topic view does), never the same one
+        changed in place."""
         if key is not None:
             return partition_for_key(key, len(all_partitions))
-        current = self._sticky.get(topic)
         pool = available_partitions or all_partitions
+        checked = self._checked.get(topic)
+        if checked is not None and checked[1] is pool:
+            return checked[0]
+        current = self._sticky.get(topic)
         if current is None or current not in pool:
             current = self._sticky[topic] = self._rng.choice(list(pool))
+        self._checked[topic] = (current, pool)
         return current
 
     def sticks_to(self, topic: str, partition: int) -> bool:
@@ -100,3 +110,4 @@ class DefaultPartitioner:
             return
         others = [p for p in available_partitions if p != partition]
         self._sticky[topic] = self._rng.choice(others) if others else partition
+        self._checked.pop(topic, None)  # the next record checks its pool again
