@@ -42,12 +42,14 @@ TOPIC = "cpu"
 PARTITIONS = 6
 
 
-async def ours(records: int, repeat: int, value_size: int, keyed: bool, end_to_end: bool) -> list[float]:
+async def ours(  # noqa: PLR0917
+    records: int, repeat: int, value_size: int, keyed: bool, end_to_end: bool, partitions: int = PARTITIONS
+) -> list[float]:
     value = b"v" * value_size
     keys = [b"key-%d" % (i % 1000) for i in range(1000)]
     out: list[float] = []
     async with FakeCluster(brokers=1) as fc:
-        fc.create_topic(TOPIC, partitions=PARTITIONS)
+        fc.create_topic(TOPIC, partitions=partitions)
         async with AIOKafkaProducer(
             bootstrap_servers=fc.bootstrap, acks=1, buffer_memory=1 << 40, linger_ms=5
         ) as producer:
@@ -156,6 +158,7 @@ def main() -> None:
     parser.add_argument("--repeat", type=int, default=5)
     parser.add_argument("--value-size", type=int, default=100)
     parser.add_argument("--keyed", action="store_true", help="a key per record (murmur2 partitioning)")
+    parser.add_argument("--partitions", type=int, default=PARTITIONS, help="the topic's (ours only)")
     parser.add_argument("--end-to-end", action="store_true", help="also time delivery to the fake")
     parser.add_argument("--aiokafka", action="store_true", help="aiokafka 0.14's send() instead")
     parser.add_argument("--floor", action="store_true", help="a coroutine call that does nothing instead")
@@ -167,13 +170,16 @@ def main() -> None:
         runs = asyncio.run(theirs(args.records, args.repeat, args.value_size, args.keyed))
         client = "aiokafka " + __import__("aiokafka").__version__
     else:
-        runs = asyncio.run(ours(args.records, args.repeat, args.value_size, args.keyed, args.end_to_end))
+        runs = asyncio.run(
+            ours(args.records, args.repeat, args.value_size, args.keyed, args.end_to_end, args.partitions)
+        )
         reason = native.unavailable_reason
         ext = "C extension" if reason is None else f"pure Python ({reason})"
         client = f"aiokafka_lead ({ext})"
     print(
         f"{client}: {'keyed' if args.keyed else 'keyless'} {args.value_size} B records, "
-        f"{args.records} per run, {'send + delivery' if args.end_to_end else 'send() only'}"
+        f"{args.records} per run, {'send + delivery' if args.end_to_end else 'send() only'}, "
+        f"{args.partitions if not (args.floor or args.aiokafka) else PARTITIONS} partitions"
     )
     print(f"  CPU us/record: best {min(runs):.3f}, runs {' '.join(f'{r:.3f}' for r in runs)}")
     print(f"  python {platform.python_version()}, {platform.machine()}, load {os.getloadavg()[0]:.1f}")

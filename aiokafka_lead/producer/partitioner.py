@@ -108,6 +108,15 @@ class DefaultPartitioner:
         """KIP-480: once the sticky partition's batch is closed, stick to another one."""
         if self._sticky.get(topic) != partition:
             return
-        others = [p for p in available_partitions if p != partition]
-        self._sticky[topic] = self._rng.choice(others) if others else partition
+        choice = partition
+        if available_partitions:
+            # a few random draws find another partition in O(1); the list only if they fail
+            for _ in range(4):
+                choice = self._rng.choice(available_partitions)
+                if choice != partition:
+                    break
+            else:
+                others = [p for p in available_partitions if p != partition]
+                choice = self._rng.choice(others) if others else partition
+        self._sticky[topic] = choice
         self._checked.pop(topic, None)  # the next record checks its pool again

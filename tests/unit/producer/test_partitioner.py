@@ -77,3 +77,18 @@ def test_a_keyless_record_does_not_search_an_unchanged_pool() -> None:
     for _ in range(100):
         p.partition("t", None, pool, pool)
     assert Pool.searches == before  # O(1) per record, not O(partitions)
+
+
+def test_batch_closed_moves_to_another_available_partition() -> None:
+    p = DefaultPartitioner(random.Random(5))
+    for pool in ([0, 1], [3, 4, 5], list(range(100))):
+        current = p.partition("t", None, pool, pool)
+        for _ in range(50):
+            p.batch_closed("t", current, pool)
+            moved = p.partition("t", None, pool, pool)
+            assert moved != current and moved in pool
+            current = moved
+    p.batch_closed("t", current, [current])  # the only one: it stays
+    assert p.sticks_to("t", current)
+    p.batch_closed("t", current, [])  # nothing known available: it stays too
+    assert p.sticks_to("t", current)
