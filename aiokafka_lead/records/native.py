@@ -1,4 +1,4 @@
-"""The optional C speedups (``aiokafka_lead/_speedups.c``), set up once at import.
+"""The optional C speedups (``aiokafka_lead/_speedups.c``, ``_speedups_producer.c``), set up once.
 
 ``decode_records`` and ``build_consumer_records`` are the consumer's C loops;
 ``RecordsBuffer`` (the base class of ``records.builder.RecordBatchBuilder``),
