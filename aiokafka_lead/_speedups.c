@@ -1,5 +1,6 @@
 /*
- * aiokafka_lead._speedups: optional C versions of the consumer's two per-record loops.
+ * aiokafka_lead._speedups: optional C versions of the per-record loops. This file: the
+ * consumer's two loops and the module; the producer's steps are in _speedups_producer.c.
  *
  *   decode_records(buf, pos, end, count, base_offset, base_timestamp, log_append_time)
  *       The records of one (decompressed) magic v2 batch as a list of Record tuples;
@@ -9,7 +10,8 @@
  *       dataclass __init__ (its slots are filled directly).
  *
  * Both are set up once by configure(Record, ConsumerRecord, field_names, DecodeError,
- * CorruptRecordError); ABI names that signature's version (native.py refuses a stale build).
+ * CorruptRecordError); ABI names the version of that signature and of every function's and
+ * type's contract, the producer's included (native.py refuses a stale build).
  *
  * Safety: every read is bounds-checked against the end of the current record (itself
  * checked against the end of the batch), so hostile bytes raise DecodeError and never
@@ -24,7 +26,7 @@
 
 #define CONSUMER_RECORD_FIELDS 12
 /* bumped whenever configure() or a function's contract changes */
-#define SPEEDUPS_ABI 2
+#define SPEEDUPS_ABI 3
 
 static PyTypeObject *record_type = NULL;          /* records.batch.Record (a NamedTuple) */
 static PyTypeObject *consumer_record_type = NULL; /* structs.ConsumerRecord (slots dataclass) */
@@ -488,9 +490,12 @@ static PyMethodDef methods[] = {
     {NULL, NULL, 0, NULL},
 };
 
+/* _speedups_producer.c: its types and functions added to the module */
+int speedups_add_producer(PyObject *module);
+
 static struct PyModuleDef module = {
     PyModuleDef_HEAD_INIT, "aiokafka_lead._speedups",
-    "Optional C versions of the consumer's per-record loops (see _speedups.c).", -1, methods,
+    "Optional C versions of the per-record loops (see _speedups.c).", -1, methods,
     NULL, NULL, NULL, NULL,
 };
 
@@ -501,7 +506,9 @@ PyInit__speedups(void)
     if (minus_one == NULL && (minus_one = PyLong_FromLong(-1)) == NULL)
         return NULL;
     m = PyModule_Create(&module);
-    if (m != NULL && PyModule_AddIntConstant(m, "ABI", SPEEDUPS_ABI) < 0) {
+    if (m == NULL)
+        return NULL;
+    if (PyModule_AddIntConstant(m, "ABI", SPEEDUPS_ABI) < 0 || speedups_add_producer(m) < 0) {
         Py_DECREF(m);
         return NULL;
     }

@@ -20,6 +20,7 @@ from pathlib import Path
 from typing import Any
 
 from aiokafka_lead.records import CompressionType, MemoryRecords, RecordBatchBuilder, native
+from aiokafka_lead.records.builder import PyRecordBatchBuilder
 
 VALUE_SIZE = 100
 BATCH_SIZE = 16384
@@ -46,15 +47,19 @@ def make_payloads(n: int) -> list[tuple[int, bytes, bytes]]:
 
 
 def encode_ours(
-    payloads: list[tuple[int, bytes, bytes]], codec: int, level: int | None = None
+    payloads: list[tuple[int, bytes, bytes]],
+    codec: int,
+    level: int | None = None,
+    builder_cls: type[RecordBatchBuilder] = RecordBatchBuilder,
 ) -> list[bytes]:
+    """Encode with our builder (``builder_cls=PyRecordBatchBuilder``: without the C extension)."""
     batches: list[bytes] = []
-    builder = RecordBatchBuilder(codec, BATCH_SIZE, compression_level=level)
+    builder = builder_cls(codec, BATCH_SIZE, compression_level=level)
     append = builder.append
     for ts, key, value in payloads:
         if append(ts, key, value) is None:
             batches.append(builder.build(1000, 0, len(batches)))
-            builder = RecordBatchBuilder(codec, BATCH_SIZE, compression_level=level)
+            builder = builder_cls(codec, BATCH_SIZE, compression_level=level)
             append = builder.append
             append(ts, key, value)
     batches.append(builder.build(1000, 0, len(batches)))
@@ -169,6 +174,11 @@ def main(argv: list[str] | None = None) -> int:
         print(f"[{codec_name}] encode ours ...", flush=True)
         t_enc, batches = best_of(args.repeat, partial(encode_ours, payloads, codec, level))
         buffer = b"".join(batches)
+        print(f"[{codec_name}] encode ours without the C extension ...", flush=True)
+        t_enc_py, batches_py = best_of(
+            args.repeat, partial(encode_ours, payloads, codec, level, PyRecordBatchBuilder)
+        )
+        assert b"".join(batches_py) == buffer  # the same bytes either way
         print(f"[{codec_name}] decode ours ...", flush=True)
         t_dec, count = best_of(args.repeat, partial(decode_ours, buffer))
         assert count == n, count
@@ -180,9 +190,10 @@ def main(argv: list[str] | None = None) -> int:
             "batches": len(batches),
             "bytes": len(buffer),
             "ours_encode_rps": n / t_enc,
+            "ours_no_c_encode_rps": n / t_enc_py,
             "ours_decode_rps": n / t_dec,
             "ours_no_c_decode_rps": n / t_dec_py,
-            "c_extension": native.decode_records is not None,
+            "c_extension": native.decode_records is not None and native.RecordsBuffer is not None,
         }
         for name, impl in impls.items():
             if impl is None:
@@ -211,8 +222,7 @@ def main(argv: list[str] | None = None) -> int:
             c = row.get(f"aiokafka_c_{op}_rps")
             py = row.get(f"aiokafka_py_{op}_rps")
             ours = row[f"ours_{op}_rps"]
-            if op == "decode":
-                print(f"{row['codec']:<8}{'(no C)':<8}{row['ours_no_c_decode_rps']:>12,.0f}")
+            print(f"{row['codec']:<8}{'(no C)':<8}{row[f'ours_no_c_{op}_rps']:>12,.0f}")
             print(
                 f"{row['codec']:<8}{op:<8}{ours:>12,.0f}"
                 f"{c if c is None else format(c, ',.0f'):>12}"

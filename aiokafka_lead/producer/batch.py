@@ -17,11 +17,11 @@ import asyncio
 import itertools
 import time
 from collections.abc import Callable, Generator, Sequence
-from typing import Any, NamedTuple
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 import anyio
 
-from aiokafka_lead.records import HEADER_SIZE, RecordBatch, RecordBatchBuilder
+from aiokafka_lead.records import HEADER_SIZE, RecordBatch, RecordBatchBuilder, native
 from aiokafka_lead.structs import RecordMetadata, TopicPartition
 
 LOG_APPEND_TIME = 1
@@ -43,25 +43,39 @@ class BatchAppendMetadata(NamedTuple):
     crc: int | None = None
 
 
-class DeliveryHandle:
-    """The outcome of one ``send()``; ``await handle`` gives its RecordMetadata.
-
-    It speaks asyncio's Future protocol (``asyncio.isfuture`` is true), so ``asyncio.wait``,
-    ``gather`` and ``wait_for`` accept it as they accept aiokafka's future. Cancelling a
-    handle only detaches the caller: the record was handed to the producer and is still
-    delivered, as with a cancelled aiokafka future. With ``acks=0`` it resolves to None.
-    """
+class PyHandleFields:
+    """A :class:`DeliveryHandle`'s fields: the pure-Python twin of the C extension's
+    ``HandleFields`` (its base class when built, so ``send()`` runs no ``__init__``)."""
 
     __slots__ = ("_batch", "_cancelled", "_index", "_timestamp")
-
-    #: asyncio.isfuture() looks for this attribute (None would mean "not a future")
-    _asyncio_future_blocking = False
 
     def __init__(self, batch: ProducerBatch, index: int, timestamp: int) -> None:
         self._batch = batch
         self._index = index
         self._timestamp = timestamp
         self._cancelled = False
+
+
+if TYPE_CHECKING:
+    _HandleFields = PyHandleFields
+else:
+    _HandleFields = native.HandleFields or PyHandleFields
+
+
+class DeliveryHandle(_HandleFields):
+    """The outcome of one ``send()``; ``await handle`` gives its RecordMetadata.
+
+    It speaks asyncio's Future protocol (``asyncio.isfuture`` is true), so ``asyncio.wait``,
+    ``gather`` and ``wait_for`` accept it as they accept aiokafka's future. Cancelling a
+    handle only detaches the caller: the record was handed to the producer and is still
+    delivered, as with a cancelled aiokafka future. With ``acks=0`` it resolves to None.
+    ``DeliveryHandle(batch, index, timestamp)``: the record at ``index`` of ``batch``.
+    """
+
+    __slots__ = ()
+
+    #: asyncio.isfuture() looks for this attribute (None would mean "not a future")
+    _asyncio_future_blocking = False
 
     def _target(self) -> ProducerBatch:
         """The batch that holds this record now (it moves when a too-large batch is split)."""

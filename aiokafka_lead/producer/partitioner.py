@@ -10,15 +10,20 @@ records to another partition.
 from __future__ import annotations
 
 import random
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Protocol
+
+from aiokafka_lead.records import native
 
 _M = 0x5BD1E995
 _MASK = 0xFFFFFFFF
 
 
-def murmur2(data: bytes) -> int:
-    """Kafka's murmur2 (org.apache.kafka.common.utils.Utils.murmur2), as a signed int32."""
+def py_murmur2(data: bytes) -> int:
+    """Kafka's murmur2 (org.apache.kafka.common.utils.Utils.murmur2), as a signed int32.
+
+    The reference for the C extension's ``murmur2`` (:data:`murmur2` is that one when built).
+    """
     length = len(data)
     h = (0x9747B28C ^ length) & _MASK
     end = length & ~3
@@ -42,6 +47,9 @@ def murmur2(data: bytes) -> int:
     return h - (1 << 32) if h & 0x80000000 else h
 
 
+murmur2: Callable[[bytes], int] = native.murmur2 or py_murmur2
+
+
 def partition_for_key(key: bytes, num_partitions: int) -> int:
     """The Java client's choice: ``toPositive(murmur2(key)) % numPartitions``."""
     return (murmur2(key) & 0x7FFFFFFF) % num_partitions
@@ -59,6 +67,9 @@ class DefaultPartitioner:
     def __init__(self, rng: random.Random | None = None) -> None:
         self._rng = rng or random.Random()
         self._sticky: dict[str, int] = {}
+        # per topic, the pool the sticky partition was last found in: the same (unchanged)
+        # sequence again needs no search, so a keyless record costs O(1), not O(partitions)
+        self._checked: dict[str, tuple[int, Sequence[int]]] = {}
 
     def __call__(
         self, key: bytes | None, all_partitions: Sequence[int], available_partitions: Sequence[int]
@@ -74,12 +85,19 @@ class DefaultPartitioner:
         all_partitions: Sequence[int],
         available_partitions: Sequence[int],
     ) -> int:
+        """The partition of a record of ``topic``. A caller passes new sequences when the
+        topic's partitions change (the producer's topic view does), never the same one
+        changed in place."""
         if key is not None:
             return partition_for_key(key, len(all_partitions))
-        current = self._sticky.get(topic)
         pool = available_partitions or all_partitions
+        checked = self._checked.get(topic)
+        if checked is not None and checked[1] is pool:
+            return checked[0]
+        current = self._sticky.get(topic)
         if current is None or current not in pool:
             current = self._sticky[topic] = self._rng.choice(list(pool))
+        self._checked[topic] = (current, pool)
         return current
 
     def sticks_to(self, topic: str, partition: int) -> bool:
@@ -90,5 +108,15 @@ class DefaultPartitioner:
         """KIP-480: once the sticky partition's batch is closed, stick to another one."""
         if self._sticky.get(topic) != partition:
             return
-        others = [p for p in available_partitions if p != partition]
-        self._sticky[topic] = self._rng.choice(others) if others else partition
+        choice = partition
+        if available_partitions:
+            # a few random draws find another partition in O(1); the list only if they fail
+            for _ in range(4):
+                choice = self._rng.choice(available_partitions)
+                if choice != partition:
+                    break
+            else:
+                others = [p for p in available_partitions if p != partition]
+                choice = self._rng.choice(others) if others else partition
+        self._sticky[topic] = choice
+        self._checked.pop(topic, None)  # the next record checks its pool again

@@ -40,7 +40,7 @@ from aiokafka_lead.producer.partitioner import DefaultPartitioner, Partitioner
 from aiokafka_lead.producer.sender import Sender
 from aiokafka_lead.producer.transaction import TransactionContext, TransactionManager
 from aiokafka_lead.producer.txn_requests import TxnRequests
-from aiokafka_lead.records import RecordBatchBuilder
+from aiokafka_lead.records import RecordBatchBuilder, native
 from aiokafka_lead.runtime import ClientClosedError, ClientFailedError
 from aiokafka_lead.structs import ConsumerGroupMetadata, OffsetAndMetadata, TopicPartition
 
@@ -50,6 +50,14 @@ Headers = Sequence[tuple[str, bytes | None]]
 TopicView = tuple[int, list[int], list[int], dict[int, TopicPartition]]
 NO_HEADERS: tuple[tuple[str, bytes | None], ...] = ()
 YIELD_EVERY_MASK = 0x1FF  # send() gives the event loop a turn every 512 records at least
+
+
+def _py_now_ms() -> int:
+    return time.time_ns() // 1_000_000
+
+
+#: a record's default timestamp: wall-clock ms (the C extension's clock read when built)
+_now_ms: Callable[[], int] = native.now_ms or _py_now_ms
 
 
 class BatchBuilder:
@@ -210,11 +218,16 @@ class AIOKafkaProducer(ProducerKeywords):
             raise ClientClosedError("the producer is not running (call start() or use async with)")
 
     def _batch_closed(self, tp: TopicPartition) -> None:
-        # the available partitions cost a leader lookup each: only when the sticky choice moves
+        # the available partitions cost a leader lookup each: only when the sticky choice
+        # moves, and only if send()'s cached view of the topic is out of date
         if isinstance(self._partitioner, DefaultPartitioner) and self._partitioner.sticks_to(
             tp.topic, tp.partition
         ):
-            available = self._available(tp.topic)
+            view = self._views.get(tp.topic)
+            if view is not None and view[0] == self._store.version:
+                available = view[2]
+            else:
+                available = self._available(tp.topic)
             self._partitioner.batch_closed(tp.topic, tp.partition, available)
 
     def _available(self, topic: str) -> list[int]:
@@ -280,7 +293,8 @@ class AIOKafkaProducer(ProducerKeywords):
             self._check_open()  # raises
         # every argument is checked before anything changes (arguments.py); a topic with a
         # cached view was checked before
-        if type(topic) is not str or topic not in self._views:
+        view = self._views.get(topic) if type(topic) is str else None
+        if view is None:
             check_topic(topic)
         if partition is not None:
             check_partition(partition)
@@ -301,7 +315,6 @@ class AIOKafkaProducer(ProducerKeywords):
             raise MessageSizeTooLargeError(
                 f"the record is ~{size} bytes, larger than max_request_size={self._config.max_request_size}"
             )
-        view = self._views.get(topic)
         if view is None or view[0] != self._store.version:
             view = await self._topic_view(topic)
         _, all_parts, available, tps = view
@@ -313,7 +326,7 @@ class AIOKafkaProducer(ProducerKeywords):
         tp = tps.get(partition)
         if tp is None:  # the caller's choice, or a custom partitioner's
             raise ValueError(f"topic {topic!r} has no partition {partition!r} (partitions: {all_parts})")
-        timestamp = time.time_ns() // 1_000_000 if timestamp_ms is None else timestamp_ms
+        timestamp = _now_ms() if timestamp_ms is None else timestamp_ms
         txn = self._txn
         if txn is not None and not txn.holds(tp):
             txn.add_partition(tp)  # raises outside a transaction

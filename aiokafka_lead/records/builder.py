@@ -1,5 +1,11 @@
 """RecordBatch v2 builder: the producer's hot path.
 
+The per-record step (:meth:`RecordBatchBuilder.append`: varints, key, value, headers) is
+the base class: the C extension's ``RecordsBuffer`` when it is in use (``native.py``), else
+:class:`PyRecords`, the pure-Python reference; both give the same bytes, and the tests
+compare them (and the Java client's bytes). The batch header, compression and CRC are
+Python, once per batch. :class:`PyRecordBatchBuilder` is the builder over the reference.
+
 Drain-time stamping: the idempotent producer learns producer_id, producer_epoch and
 base_sequence (and the leader epoch) only when it drains a batch, after records were
 appended, and must resend the *same* batch on retry. :meth:`RecordBatchBuilder.build`
@@ -15,12 +21,15 @@ a :class:`CompressionRatioEstimator` (per topic and codec), so batches fill up t
 
 from __future__ import annotations
 
+import math
 import struct
 from collections.abc import Sequence
+from typing import TYPE_CHECKING, Self
 
 from crc32c import crc32c
 
 from aiokafka_lead.errors import DecodeError
+from aiokafka_lead.records import native
 from aiokafka_lead.records.batch import (
     CONTROL_BIT,
     CRC_HEADER_STRUCT,
@@ -40,6 +49,7 @@ from aiokafka_lead.records.varint import VARINT_CACHE, VARINT_CACHE_LIMIT, varin
 
 __all__ = [
     "CompressionRatioEstimator",
+    "PyRecordBatchBuilder",
     "RecordBatchBuilder",
     "build_control_batch",
     "restamp",
@@ -53,24 +63,116 @@ _NULL = b"\x01"  # zigzag varint of -1
 _ZERO = b"\x00"
 
 
-class RecordBatchBuilder:
-    """Accumulates records for one partition and builds a magic v2 batch."""
+class PyRecords:
+    """The records section of a batch being filled: the per-record step, in pure Python.
 
-    __slots__ = (
-        "_attributes",
-        "_base_timestamp",
-        "_buf",
-        "_compression_level",
-        "_count",
-        "_estimate_factor",
-        "_max_timestamp",
-        "_payload",
-        "_records_limit",
-        "base_offset",
-        "batch_size",
-        "compression_type",
-        "partition_leader_epoch",
-    )
+    The reference twin of the C extension's ``RecordsBuffer`` (same attributes, same bytes,
+    same errors), which :class:`RecordBatchBuilder` uses as its base when it is built.
+    """
+
+    __slots__ = ("_base_timestamp", "_buf", "_count", "_max_timestamp", "_records_limit", "_sealed")
+
+    _buf: bytearray
+    _count: int
+    _base_timestamp: int
+    _max_timestamp: int
+    _records_limit: float
+    _sealed: bool
+
+    def __new__(cls, *args: object, **kwargs: object) -> Self:
+        self = super().__new__(cls)
+        self._buf = bytearray()
+        self._count = 0
+        self._base_timestamp = 0
+        self._max_timestamp = -1
+        self._records_limit = math.inf
+        self._sealed = False
+        return self
+
+    @property
+    def _records_size(self) -> int:
+        return len(self._buf)
+
+    def _records_bytes(self) -> bytes:
+        return bytes(self._buf)
+
+    def append(
+        self,
+        timestamp_ms: int,
+        key: bytes | None,
+        value: bytes | None,
+        headers: Sequence[Header] = (),
+    ) -> int | None:
+        """Append a record; the offset delta, or ``None`` if the batch is full or built.
+
+        The first record always fits, however big: rejecting oversized records
+        (``max.request.size``) is the producer's decision, not the builder's.
+        """
+        if self._sealed:
+            return None
+        count = self._count
+        # Inlined lookups in the varint cache (index value + 1); big values take varint_bytes.
+        cache = VARINT_CACHE
+        ts_delta = timestamp_ms - self._base_timestamp if count else 0
+        if key is None:
+            key_len = _NULL
+            key = b""
+        else:
+            n = len(key)
+            key_len = cache[n + 1] if n < VARINT_CACHE_LIMIT else varint_bytes(n)
+        if value is None:
+            value_len = _NULL
+            value = b""
+        else:
+            n = len(value)
+            value_len = cache[n + 1] if n < VARINT_CACHE_LIMIT else varint_bytes(n)
+        body = b"".join(
+            (
+                _ZERO,  # attributes (unused)
+                cache[ts_delta + 1] if 0 <= ts_delta < VARINT_CACHE_LIMIT else varint_bytes(ts_delta),
+                cache[count + 1] if count < VARINT_CACHE_LIMIT else varint_bytes(count),
+                key_len,
+                key,
+                value_len,
+                value,
+                _encode_headers(headers) if headers else _ZERO,
+            )
+        )
+        n = len(body)
+        length = cache[n + 1] if n < VARINT_CACHE_LIMIT else varint_bytes(n)
+        buf = self._buf
+        if count and len(buf) + len(length) + len(body) > self._records_limit:
+            return None
+        buf += length
+        buf += body
+        if not count:
+            self._base_timestamp = timestamp_ms
+        self._count = count + 1
+        if timestamp_ms > self._max_timestamp:  # noqa: PLR1730 - cheaper than max()
+            self._max_timestamp = timestamp_ms
+        return count
+
+
+if TYPE_CHECKING:
+    _BuilderBase = PyRecords
+else:
+    _BuilderBase = object
+
+
+class _Builder(_BuilderBase):
+    """Everything of :class:`RecordBatchBuilder` but the per-record step (its records base)."""
+
+    if not TYPE_CHECKING:  # the slots are the concrete classes' (mypy: see PyRecordBatchBuilder)
+        __slots__ = ()
+
+    compression_type: int
+    batch_size: int
+    base_offset: int
+    partition_leader_epoch: int
+    _compression_level: int | None
+    _attributes: int
+    _estimate_factor: float
+    _payload: bytes | None
 
     def __init__(
         self,
@@ -105,11 +207,7 @@ class RecordBatchBuilder:
         )
         # Room for record bytes before the (estimated) batch exceeds batch_size.
         self._records_limit = (batch_size - HEADER_SIZE) / self._estimate_factor
-        self._buf = bytearray()
-        self._count = 0
-        self._base_timestamp = 0
-        self._max_timestamp = -1
-        self._payload: bytes | None = None
+        self._payload = None
 
     @property
     def record_count(self) -> int:
@@ -126,76 +224,20 @@ class RecordBatchBuilder:
 
     @property
     def uncompressed_size(self) -> int:
-        return HEADER_SIZE + len(self._buf)
+        return HEADER_SIZE + self._records_size
 
     @property
     def compression_ratio(self) -> float:
         """Observed compressed/uncompressed ratio of the records (1.0 before build)."""
-        if self._payload is None or not self._buf:
+        if self._payload is None or not self._records_size:
             return 1.0
-        return len(self._payload) / len(self._buf)
+        return len(self._payload) / self._records_size
 
     def size_in_bytes(self) -> int:
         """Built size, or the estimate while open (compressed: ``raw * ratio * 1.05``)."""
         if self._payload is not None:
             return HEADER_SIZE + len(self._payload)
-        return HEADER_SIZE + int(len(self._buf) * self._estimate_factor)
-
-    def append(
-        self,
-        timestamp_ms: int,
-        key: bytes | None,
-        value: bytes | None,
-        headers: Sequence[Header] = (),
-    ) -> int | None:
-        """Append a record; the offset delta, or ``None`` if the batch is full or built.
-
-        The first record always fits, however big: rejecting oversized records
-        (``max.request.size``) is the producer's decision, not the builder's.
-        """
-        if self._payload is not None:
-            return None
-        count = self._count
-        if count == 0:
-            self._base_timestamp = timestamp_ms
-        # Inlined lookups in the varint cache (index value + 1); big values take varint_bytes.
-        cache = VARINT_CACHE
-        ts_delta = timestamp_ms - self._base_timestamp
-        if key is None:
-            key_len = _NULL
-            key = b""
-        else:
-            n = len(key)
-            key_len = cache[n + 1] if n < VARINT_CACHE_LIMIT else varint_bytes(n)
-        if value is None:
-            value_len = _NULL
-            value = b""
-        else:
-            n = len(value)
-            value_len = cache[n + 1] if n < VARINT_CACHE_LIMIT else varint_bytes(n)
-        body = b"".join(
-            (
-                _ZERO,  # attributes (unused)
-                cache[ts_delta + 1] if 0 <= ts_delta < VARINT_CACHE_LIMIT else varint_bytes(ts_delta),
-                cache[count + 1] if count < VARINT_CACHE_LIMIT else varint_bytes(count),
-                key_len,
-                key,
-                value_len,
-                value,
-                _encode_headers(headers) if headers else _ZERO,
-            )
-        )
-        n = len(body)
-        length = cache[n + 1] if n < VARINT_CACHE_LIMIT else varint_bytes(n)
-        buf = self._buf
-        if count and len(buf) + len(length) + len(body) > self._records_limit:
-            return None
-        buf += length
-        buf += body
-        self._count = count + 1
-        if timestamp_ms > self._max_timestamp:  # noqa: PLR1730 - cheaper than max()
-            self._max_timestamp = timestamp_ms
-        return count
+        return HEADER_SIZE + int(self._records_size * self._estimate_factor)
 
     def has_room_for(self, key: bytes | None, value: bytes | None, headers_size: int = 0) -> bool:
         """Cheap pre-check (upper bound) without encoding, like Java's ``hasRoomFor``."""
@@ -205,7 +247,7 @@ class RecordBatchBuilder:
             return True
         # 21: the largest possible length, attributes, deltas and key/value length varints.
         size = 21 + (len(key) if key else 0) + (len(value) if value else 0) + headers_size
-        return len(self._buf) + size <= self._records_limit
+        return self._records_size + size <= self._records_limit
 
     def close(self) -> None:
         """Encode (compress) the records once; later appends return ``None``."""
@@ -213,8 +255,9 @@ class RecordBatchBuilder:
             if self._count == 0:
                 raise ValueError("cannot build an empty record batch")
             codec = self.compression_type
-            buf = self._buf
-            self._payload = compress(codec, buf, self._compression_level) if codec else bytes(buf)
+            records = self._records_bytes()
+            self._payload = compress(codec, records, self._compression_level) if codec else records
+            self._sealed = True
 
     def build(
         self,
@@ -256,10 +299,45 @@ class RecordBatchBuilder:
         return b"".join((prefix, body, payload))
 
 
+_BUILDER_SLOTS = (
+    "_attributes",
+    "_compression_level",
+    "_estimate_factor",
+    "_payload",
+    "base_offset",
+    "batch_size",
+    "compression_type",
+    "partition_leader_epoch",
+)
+
+
+class PyRecordBatchBuilder(_Builder, PyRecords):
+    """:class:`RecordBatchBuilder` over the pure-Python per-record step (the reference)."""
+
+    __slots__ = _BUILDER_SLOTS
+
+
+if TYPE_CHECKING or native.RecordsBuffer is None:
+    RecordBatchBuilder = PyRecordBatchBuilder
+else:
+
+    class RecordBatchBuilder(_Builder, native.RecordsBuffer):
+        """Accumulates records for one partition and builds a magic v2 batch."""
+
+        __slots__ = _BUILDER_SLOTS
+
+
 def _encode_headers(headers: Sequence[Header]) -> bytes:
     vb = varint_bytes
+    if not isinstance(headers, list | tuple):
+        headers = list(headers)
     parts = [vb(len(headers))]
-    for key, value in headers:
+    for i, pair in enumerate(headers):
+        if not isinstance(pair, tuple | list) or len(pair) != 2:  # as the C twin
+            raise TypeError(f"header {i} must be a (str, bytes | None) pair")
+        key, value = pair
+        if not isinstance(key, str):
+            raise TypeError(f"header {i} key must be a str, not {type(key).__name__}")
         k = key.encode("utf-8")
         parts.append(vb(len(k)))
         parts.append(k)

@@ -1,11 +1,15 @@
-"""The optional C speedups (``aiokafka_lead/_speedups.c``), set up once at import.
+"""The optional C speedups (``aiokafka_lead/_speedups.c``, ``_speedups_producer.c``), set up once.
 
-``decode_records`` and ``build_consumer_records`` are the C loops, or ``None`` when the
-extension was not built (no compiler at install time, another interpreter) or the
-environment variable ``AIOKAFKA_LEAD_NO_EXTENSIONS`` is set; callers then run the
-pure-Python loops, which stay the reference. Both give the same results and raise the same
-error classes; the tests run every record test both ways by setting these attributes to
-``None``.
+``decode_records`` and ``build_consumer_records`` are the consumer's C loops;
+``RecordsBuffer`` (the base class of ``records.builder.RecordBatchBuilder``),
+``HandleFields`` (the base class of ``producer.batch.DeliveryHandle``), ``murmur2`` and
+``now_ms`` the producer's per-record steps; each is ``None`` when the extension was not built (no
+compiler at install time, another interpreter) or the environment variable
+``AIOKAFKA_LEAD_NO_EXTENSIONS`` is set; callers then run the pure-Python code, which stays
+the reference. Both give the same results and raise the same error classes; the tests run
+every record decoding test both ways by setting the decoder attributes to ``None``, and
+compare ``RecordBatchBuilder`` with ``PyRecordBatchBuilder`` and each C function with its
+Python twin.
 """
 
 from __future__ import annotations
@@ -19,7 +23,15 @@ from aiokafka_lead.errors import CorruptRecordError, DecodeError
 from aiokafka_lead.records.record import Record
 from aiokafka_lead.structs import ConsumerRecord
 
-__all__ = ["build_consumer_records", "decode_records", "unavailable_reason"]
+__all__ = [
+    "HandleFields",
+    "RecordsBuffer",
+    "build_consumer_records",
+    "decode_records",
+    "murmur2",
+    "now_ms",
+    "unavailable_reason",
+]
 
 #: (buf, pos, end, count, base_offset, base_timestamp, log_append_time) -> records
 DecodeRecords = Callable[[bytes, int, int, int, int, int, int | None], list[Record]]
@@ -43,16 +55,25 @@ CONSUMER_RECORD_FIELDS = (
 )
 
 #: the ``_speedups.ABI`` this module calls (configure's signature, the functions' contracts)
-ABI = 2
+ABI = 3
 
 decode_records: DecodeRecords | None = None
 build_consumer_records: BuildConsumerRecords | None = None
+#: the C base class of ``RecordBatchBuilder`` (the producer's per-record step)
+RecordsBuffer: type[Any] | None = None
+#: the C base class of the producer's ``DeliveryHandle`` (its four fields)
+HandleFields: type[Any] | None = None
+#: Kafka's murmur2 (signed int32) of a bytes-like key
+murmur2: Callable[[bytes | bytearray | memoryview], int] | None = None
+#: wall-clock milliseconds since the epoch
+now_ms: Callable[[], int] | None = None
 #: why the extension is not in use, ``None`` when it is
 unavailable_reason: str | None = None
 
 
 def _load() -> None:
-    global build_consumer_records, decode_records, unavailable_reason
+    global HandleFields, RecordsBuffer, build_consumer_records, decode_records, murmur2, now_ms
+    global unavailable_reason
     if os.environ.get("AIOKAFKA_LEAD_NO_EXTENSIONS"):
         unavailable_reason = "disabled by AIOKAFKA_LEAD_NO_EXTENSIONS"
         return
@@ -71,6 +92,10 @@ def _load() -> None:
     _speedups.configure(Record, ConsumerRecord, CONSUMER_RECORD_FIELDS, DecodeError, CorruptRecordError)
     decode_records = _speedups.decode_records
     build_consumer_records = _speedups.build_consumer_records
+    RecordsBuffer = _speedups.RecordsBuffer
+    HandleFields = _speedups.HandleFields
+    murmur2 = _speedups.murmur2
+    now_ms = _speedups.now_ms
 
 
 _load()

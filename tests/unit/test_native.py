@@ -53,6 +53,7 @@ def test_the_extension_is_built() -> None:
     # `make test` installs with a compiler; losing the extension silently would halve the consumer
     assert native.decode_records is not None, native.unavailable_reason
     assert native.build_consumer_records is not None
+    assert native.RecordsBuffer is not None and native.murmur2 is not None and native.now_ms is not None
 
 
 @pytest.mark.parametrize("log_append", [False, True])
@@ -145,8 +146,9 @@ def test_a_stale_build_is_not_used(monkeypatch: pytest.MonkeyPatch) -> None:
     stale = types.ModuleType("aiokafka_lead._speedups")  # no ABI: the first version
     monkeypatch.setitem(sys.modules, "aiokafka_lead._speedups", stale)
     monkeypatch.setattr(aiokafka_lead, "_speedups", stale, raising=False)
-    for name in ("decode_records", "build_consumer_records", "unavailable_reason"):
+    names = ("decode_records", "build_consumer_records", "RecordsBuffer", "murmur2", "now_ms")
+    for name in (*names, "unavailable_reason"):
         monkeypatch.setattr(native, name, None)
     native._load()
-    assert native.decode_records is None and native.build_consumer_records is None
+    assert all(getattr(native, name) is None for name in names)
     assert native.unavailable_reason is not None and "stale build" in native.unavailable_reason

@@ -44,3 +44,51 @@ def test_sticky_skips_unavailable_and_keys_ignore_stickiness() -> None:
     p = DefaultPartitioner(random.Random(2))
     assert p.partition("t", None, [0, 1, 2], [2]) == 2
     assert p.partition("t", b"21", list(range(24)), [0]) == 12  # keys: all partitions, like Java
+
+
+def test_sticky_partition_is_checked_against_each_new_pool() -> None:
+    p = DefaultPartitioner(random.Random(3))
+    parts = list(range(6))
+    first = p.partition("t", None, parts, parts)
+    shrunk = [x for x in parts if x != first]  # a new topic view: its leader is gone
+    second = p.partition("t", None, parts, shrunk)
+    assert second in shrunk
+    assert all(p.partition("t", None, parts, shrunk) == second for _ in range(20))
+    back = list(parts)  # another view, the first partition back: stickiness holds
+    assert p.partition("t", None, parts, back) == second
+    p.batch_closed("t", second, [7])  # the batch closed; the producer saw only partition 7
+    assert p.partition("t", None, parts, back) != 7  # not in the pool records go to
+    assert p.partition("t", None, parts, [7]) == 7
+
+
+def test_a_keyless_record_does_not_search_an_unchanged_pool() -> None:
+    class Pool(list[int]):
+        searches = 0
+
+        def __contains__(self, item: object) -> bool:
+            Pool.searches += 1
+            return super().__contains__(item)
+
+    p = DefaultPartitioner(random.Random(4))
+    pool = Pool(range(1000))
+    p.partition("t", None, pool, pool)
+    p.partition("t", None, pool, pool)  # the first found it in this pool
+    before = Pool.searches
+    for _ in range(100):
+        p.partition("t", None, pool, pool)
+    assert Pool.searches == before  # O(1) per record, not O(partitions)
+
+
+def test_batch_closed_moves_to_another_available_partition() -> None:
+    p = DefaultPartitioner(random.Random(5))
+    for pool in ([0, 1], [3, 4, 5], list(range(100))):
+        current = p.partition("t", None, pool, pool)
+        for _ in range(50):
+            p.batch_closed("t", current, pool)
+            moved = p.partition("t", None, pool, pool)
+            assert moved != current and moved in pool
+            current = moved
+    p.batch_closed("t", current, [current])  # the only one: it stays
+    assert p.sticks_to("t", current)
+    p.batch_closed("t", current, [])  # nothing known available: it stays too
+    assert p.sticks_to("t", current)
