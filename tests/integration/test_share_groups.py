@@ -1,0 +1,278 @@
+"""Share groups (KIP-932) against a real Kafka 4.4 broker.
+
+One single-node cluster for the module, started with short-lock settings
+(``aiokafka_lead.testing.share_cluster``): the group-level acquisition lock may be 1 s or
+more and members heartbeat every second, so a lock expiry or a new member's assignment
+takes seconds, not the defaults' 30 s and 5 s. Every test has its own topic and group, and
+the group starts at the earliest offset (``share.auto.offset.reset``).
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import AsyncIterator, Iterator
+from typing import Any
+
+import anyio
+import pytest
+
+from aiokafka_lead import AIOKafkaProducer
+from aiokafka_lead.admin import AdminClient, NewTopic
+from aiokafka_lead.admin.types import ConfigResource
+from aiokafka_lead.errors import IllegalStateError, InvalidRecordStateError
+from aiokafka_lead.share import AcknowledgeType, AIOKafkaShareConsumer, ShareConsumerRecord
+from aiokafka_lead.structs import TopicPartition
+from aiokafka_lead.testing.cluster.cluster import KafkaCluster
+from aiokafka_lead.testing.share_cluster import SHARE_TEST_PROPERTIES
+from tests.integration.conftest import unique
+
+ACCEPT, RELEASE, REJECT, RENEW = (
+    AcknowledgeType.ACCEPT,
+    AcknowledgeType.RELEASE,
+    AcknowledgeType.REJECT,
+    AcknowledgeType.RENEW,
+)
+
+
+@pytest.fixture(scope="module")
+def share_cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[KafkaCluster]:
+    cluster = KafkaCluster(
+        tmp_path_factory.mktemp("share-cluster"),
+        1,
+        profile="testing",
+        extra_properties=dict(SHARE_TEST_PROPERTIES),
+        stop_at_exit=True,
+    )
+    cluster.up(timeout=120)
+    try:
+        yield cluster
+    finally:
+        cluster.down()
+
+
+@pytest.fixture
+def bootstrap(share_cluster: KafkaCluster) -> str:
+    return share_cluster.bootstrap()
+
+
+@pytest.fixture
+async def admin(bootstrap: str) -> AsyncIterator[AdminClient]:
+    async with AdminClient(bootstrap_servers=bootstrap) as client:
+        yield client
+
+
+async def new_group(admin: AdminClient, topic: str, partitions: int = 1, **configs: str) -> str:
+    """A topic and a share group reading it from the start, with group ``configs``."""
+    await admin.create_topics([NewTopic(topic, partitions, 1)])
+    group = unique("share")
+    settings = {"share.auto.offset.reset": "earliest", **configs}
+    await admin.alter_configs([ConfigResource("group", group, settings)])
+    return group
+
+
+async def produce(bootstrap: str, topic: str, values: list[bytes], partitions: int = 1) -> None:
+    """One batch per record (send_and_wait), so the broker can hand them to different members."""
+    async with AIOKafkaProducer(bootstrap_servers=bootstrap) as producer:
+        for i, value in enumerate(values):
+            await producer.send_and_wait(topic, value, partition=i % partitions)
+
+
+def member(bootstrap: str, topic: str, group: str, **kwargs: Any) -> AIOKafkaShareConsumer[bytes, bytes]:
+    kwargs.setdefault("fetch_max_wait_ms", 200)
+    return AIOKafkaShareConsumer(topic, group_id=group, bootstrap_servers=bootstrap, **kwargs)
+
+
+async def poll_until(
+    consumer: AIOKafkaShareConsumer[bytes, bytes], want: int, seconds: float
+) -> list[ShareConsumerRecord[bytes, bytes]]:
+    """Poll until ``want`` records came (implicit mode accepts each poll's records)."""
+    out: list[ShareConsumerRecord[bytes, bytes]] = []
+    with anyio.fail_after(seconds):
+        while len(out) < want:
+            for records in (await consumer.getmany(timeout_ms=500)).values():
+                out += records
+    return out
+
+
+async def nothing_within(consumer: AIOKafkaShareConsumer[bytes, bytes], seconds: float) -> None:
+    with anyio.move_on_after(seconds):
+        got = await consumer.getmany(timeout_ms=int(seconds * 1000))
+        assert got == {}, f"unexpected records {got}"
+
+
+async def test_four_members_share_one_partition_each_record_accepted_once(
+    bootstrap: str, admin: AdminClient
+) -> None:
+    topic = unique("share4")
+    group = await new_group(admin, topic)
+    total = 200
+    await produce(bootstrap, topic, [b"%d" % i for i in range(total)])
+    seen: dict[int, list[tuple[int, int]]] = {}  # member -> (offset, delivery count)
+    accepted: Counter[int] = Counter()
+    done = anyio.Event()
+
+    async def run(index: int) -> None:
+        async with member(bootstrap, topic, group, acknowledgement_mode="explicit", max_poll_records=5) as c:
+            while not done.is_set():
+                batch = await c.getmany(timeout_ms=200)
+                records = [r for rs in batch.values() for r in rs]
+                for r in records:
+                    seen.setdefault(index, []).append((r.offset, r.delivery_count))
+                    c.acknowledge(r, ACCEPT)
+                await anyio.sleep(0.01 * len(records))  # "work": lets the other members fetch
+                results = await c.commit()
+                assert all(e is None for e in results.values()), results
+                accepted.update(r.offset for r in records)
+                if len(accepted) >= total:
+                    done.set()
+
+    with anyio.fail_after(60):
+        async with anyio.create_task_group() as tg:
+            for i in range(4):
+                tg.start_soon(run, i)
+    assert set(accepted) == set(range(total))
+    assert max(accepted.values()) == 1, [o for o, n in accepted.items() if n > 1]
+    workers = {i for i, got in seen.items() if got}
+    assert len(workers) >= 3, {i: len(got) for i, got in seen.items()}
+    # nothing comes back: every record was accepted
+    async with member(bootstrap, topic, group) as late:
+        await nothing_within(late, 1.5)
+
+
+async def test_release_redelivers_with_delivery_count_two(bootstrap: str, admin: AdminClient) -> None:
+    topic = unique("release")
+    group = await new_group(admin, topic)
+    await produce(bootstrap, topic, [b"job"])
+    async with member(bootstrap, topic, group, acknowledgement_mode="explicit") as first:
+        [record] = await poll_until(first, 1, 20)
+        assert record.delivery_count == 1
+        first.acknowledge(record, RELEASE)
+        assert await first.commit() == {TopicPartition(topic, 0): None}
+    async with member(bootstrap, topic, group) as second:
+        [again] = await poll_until(second, 1, 20)
+    assert (again.offset, again.value, again.delivery_count) == (0, b"job", 2)
+
+
+async def test_reject_archives_the_record(bootstrap: str, admin: AdminClient) -> None:
+    topic = unique("reject")
+    group = await new_group(admin, topic)
+    await produce(bootstrap, topic, [b"bad", b"good"])
+    async with member(bootstrap, topic, group, acknowledgement_mode="explicit") as first:
+        records = await poll_until(first, 2, 20)
+        first.acknowledge(records[0], REJECT)
+        first.acknowledge(records[1], RELEASE)
+        await first.commit()
+    async with member(bootstrap, topic, group) as second:
+        got = await poll_until(second, 1, 20)
+        assert [(r.value, r.delivery_count) for r in got] == [(b"good", 2)]
+        await nothing_within(second, 1.0)
+
+
+async def test_lock_timeout_hands_the_record_to_another_member(bootstrap: str, admin: AdminClient) -> None:
+    topic = unique("lock")
+    group = await new_group(admin, topic, **{"share.record.lock.duration.ms": "2000"})
+    await produce(bootstrap, topic, [b"slow"])
+    async with member(bootstrap, topic, group, acknowledgement_mode="explicit") as holder:
+        [held] = await poll_until(holder, 1, 20)
+        assert 0 < held.lock_remaining_ms() <= 2000
+        async with member(bootstrap, topic, group) as other:
+            [taken] = await poll_until(other, 1, 20)  # after the lock expired
+            assert (taken.offset, taken.delivery_count) == (held.offset, 2)
+            holder.acknowledge(held, ACCEPT)  # too late: `other` holds it now
+            results = await holder.commit()
+            assert isinstance(results[TopicPartition(topic, 0)], InvalidRecordStateError)
+            assert await other.commit() == {TopicPartition(topic, 0): None}
+
+
+async def test_delivery_count_limit_archives_a_poison_record(bootstrap: str, admin: AdminClient) -> None:
+    topic = unique("poison")
+    group = await new_group(admin, topic, **{"share.delivery.count.limit": "2"})
+    await produce(bootstrap, topic, [b"poison"])
+    async with member(bootstrap, topic, group, acknowledgement_mode="explicit") as c:
+        counts = []
+        for _ in range(2):
+            [r] = await poll_until(c, 1, 20)
+            counts.append(r.delivery_count)
+            c.acknowledge(r, RELEASE)
+            await c.commit()
+        assert counts == [1, 2]
+        await produce(bootstrap, topic, [b"next"])
+        [r] = await poll_until(c, 1, 20)
+        assert (r.value, r.delivery_count) == (b"next", 1)
+        c.acknowledge(r, ACCEPT)
+
+
+async def test_renew_keeps_a_slow_record(bootstrap: str, admin: AdminClient) -> None:
+    topic = unique("renew")
+    group = await new_group(admin, topic, **{"share.record.lock.duration.ms": "2000"})
+    await produce(bootstrap, topic, [b"long job"])
+    async with member(bootstrap, topic, group, acknowledgement_mode="explicit") as slow:
+        [record] = await poll_until(slow, 1, 20)
+        first_deadline = record.lock_deadline
+        async with member(bootstrap, topic, group) as other, anyio.create_task_group() as tg:
+            tg.start_soon(nothing_within, other, 5.0)  # 2.5 lock durations
+            for _ in range(5):
+                await anyio.sleep(1.0)
+                slow.acknowledge(record, RENEW)
+                assert await slow.commit() == {TopicPartition(topic, 0): None}
+            assert record.lock_deadline > first_deadline + 3
+            slow.acknowledge(record, ACCEPT)
+            assert await slow.commit() == {TopicPartition(topic, 0): None}
+            await nothing_within(other, 1.0)
+
+
+async def test_killed_member_records_are_redelivered(bootstrap: str, admin: AdminClient) -> None:
+    topic = unique("kill")
+    group = await new_group(admin, topic, **{"share.record.lock.duration.ms": "2000"})
+    total = 30
+    await produce(bootstrap, topic, [b"%d" % i for i in range(total)])
+    victim = member(bootstrap, topic, group, acknowledgement_mode="explicit", max_poll_records=10)
+    await victim.start()
+    held = await poll_until(victim, 1, 20)
+    victim.acknowledge(held[0], ACCEPT)
+    await victim.commit()
+    in_hand = {r.offset for r in held[1:]}
+    # killed: the connections drop without acknowledgements, session close or leave
+    await victim._core.close()
+    victim._state = "stopped"
+    async with member(bootstrap, topic, group) as survivor:
+        got = await poll_until(survivor, total - 1, 30)
+    offsets = Counter(r.offset for r in got)
+    assert set(offsets) == set(range(total)) - {held[0].offset}
+    assert max(offsets.values()) == 1
+    assert {r.offset for r in got if r.delivery_count == 2} == in_hand
+
+
+async def test_explicit_mode_refuses_a_poll_with_unacknowledged_records(
+    bootstrap: str, admin: AdminClient
+) -> None:
+    topic = unique("explicit")
+    group = await new_group(admin, topic)
+    await produce(bootstrap, topic, [b"a", b"b"])
+    async with member(bootstrap, topic, group, acknowledgement_mode="explicit") as c:
+        records = await poll_until(c, 2, 20)
+        c.acknowledge(records[0], ACCEPT)
+        with pytest.raises(IllegalStateError, match=r"1 delivered record\(s\) not acknowledged"):
+            await c.getmany(timeout_ms=0)
+        c.acknowledge(records[1], ACCEPT)
+        with pytest.raises(IllegalStateError, match="not awaiting acknowledgement"):
+            c.acknowledge(records[1], ACCEPT)
+        await c.getmany(timeout_ms=0)
+
+
+async def test_implicit_mode_accepts_at_the_next_poll_and_close_releases(
+    bootstrap: str, admin: AdminClient
+) -> None:
+    topic = unique("implicit")
+    group = await new_group(admin, topic)
+    await produce(bootstrap, topic, [b"%d" % i for i in range(4)])
+    async with member(bootstrap, topic, group, max_poll_records=2, share_acquire_mode="record_limit") as c:
+        first = await poll_until(c, 2, 20)
+        assert len(first) == 2  # the strict limit: never more than max_poll_records acquired
+        second = await poll_until(c, 2, 20)  # accepts `first`
+        assert {r.offset for r in first + second} == {0, 1, 2, 3}
+    # close released `second` (delivered, not accepted): they come back, `first` does not
+    async with member(bootstrap, topic, group) as again:
+        back = await poll_until(again, 2, 20)
+        assert sorted((r.offset, r.delivery_count) for r in back) == sorted((r.offset, 2) for r in second)
+        await nothing_within(again, 1.0)
