@@ -23,7 +23,7 @@ from aiokafka_lead.arguments import check_topic
 from aiokafka_lead.backoff import ExponentialBackoff
 from aiokafka_lead.client import ClientCore, connection_config, guarded
 from aiokafka_lead.consumer.offsets import OffsetLookup
-from aiokafka_lead.errors import IllegalStateError, KafkaError
+from aiokafka_lead.errors import ConsumerStoppedError, IllegalStateError, KafkaError
 from aiokafka_lead.metadata import MetadataChange
 from aiokafka_lead.runtime import ClientClosedError
 from aiokafka_lead.share.acks import AckLedger
@@ -323,11 +323,14 @@ class AIOKafkaShareConsumer(Generic[KT, VT]):
 
     @guarded
     async def getone(self) -> ShareConsumerRecord[KT, VT]:
-        """The next record (waits for one); settles the previous one as ``getmany()`` does."""
+        """The next record (waits for one); settles the previous one as ``getmany()`` does.
+        Raises ``ConsumerStoppedError`` if the consumer is closed meanwhile."""
         while True:
             records = await self._poll(None, 1)
             if records:
                 return records[0]
+            if self._state != "running":
+                raise ConsumerStoppedError("AIOKafkaShareConsumer was closed while getone() waited")
 
     async def _poll(self, timeout_ms: int | None, max_records: int) -> list[ShareConsumerRecord[KT, VT]]:
         self._check_running()
@@ -355,7 +358,7 @@ class AIOKafkaShareConsumer(Generic[KT, VT]):
         while self._state == "running":
             try:
                 yield await self.getone()
-            except ClientClosedError:
+            except (ClientClosedError, ConsumerStoppedError):
                 return
 
     # ---------------------------------------------------------- acknowledging

@@ -276,3 +276,21 @@ async def test_implicit_mode_accepts_at_the_next_poll_and_close_releases(
         back = await poll_until(again, 2, 20)
         assert sorted((r.offset, r.delivery_count) for r in back) == sorted((r.offset, 2) for r in second)
         await nothing_within(again, 1.0)
+
+
+@pytest.mark.parametrize(("mode", "acquired"), [("batch_optimized", 6), ("record_limit", 2)])
+async def test_record_limit_mode_never_acquires_more_than_max_poll_records(
+    bootstrap: str, admin: AdminClient, mode: str, acquired: int
+) -> None:
+    """KIP-1206: six records in one batch; batch-optimized acquires the whole batch for a
+    limit of 2, record-limit exactly 2 (the other four stay available to other members)."""
+    topic = unique("strict")
+    group = await new_group(admin, topic)
+    async with AIOKafkaProducer(bootstrap_servers=bootstrap, linger_ms=1000) as producer:
+        handles = [await producer.send(topic, b"%d" % i, partition=0) for i in range(6)]
+        await producer.flush()
+        assert len({(await h).offset for h in handles}) == 6
+    async with member(bootstrap, topic, group, max_poll_records=2, share_acquire_mode=mode) as c:
+        got = await poll_until(c, 2, 20)
+        assert len(got) == 2
+        assert c._fetcher.acquired == acquired
