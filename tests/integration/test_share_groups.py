@@ -19,7 +19,12 @@ import pytest
 from aiokafka_lead import AIOKafkaProducer
 from aiokafka_lead.admin import AdminClient, NewTopic
 from aiokafka_lead.admin.types import ConfigResource
-from aiokafka_lead.errors import IllegalStateError, InvalidRecordStateError
+from aiokafka_lead.errors import (
+    GroupIdNotFoundError,
+    IllegalStateError,
+    InvalidRecordStateError,
+    NonEmptyGroupError,
+)
 from aiokafka_lead.share import AcknowledgeType, AIOKafkaShareConsumer, ShareConsumerRecord
 from aiokafka_lead.structs import TopicPartition
 from aiokafka_lead.testing.cluster.cluster import KafkaCluster
@@ -294,3 +299,41 @@ async def test_record_limit_mode_never_acquires_more_than_max_poll_records(
         got = await poll_until(c, 2, 20)
         assert len(got) == 2
         assert c._fetcher.acquired == acquired
+
+
+async def test_admin_lists_describes_and_moves_share_group_offsets(
+    bootstrap: str, admin: AdminClient
+) -> None:
+    topic = unique("admin")
+    group = await new_group(admin, topic, partitions=2)
+    await produce(bootstrap, topic, [b"%d" % i for i in range(10)], partitions=2)
+    async with member(bootstrap, topic, group, client_id="share-admin-test") as c:
+        await poll_until(c, 10, 20)
+        assert all(e is None for e in (await c.commit()).values())
+        listed = {g.group_id: g.state for g in await admin.list_share_groups()}
+        assert listed[group] == "Stable"
+        [described] = await admin.describe_share_groups([group])
+        [m] = described.members
+        assert (described.group_id, m.member_id, m.client_id) == (group, c.member_id, "share-admin-test")
+        assert m.subscribed_topics == (topic,)
+        assert m.assignment == {TopicPartition(topic, 0), TopicPartition(topic, 1)}
+        offsets = await admin.list_share_group_offsets(group)
+        # every record is done (lag 0); Kafka 4.4 moves the start offset itself only later
+        # (its own kafka-share-groups.sh shows the same)
+        assert set(offsets) == {TopicPartition(topic, 0), TopicPartition(topic, 1)}
+        assert {o.lag for o in offsets.values()} == {0}
+        with pytest.raises(NonEmptyGroupError):
+            await admin.alter_share_group_offsets(group, {TopicPartition(topic, 0): 2})
+    # empty now: move partition 0 back by three records; they are delivered again
+    await admin.alter_share_group_offsets(group, {TopicPartition(topic, 0): 2})
+    only0 = await admin.list_share_group_offsets(group, [TopicPartition(topic, 0)])
+    assert [(tp, o.start_offset) for tp, o in only0.items()] == [(TopicPartition(topic, 0), 2)]
+    async with member(bootstrap, topic, group) as c:
+        again = await poll_until(c, 3, 20)
+        assert sorted((r.partition, r.offset) for r in again) == [(0, 2), (0, 3), (0, 4)]
+    await admin.delete_share_group_offsets(group, [topic])
+    assert await admin.list_share_group_offsets(group) == {}
+    await admin.delete_share_groups([group])
+    assert group not in {g.group_id for g in await admin.list_share_groups()}
+    with pytest.raises(GroupIdNotFoundError, match=group):
+        await admin.describe_share_groups([group])
