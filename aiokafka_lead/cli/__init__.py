@@ -9,7 +9,7 @@ from collections.abc import Sequence
 
 import anyio
 
-from aiokafka_lead.cli import demo, elect, reassign, topics
+from aiokafka_lead.cli import demo, elect, reassign, share_groups, topics
 from aiokafka_lead.cli.client_config import ClientConfigError, load_client_config
 from aiokafka_lead.errors import KafkaError
 
@@ -24,6 +24,7 @@ def build_parser() -> argparse.ArgumentParser:
     topics.add_parser(sub)
     elect.add_parser(sub)
     reassign.add_parser(sub)
+    share_groups.add_parser(sub)
     demo.add_parser(sub)
     sub.add_parser(
         "cluster",

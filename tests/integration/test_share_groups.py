@@ -14,11 +14,13 @@ from collections.abc import AsyncIterator, Iterator
 from typing import Any
 
 import anyio
+import anyio.to_thread
 import pytest
 
 from aiokafka_lead import AIOKafkaProducer
 from aiokafka_lead.admin import AdminClient, NewTopic
 from aiokafka_lead.admin.types import ConfigResource
+from aiokafka_lead.cli import main
 from aiokafka_lead.errors import (
     GroupIdNotFoundError,
     IllegalStateError,
@@ -337,3 +339,29 @@ async def test_admin_lists_describes_and_moves_share_group_offsets(
     assert group not in {g.group_id for g in await admin.list_share_groups()}
     with pytest.raises(GroupIdNotFoundError, match=group):
         await admin.describe_share_groups([group])
+
+
+async def test_share_groups_command_line(bootstrap: str, admin: AdminClient, capsys: Any) -> None:
+    topic = unique("cli")
+    group = await new_group(admin, topic)
+    await produce(bootstrap, topic, [b"a", b"b", b"c"])
+    async with member(bootstrap, topic, group) as c:
+        await poll_until(c, 3, 20)
+        await c.commit()
+
+    async def cli(*argv: str) -> str:
+        capsys.readouterr()
+        code = await anyio.to_thread.run_sync(main, ["share-groups", "--bootstrap-server", bootstrap, *argv])
+        assert code == 0
+        return str(capsys.readouterr().out)
+
+    assert group in (await cli("--list")).split()
+    described = (await cli("--describe", "--group", group)).splitlines()
+    assert described[0].split() == ["GROUP", "TOPIC", "PARTITION", "START-OFFSET", "LAG"]
+    assert described[1].split()[:3] == [group, topic, "0"] and described[1].split()[4] == "0"
+    plan = await cli("--reset-offsets", "--group", group, "--topic", topic, "--to-earliest")
+    assert "Dry run" in plan
+    await cli("--reset-offsets", "--group", group, "--topic", topic, "--to-offset", "1", "--execute")
+    assert (await admin.list_share_group_offsets(group))[TopicPartition(topic, 0)].start_offset == 1
+    await cli("--delete", "--group", group)
+    assert group not in (await cli("--list")).split()
