@@ -30,6 +30,7 @@ from aiokafka_lead.testing.fake.intercept import Action, InterceptFn, Intercepto
 from aiokafka_lead.testing.fake.log import RequestLog, RequestRecord
 from aiokafka_lead.testing.fake.partition import Partition
 from aiokafka_lead.testing.fake.replicas import ReplicaSelector
+from aiokafka_lead.testing.fake.share_groups import ShareCoordinator
 from aiokafka_lead.testing.fake.transactions import TxnCoordinator
 
 HINT_MODES = ("current", "none", "stale", "same_epoch", "unknown_node", "endpoints_only")
@@ -83,6 +84,8 @@ class FakeCluster:
         self.topics: dict[str, Topic] = {}
         self.requests = RequestLog()
         self.groups = GroupCoordinator(self)
+        #: share groups (KIP-932) and the brokers' share sessions
+        self.shares = ShareCoordinator(self)
         #: transactional ids; ``txns.transaction_version`` is the finalized feature level
         self.txns = TxnCoordinator(self)
         #: exceptions raised by handlers (bugs in the fake); each closed its connection
@@ -252,9 +255,11 @@ class FakeCluster:
         ``partitions``, default all) until :meth:`unlag_metadata`."""
         for node_id in node_ids:
             view = MetadataView(nodes={n: self.address(n) for n in self.brokers})
-            chosen = partitions if partitions is not None else [
-                (t.name, p.index) for t in self.topics.values() for p in t.partitions
-            ]
+            chosen = (
+                partitions
+                if partitions is not None
+                else [(t.name, p.index) for t in self.topics.values() for p in t.partitions]
+            )
             for tp in chosen:
                 part = self.partition(tp)
                 view.partitions[(tp[0], tp[1])] = (part.leader_id, part.leader_epoch)

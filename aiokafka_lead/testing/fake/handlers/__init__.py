@@ -32,6 +32,11 @@ from aiokafka_lead.testing.fake.handlers.offsets import (
     handle_offset_for_leader_epoch,
 )
 from aiokafka_lead.testing.fake.handlers.produce import handle_produce
+from aiokafka_lead.testing.fake.handlers.share_groups import (
+    handle_share_acknowledge,
+    handle_share_fetch,
+    handle_share_group_heartbeat,
+)
 from aiokafka_lead.testing.fake.handlers.transactions import (
     handle_add_offsets_to_txn,
     handle_add_partitions_to_txn,
@@ -61,6 +66,9 @@ _TABLE: dict[int, tuple[Handler, int, int]] = {
     28: (handle_txn_offset_commit, 0, 5),
     68: (handle_consumer_group_heartbeat, 0, 1),
     69: (handle_consumer_group_describe, 0, 1),
+    76: (handle_share_group_heartbeat, 1, 1),
+    78: (handle_share_fetch, 1, 2),
+    79: (handle_share_acknowledge, 1, 2),
 }
 
 HANDLERS: dict[int, Handler] = {key: entry[0] for key, entry in _TABLE.items()}

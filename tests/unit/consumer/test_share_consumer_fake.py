@@ -1,0 +1,181 @@
+"""The share consumer on the fake cluster: exact fault scenarios (lock expiry, session
+errors, fencing, leader moves, the delivery-count limit), each bounded by ``DEADLINE``."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import anyio
+import pytest
+
+from aiokafka_lead.errors import InvalidRecordStateError
+from aiokafka_lead.share import AcknowledgeType, AIOKafkaShareConsumer, ShareConsumerRecord
+from aiokafka_lead.structs import TopicPartition
+from aiokafka_lead.protocol.messages import ShareFetchResponse
+from aiokafka_lead.testing.fake import FakeCluster, Respond
+from aiokafka_lead.testing.fake.share_groups import State
+from tests.unit.consumer.util import DEADLINE, produce, wait_until
+
+HEARTBEAT, SHARE_FETCH, SHARE_ACKNOWLEDGE = 76, 78, 79
+SHARE_SESSION_NOT_FOUND, INVALID_SHARE_SESSION_EPOCH = 122, 123
+TP0 = TopicPartition("t", 0)
+
+
+def share(fc: FakeCluster, group: str = "g", **kwargs: Any) -> AIOKafkaShareConsumer[bytes, bytes]:
+    kwargs.setdefault("fetch_max_wait_ms", 100)
+    kwargs.setdefault("retry_backoff_ms", 20)
+    kwargs.setdefault("request_timeout_ms", 3000)
+    return AIOKafkaShareConsumer("t", group_id=group, bootstrap_servers=fc.bootstrap, **kwargs)
+
+
+async def take(c: AIOKafkaShareConsumer[bytes, bytes], count: int) -> list[ShareConsumerRecord[bytes, bytes]]:
+    out: list[ShareConsumerRecord[bytes, bytes]] = []
+    while len(out) < count:
+        for records in (await c.getmany(timeout_ms=500)).values():
+            out += records
+    return out
+
+
+@pytest.fixture
+async def fc() -> Any:
+    async with FakeCluster(brokers=2) as cluster:
+        cluster.create_topic("t", 1, 2, leaders=[1])
+        cluster.shares.configure("g", auto_offset_reset="earliest")
+        yield cluster
+
+
+async def test_records_flow_and_acknowledgements_ride_on_the_next_fetch(fc: FakeCluster) -> None:
+    produce(fc, TP0, [b"a", b"b", b"c"])
+    with anyio.fail_after(DEADLINE):
+        async with share(fc) as c:
+            got = await take(c, 3)
+            assert [(r.offset, r.value, r.delivery_count) for r in got] == [
+                (0, b"a", 1),
+                (1, b"b", 1),
+                (2, b"c", 1),
+            ]
+            await c.getmany(timeout_ms=0)  # implicit: accepts the three
+            await fc.wait_for(lambda: fc.shares.groups["g"].partitions[("t", 0)].start_offset == 3)
+            fetches = [r.request for r in fc.requests.select(api_key=SHARE_FETCH)]
+            assert fetches[0].share_session_epoch == 0
+            assert not fetches[0].topics[0].partitions[0].acknowledgement_batches
+            acked = [
+                (b.first_offset, b.last_offset, b.acknowledge_types)
+                for f in fetches
+                for t in f.topics
+                for p in t.partitions
+                for b in p.acknowledgement_batches
+            ]
+            assert acked == [(0, 2, [1])]
+            assert fc.count(SHARE_ACKNOWLEDGE) == 0  # nothing needed a ShareAcknowledge
+
+
+async def test_lock_expiry_gives_the_record_to_another_member(fc: FakeCluster) -> None:
+    produce(fc, TP0, [b"job"])
+    with anyio.fail_after(DEADLINE):
+        async with share(fc, acknowledgement_mode="explicit") as holder:
+            [held] = await take(holder, 1)
+            # the holder stops fetching the partition (so it cannot take the record back)
+            fc.shares.pin("g", holder.member_id, set())
+            session = fc.shares.sessions[(1, "g", holder.member_id)]
+            await fc.wait_for(lambda: not session.partitions)
+            async with share(fc) as other:
+                fc.shares.expire_locks("g")
+                [again] = await take(other, 1)
+                assert (again.offset, again.delivery_count) == (0, 2)
+                holder.acknowledge(held, AcknowledgeType.ACCEPT)
+                results = await holder.commit()  # a ShareAcknowledge: no fetch carries it
+                assert isinstance(results[TP0], InvalidRecordStateError)
+                assert fc.count(SHARE_ACKNOWLEDGE) == 1
+
+
+async def test_delivery_count_limit_archives_the_record(fc: FakeCluster) -> None:
+    fc.shares.configure("g", delivery_limit=2)
+    produce(fc, TP0, [b"poison"])
+    with anyio.fail_after(DEADLINE):
+        async with share(fc, acknowledgement_mode="explicit") as c:
+            for expected in (1, 2):
+                [r] = await take(c, 1)
+                assert r.delivery_count == expected
+                c.acknowledge(r, AcknowledgeType.RELEASE)
+                assert await c.commit() == {TP0: None}
+            state = fc.shares.state_of("g", ("t", 0), 0)
+            assert state is None or state.state is State.ARCHIVED
+            assert fc.shares.groups["g"].partitions[("t", 0)].start_offset == 1
+
+
+@pytest.mark.parametrize("code", [SHARE_SESSION_NOT_FOUND, INVALID_SHARE_SESSION_EPOCH])
+async def test_a_session_error_reopens_the_session_and_keeps_the_acknowledgements(
+    fc: FakeCluster, code: int
+) -> None:
+    produce(fc, TP0, [b"a", b"b"])
+    with anyio.fail_after(DEADLINE):
+        async with share(fc, max_poll_records=1, share_acquire_mode="record_limit") as c:
+            [first] = await take(c, 1)
+            fc.intercept(
+                SHARE_FETCH,
+                lambda node, header, request: (
+                    Respond(ShareFetchResponse(error_code=code)) if request.share_session_epoch > 0 else None
+                ),
+            )
+            [second] = await take(c, 1)  # accepts `first`: its ack meets the session error
+            assert (first.offset, second.offset) == (0, 1)
+            await c.getmany(timeout_ms=0)
+            await fc.wait_for(lambda: fc.shares.groups["g"].partitions[("t", 0)].start_offset == 2)
+            epochs = [r.request.share_session_epoch for r in fc.requests.select(api_key=SHARE_FETCH)]
+            assert epochs.count(0) >= 2  # opened again after the error
+
+
+async def test_a_lost_session_on_the_broker_is_opened_again(fc: FakeCluster) -> None:
+    produce(fc, TP0, [b"a"])
+    with anyio.fail_after(DEADLINE):
+        async with share(fc) as c:
+            await take(c, 1)
+            fc.shares.drop_sessions()
+            produce(fc, TP0, [b"b"])
+            [r] = await take(c, 1)
+            assert r.offset == 1
+
+
+async def test_a_fenced_member_rejoins_at_epoch_zero(fc: FakeCluster) -> None:
+    produce(fc, TP0, [b"a"])
+    with anyio.fail_after(DEADLINE):
+        async with share(fc) as c:
+            await take(c, 1)
+            assert await c.commit() == {TP0: None}
+            fc.shares.expire_member("g", c.member_id)
+            await wait_until(lambda: c._member.fencings == 1 and c.member_epoch > 0)
+            assert c.assignment() == {TP0}
+            produce(fc, TP0, [b"b"])
+            [r] = await take(c, 1)
+            assert r.offset == 1
+            joins = [r.request for r in fc.requests.select(api_key=HEARTBEAT) if r.request.member_epoch == 0]
+            assert len(joins) == 2 and joins[0].member_id == joins[1].member_id
+
+
+async def test_leader_move_is_followed_through_the_hint(fc: FakeCluster) -> None:
+    produce(fc, TP0, [b"a"])
+    with anyio.fail_after(DEADLINE):
+        async with share(fc) as c:
+            await take(c, 1)
+            fc.move_leader(("t", 0), 2)
+            produce(fc, TP0, [b"b"])
+            [r] = await take(c, 1)
+            assert r.offset == 1
+            assert fc.count(SHARE_FETCH, node_id=2) >= 1
+
+
+async def test_close_releases_delivered_and_buffered_records(fc: FakeCluster) -> None:
+    produce(fc, TP0, [b"a", b"b", b"c"])
+    with anyio.fail_after(DEADLINE):
+        c = share(fc, acknowledgement_mode="explicit")
+        await c.start()
+        got = await c.getmany(timeout_ms=2000, max_records=1)
+        assert [r.offset for rs in got.values() for r in rs] == [0]
+        await c.close()
+        states = [fc.shares.state_of("g", ("t", 0), o) for o in range(3)]
+        assert [(s.state, s.delivery_count) for s in states if s is not None] == [(State.AVAILABLE, 1)] * 3
+        closing = [r.request for r in fc.requests.select(api_key=SHARE_ACKNOWLEDGE)]
+        assert [r.share_session_epoch for r in closing] == [-1]
+        leaves = [r.request for r in fc.requests.select(api_key=HEARTBEAT) if r.request.member_epoch == -1]
+        assert len(leaves) == 1
