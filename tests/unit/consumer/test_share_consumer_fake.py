@@ -9,9 +9,9 @@ import anyio
 import pytest
 
 from aiokafka_lead.errors import InvalidRecordStateError
+from aiokafka_lead.protocol.messages import ShareFetchResponse
 from aiokafka_lead.share import AcknowledgeType, AIOKafkaShareConsumer, ShareConsumerRecord
 from aiokafka_lead.structs import TopicPartition
-from aiokafka_lead.protocol.messages import ShareFetchResponse
 from aiokafka_lead.testing.fake import FakeCluster, Respond
 from aiokafka_lead.testing.fake.share_groups import State
 from tests.unit.consumer.util import DEADLINE, produce, wait_until

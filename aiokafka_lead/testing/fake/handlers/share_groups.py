@@ -178,8 +178,9 @@ async def handle_share_fetch(
             session.partitions.add(tp)
             if p.acknowledgement_batches:
                 ok = cluster.shares.acknowledge(group, tp, member_id, _acks(p.acknowledgement_batches))
+                code = 0 if ok else INVALID_RECORD_STATE
                 responses[tp] = ShareFetchResponse.PartitionData(
-                    partition_index=tp[1], records=b"", acknowledge_error_code=0 if ok else INVALID_RECORD_STATE
+                    partition_index=tp[1], records=b"", acknowledge_error_code=code
                 )
     for f in request.forgotten_topics_data:
         topic = cluster.topic_by_id(f.topic_id)
