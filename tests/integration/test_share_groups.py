@@ -20,6 +20,7 @@ import pytest
 from aiokafka_lead import AIOKafkaProducer
 from aiokafka_lead.admin import AdminClient, NewTopic
 from aiokafka_lead.admin.types import ConfigResource
+from aiokafka_lead.bench import share_java
 from aiokafka_lead.cli import main
 from aiokafka_lead.errors import (
     GroupIdNotFoundError,
@@ -32,6 +33,7 @@ from aiokafka_lead.structs import TopicPartition
 from aiokafka_lead.testing.cluster.cluster import KafkaCluster
 from aiokafka_lead.testing.share_cluster import SHARE_TEST_PROPERTIES
 from tests.integration.conftest import unique
+from tests.support.waiting import eventually
 
 ACCEPT, RELEASE, REJECT, RENEW = (
     AcknowledgeType.ACCEPT,
@@ -365,3 +367,74 @@ async def test_share_groups_command_line(bootstrap: str, admin: AdminClient, cap
     assert (await admin.list_share_group_offsets(group))[TopicPartition(topic, 0)].start_offset == 1
     await cli("--delete", "--group", group)
     assert group not in (await cli("--list")).split()
+
+
+async def test_interop_with_javas_share_consumer(bootstrap: str, admin: AdminClient) -> None:
+    """Two Java KafkaShareConsumers and two of ours in one group, records produced while
+    they run: every record accepted exactly once, by one side or the other."""
+    topic = unique("interop")
+    group = await new_group(admin, topic)
+    total = 300
+    classpath = await anyio.to_thread.run_sync(share_java.build)
+    java_cmd = share_java.command(
+        classpath, bootstrap, topic, group, explicit=True, idle_ms=3000, max_ms=45_000
+    )
+    ours: Counter[int] = Counter()
+    theirs: Counter[int] = Counter()
+    java_done = anyio.Event()
+
+    async def java_member() -> None:
+        result = await anyio.run_process(java_cmd, check=False)
+        out = result.stdout.decode()
+        assert result.returncode == 0, result.stderr.decode()[-3000:]
+        for line in out.splitlines():
+            if line.startswith("ACCEPTED "):
+                _, _partition, offset, _count = line.split()
+                theirs[int(offset)] += 1
+
+    async def our_member() -> None:
+        async with member(bootstrap, topic, group, acknowledgement_mode="explicit", max_poll_records=20) as c:
+            idle_since = anyio.current_time()
+            while not (java_done.is_set() and anyio.current_time() - idle_since > 2):
+                batch = await c.getmany(timeout_ms=200)
+                records = [r for rs in batch.values() for r in rs]
+                if not records:
+                    continue
+                idle_since = anyio.current_time()
+                for r in records:
+                    c.acknowledge(r, ACCEPT)
+                await anyio.sleep(0.002 * len(records))
+                results = await c.commit()
+                if results.get(TopicPartition(topic, 0)) is None:
+                    ours.update(r.offset for r in records)
+
+    async def producer_paced() -> None:
+        with anyio.fail_after(60):
+            await eventually(lambda: _members(admin, group, 4), interval=0.2)
+        async with AIOKafkaProducer(bootstrap_servers=bootstrap) as producer:
+            for i in range(total):
+                await producer.send_and_wait(topic, b"%d" % i)
+                if i % 10 == 9:
+                    await anyio.sleep(0.05)
+
+    with anyio.fail_after(90):
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(our_member)
+            tg.start_soon(our_member)
+            async with anyio.create_task_group() as javas:
+                javas.start_soon(java_member)
+                javas.start_soon(java_member)
+                javas.start_soon(producer_paced)
+            java_done.set()
+    both = ours + theirs
+    assert set(both) == set(range(total)), sorted(set(range(total)) - set(both))[:10]
+    assert max(both.values()) == 1, [o for o, n in both.items() if n > 1][:10]
+    assert ours and theirs, (len(ours), len(theirs))
+
+
+async def _members(admin: AdminClient, group: str, count: int) -> bool:
+    try:
+        [described] = await admin.describe_share_groups([group])
+    except GroupIdNotFoundError:
+        return False
+    return len(described.members) >= count
