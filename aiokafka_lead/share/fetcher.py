@@ -32,6 +32,7 @@ from aiokafka_lead.client import ClientCore
 from aiokafka_lead.errors import KafkaConnectionError, KafkaError, KafkaTimeoutError, error_for_code
 from aiokafka_lead.metadata.model import BrokerNode, LeaderHint
 from aiokafka_lead.protocol.messages import ShareAcknowledgeResponse, ShareFetchResponse
+from aiokafka_lead.ratelog import RateLimitedLog
 from aiokafka_lead.records import MemoryRecords
 from aiokafka_lead.share.acks import AckLedger
 from aiokafka_lead.share.member import ShareGroupMember
@@ -46,6 +47,10 @@ INVALID_SHARE_SESSION_EPOCH = 123
 SESSION_ERRORS = frozenset({SHARE_SESSION_NOT_FOUND, INVALID_SHARE_SESSION_EPOCH})
 #: partition errors that mean "ask the metadata where it lives now"
 MOVED = frozenset({3, 5, 6, 74, 100})
+
+#: far more offsets than a broker acquires for one partition in one answer (Kafka bounds a
+#: partition's locks by group.share.partition.max.record.locks, 2000 by default)
+MAX_ACQUIRED = 100_000
 
 AckResult = Callable[[Mapping[TopicPartition, set[int]], KafkaError | None], None]
 
@@ -98,6 +103,7 @@ class ShareFetcher:
         #: answered ShareFetch requests, records acquired (tests and metrics)
         self.fetches = 0
         self.acquired = 0
+        self._refused = RateLimitedLog(log)
 
     # ------------------------------------------------------------------ buffer
     def buffered(self) -> int:
@@ -327,6 +333,15 @@ class ShareFetcher:
         ranges = sorted((a.first_offset, a.last_offset, a.delivery_count) for a in part.acquired_records)
         if not ranges:
             return 0
+        problem = _bad_ranges(ranges)
+        if problem is not None:
+            self._refused.warning(
+                f"share fetch {tp} from node {node_id}",
+                "share fetch %s from node %d: answer refused (%s); its records return to the group "
+                "when their locks expire",
+                tp, node_id, problem,
+            )  # fmt: skip
+            return 0
         found: list[ShareConsumerRecord[Any, Any]] = []
         seen: set[int] = set()
         if part.records:
@@ -448,6 +463,24 @@ class ShareFetcher:
         renewed = [o for o, t in acks.items() if t == AcknowledgeType.RENEW]
         for record in self._ledger.renewed_records(tp, renewed):
             record.lock_deadline = deadline
+
+
+def _bad_ranges(ranges: list[tuple[int, int, int]]) -> str | None:
+    """What is wrong with a partition's AcquiredRecords, if anything (ranges sorted)."""
+    span = 0
+    previous_last = -1
+    for first, last, count in ranges:
+        if first < 0 or last < first:
+            return f"acquired range {first}-{last} is empty or negative"
+        if first <= previous_last:
+            return f"acquired ranges overlap at offset {first}"
+        if count < 1:
+            return f"delivery count {count} for offsets {first}-{last}"
+        span += last - first + 1
+        previous_last = last
+    if span > MAX_ACQUIRED:
+        return f"{span} offsets acquired at once (more than {MAX_ACQUIRED})"
+    return None
 
 
 def _delivery_count(ranges: list[tuple[int, int, int]], offset: int) -> int | None:

@@ -8,7 +8,7 @@ from typing import Any
 import anyio
 import pytest
 
-from aiokafka_lead.errors import InvalidRecordStateError
+from aiokafka_lead.errors import ClientFailedError, InvalidRecordStateError
 from aiokafka_lead.protocol.messages import ShareFetchResponse
 from aiokafka_lead.share import AcknowledgeType, AIOKafkaShareConsumer, ShareConsumerRecord
 from aiokafka_lead.structs import TopicPartition
@@ -179,3 +179,102 @@ async def test_close_releases_delivered_and_buffered_records(fc: FakeCluster) ->
         assert [r.share_session_epoch for r in closing] == [-1]
         leaves = [r.request for r in fc.requests.select(api_key=HEARTBEAT) if r.request.member_epoch == -1]
         assert len(leaves) == 1
+
+
+class InjectedFault(RuntimeError):
+    pass
+
+
+@pytest.mark.parametrize("task", ["fetcher", "heartbeat"])
+async def test_a_failed_background_task_fails_every_call_with_its_cause(
+    fc: FakeCluster, task: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The fault matrix's rule (tests/unit/test_failure_containment.py) for the share consumer."""
+    with anyio.fail_after(DEADLINE):
+        async with share(fc) as c:
+            await wait_until(lambda: c.assignment() == {TP0})
+            armed = anyio.Event()
+            target, name = (c._fetcher, "_plan") if task == "fetcher" else (c._member, "_heartbeat")
+            original = getattr(target, name)
+
+            if task == "fetcher":
+
+                def faulty_plan(*args: Any) -> Any:
+                    if armed.is_set():
+                        raise InjectedFault("injected into the share fetcher")
+                    return original(*args)
+
+                monkeypatch.setattr(target, name, faulty_plan)
+            else:
+
+                async def faulty_heartbeat() -> float:
+                    if armed.is_set():
+                        raise InjectedFault("injected into the share heartbeat")
+                    result: float = await original()
+                    return result
+
+                monkeypatch.setattr(target, name, faulty_heartbeat)
+            outcomes: dict[str, BaseException | None] = {}
+
+            async def call(label: str, fn: Any) -> None:
+                try:
+                    await fn()
+                except BaseException as exc:
+                    outcomes[label] = exc
+
+            async with anyio.create_task_group() as tg:
+                tg.start_soon(call, "getmany", lambda: c.getmany(timeout_ms=60_000))
+                tg.start_soon(call, "getone", c.getone)
+                await anyio.wait_all_tasks_blocked()
+                armed.set()
+                c._fetcher.wake()
+            for label in ("getmany", "getone"):
+                assert isinstance(outcomes[label], ClientFailedError), outcomes
+                assert isinstance(outcomes[label].__cause__, InjectedFault), outcomes
+            with pytest.raises(ClientFailedError, match="injected"):
+                await c.commit()
+            with pytest.raises(ClientFailedError, match="injected"):
+                async for _ in c:
+                    pass
+
+
+@pytest.mark.parametrize(
+    ("ranges", "problem"),
+    [
+        ([(0, 2**62, 1)], "offsets acquired at once"),
+        ([(5, 3, 1)], "empty or negative"),
+        ([(0, 3, 1), (2, 4, 1)], "overlap"),
+        ([(0, 0, 0)], "delivery count 0"),
+    ],
+)
+async def test_impossible_acquired_ranges_are_refused(
+    fc: FakeCluster, ranges: list[tuple[int, int, int]], problem: str, caplog: pytest.LogCaptureFixture
+) -> None:
+    produce(fc, TP0, [b"a"])
+    topic_id = fc.topics["t"].topic_id
+    lie = ShareFetchResponse(
+        acquisition_lock_timeout_ms=30_000,
+        responses=[
+            ShareFetchResponse.ShareFetchableTopicResponse(
+                topic_id=topic_id,
+                partitions=[
+                    ShareFetchResponse.PartitionData(
+                        partition_index=0,
+                        records=fc.partition(("t", 0)).read(0, 2**20, at_least_one=True),
+                        acquired_records=[
+                            ShareFetchResponse.AcquiredRecords(
+                                first_offset=f, last_offset=la, delivery_count=c
+                            )
+                            for f, la, c in ranges
+                        ],
+                    )
+                ],
+            )
+        ],
+    )
+    fc.intercept(SHARE_FETCH, lambda node, header, request: Respond(lie))
+    with anyio.fail_after(DEADLINE):
+        async with share(fc) as c:
+            [r] = await take(c, 1)  # the next, true answer
+            assert (r.offset, r.delivery_count) == (0, 1)
+    assert any(problem in m for m in caplog.messages), caplog.messages
