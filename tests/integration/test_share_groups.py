@@ -9,8 +9,10 @@ the group starts at the earliest offset (``share.auto.offset.reset``).
 
 from __future__ import annotations
 
+import re
+import uuid
 from collections import Counter
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterator, Sequence
 from typing import Any
 
 import anyio
@@ -22,19 +24,33 @@ from aiokafka_lead.admin import AdminClient, NewTopic
 from aiokafka_lead.admin.types import ConfigResource
 from aiokafka_lead.bench import share_java
 from aiokafka_lead.cli import main
+from aiokafka_lead.consumer.consumer_protocol import new_member_id
 from aiokafka_lead.errors import (
     GroupIdNotFoundError,
     IllegalStateError,
     InvalidRecordStateError,
     NonEmptyGroupError,
 )
+from aiokafka_lead.network.connection import Connection
+from aiokafka_lead.protocol.messages import (
+    FindCoordinatorRequest,
+    MetadataRequest,
+    ShareAcknowledgeRequest,
+    ShareFetchRequest,
+    ShareGroupHeartbeatRequest,
+)
 from aiokafka_lead.share import AcknowledgeType, AIOKafkaShareConsumer, ShareConsumerRecord
 from aiokafka_lead.structs import TopicPartition
 from aiokafka_lead.testing.cluster.cluster import KafkaCluster
+from aiokafka_lead.testing.fake import FakeCluster
 from aiokafka_lead.testing.share_cluster import SHARE_TEST_PROPERTIES
 from tests.integration.conftest import unique
+from tests.integration.test_fake_vs_real import RETRY_LATER, normalize, plain_batch, run_against
+from tests.integration.test_fake_vs_real import produce as produce_request
 from tests.support.waiting import eventually
 
+#: ... and NOT_COORDINATOR while the fresh cluster's group coordinator loads
+JOIN_LATER = (*RETRY_LATER, 16)
 ACCEPT, RELEASE, REJECT, RENEW = (
     AcknowledgeType.ACCEPT,
     AcknowledgeType.RELEASE,
@@ -438,3 +454,153 @@ async def _members(admin: AdminClient, group: str, count: int) -> bool:
     except GroupIdNotFoundError:
         return False
     return len(described.members) >= count
+
+
+# ------------------------------------------------------------- fake vs real
+
+
+def _share_fetch(
+    group: str,
+    member_id: str,
+    epoch: int,
+    topic_id: uuid.UUID,
+    acks: Sequence[tuple[int, int, int]] = (),
+    wait: int = 500,
+) -> ShareFetchRequest:
+    batches = [
+        ShareFetchRequest.AcknowledgementBatch(first_offset=f, last_offset=la, acknowledge_types=[t])
+        for f, la, t in acks
+    ]
+    return ShareFetchRequest(
+        group_id=group,
+        member_id=member_id,
+        share_session_epoch=epoch,
+        max_wait_ms=wait,
+        min_bytes=1,
+        max_bytes=1 << 20,
+        max_records=500,
+        batch_size=500,
+        topics=[
+            ShareFetchRequest.FetchTopic(
+                topic_id=topic_id,
+                partitions=[
+                    ShareFetchRequest.FetchPartition(partition_index=0, acknowledgement_batches=batches)
+                ],
+            )
+        ],
+    )
+
+
+def _share_ack(
+    group: str, member_id: str, epoch: int, topic_id: uuid.UUID, acks: Sequence[tuple[int, int, int]]
+) -> ShareAcknowledgeRequest:
+    batches = [
+        ShareAcknowledgeRequest.AcknowledgementBatch(first_offset=f, last_offset=la, acknowledge_types=[t])
+        for f, la, t in acks
+    ]
+    return ShareAcknowledgeRequest(
+        group_id=group,
+        member_id=member_id,
+        share_session_epoch=epoch,
+        topics=[
+            ShareAcknowledgeRequest.AcknowledgeTopic(
+                topic_id=topic_id,
+                partitions=[
+                    ShareAcknowledgeRequest.AcknowledgePartition(
+                        partition_index=0, acknowledgement_batches=batches
+                    )
+                ],
+            )
+        ],
+    )
+
+
+def share_scenario(group: str) -> Callable[[Connection, str], Awaitable[dict[str, Any]]]:
+    """Join, open a session, acknowledge (accept, release, again, at wrong epochs), close."""
+
+    async def steps(conn: Connection, topic: str) -> dict[str, Any]:
+        out: dict[str, Any] = {}
+        metadata = await conn.send(MetadataRequest(topics=[MetadataRequest.MetadataRequestTopic(name=topic)]))
+        tid = metadata.topics[0].topic_id
+        out["produce"] = await conn.send(produce_request(topic, plain_batch()), version=12)
+        me = new_member_id()
+        find = FindCoordinatorRequest(key_type=0, coordinator_keys=[group])
+        with anyio.fail_after(30):  # a fresh real cluster creates __consumer_offsets first
+            while (await conn.send(find)).coordinators[0].error_code in JOIN_LATER:  # noqa: ASYNC110
+                await anyio.sleep(0.2)
+        join = ShareGroupHeartbeatRequest(
+            group_id=group, member_id=me, member_epoch=0, subscribed_topic_names=[topic]
+        )
+        with anyio.fail_after(30):  # and loads it
+            while (hb := await conn.send(join)).error_code in JOIN_LATER:  # noqa: ASYNC110 - asks the broker
+                await anyio.sleep(0.2)
+        out["heartbeat_join_error"] = hb.error_code
+        with anyio.fail_after(30):  # a real coordinator assigns a moment after the join
+            while hb.assignment is None or not hb.assignment.topic_partitions:
+                assert hb.error_code == 0, hb
+                await anyio.sleep(0.1)
+                hb = await conn.send(
+                    ShareGroupHeartbeatRequest(group_id=group, member_id=me, member_epoch=hb.member_epoch)
+                )
+        out["heartbeat_fenced"] = await conn.send(
+            ShareGroupHeartbeatRequest(group_id=group, member_id=me, member_epoch=hb.member_epoch + 7)
+        )
+        out["heartbeat_unknown"] = await conn.send(
+            ShareGroupHeartbeatRequest(group_id=group, member_id=new_member_id(), member_epoch=3)
+        )
+        out["fetch_open_with_acks"] = await conn.send(_share_fetch(group, me, 0, tid, acks=[(0, 0, 1)]))
+        out["fetch_open"] = await conn.send(_share_fetch(group, me, 0, tid))
+        out["fetch_accept_release"] = await conn.send(
+            _share_fetch(group, me, 1, tid, [(0, 0, 1), (1, 1, 2)], wait=0)
+        )
+        out["ack_below_start"] = await conn.send(_share_ack(group, me, 2, tid, [(0, 0, 1)]))
+        out["ack_wrong_epoch"] = await conn.send(_share_ack(group, me, 99, tid, [(1, 1, 1)]))
+        out["ack_no_session"] = await conn.send(_share_ack(group, new_member_id(), 1, tid, [(1, 1, 1)]))
+        out["ack_epoch_zero"] = await conn.send(_share_ack(group, me, 0, tid, [(1, 1, 1)]))
+        out["ack_close_not_acquired"] = await conn.send(_share_ack(group, me, -1, tid, [(1, 2, 1)]))
+        out["heartbeat_leave"] = await conn.send(
+            ShareGroupHeartbeatRequest(group_id=group, member_id=me, member_epoch=-1)
+        )
+        return out
+
+    return steps
+
+
+def _comparable(response: Any) -> Any:
+    """normalize(), with member ids and numbers in error messages (epochs) masked and the
+    records compared by length (their bytes are compared by the Fetch comparison)."""
+    tree = normalize(response)
+
+    def walk(node: Any) -> Any:
+        if isinstance(node, dict):
+            out = {}
+            for key, value in node.items():
+                if key.endswith("error_message") and isinstance(value, str):
+                    out[key] = re.sub(r"\d+", "<n>", re.sub(r"Member \S+ ", "Member <id> ", value))
+                elif key == "records" and isinstance(value, bytes):
+                    out[key] = len(value)
+                else:
+                    out[key] = walk(value)
+            return out
+        if isinstance(node, list):
+            return [walk(item) for item in node]
+        return node
+
+    return walk(tree)
+
+
+async def test_the_fake_answers_share_requests_like_a_real_broker(bootstrap: str, admin: AdminClient) -> None:
+    topic = unique("share-fvr")
+    group = await new_group(admin, topic, **{"share.record.lock.duration.ms": "15000"})
+    host, port = bootstrap.split(",", maxsplit=1)[0].rsplit(":", 1)
+    real = await run_against(host, int(port), topic, share_scenario(group))
+    async with FakeCluster(brokers=1) as fc:
+        fc.create_topic(topic, partitions=1, replication_factor=1)
+        fc.shares.configure(group, auto_offset_reset="earliest", lock_ms=15_000)
+        fake = await run_against(*fc.address(1), topic, share_scenario(group))
+    assert fake.keys() == real.keys()
+    for step in real:
+        f, r = _comparable(fake[step]), _comparable(real[step])
+        assert f == r, f"{step}:\n fake={f}\n real={r}"
+    opened = real["fetch_open"].responses[0].partitions[0].acquired_records
+    assert [(a.first_offset, a.last_offset, a.delivery_count) for a in opened] == [(0, 2, 1)]

@@ -224,11 +224,14 @@ class ShareCoordinator:
         return ranges
 
     def acknowledge(self, group: ShareGroup, tp: TP, member_id: str, offsets: dict[int, int]) -> bool:
-        """Apply acknowledgements (wire types); False if any record is not ACQUIRED by the
-        member (INVALID_RECORD_STATE: nothing of the partition is applied)."""
+        """Apply acknowledgements (wire types); False if any record at or above the start
+        offset is not ACQUIRED by the member (INVALID_RECORD_STATE: nothing of the partition
+        is applied)."""
         sp = group.partitions.get(tp)
         if sp is None:
             return False
+        # as a Kafka broker: offsets below the start offset are done, their acknowledgements ignored
+        offsets = {o: k for o, k in offsets.items() if o >= sp.start_offset}
         for offset in offsets:
             rs = sp.records.get(offset)
             if rs is None or rs.state is not State.ACQUIRED or rs.owner != member_id:

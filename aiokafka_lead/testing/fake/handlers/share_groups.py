@@ -43,6 +43,8 @@ INVALID_RECORD_STATE = 121
 SHARE_SESSION_NOT_FOUND = 122
 INVALID_SHARE_SESSION_EPOCH = 123
 RECORD_LIMIT = 1
+#: Kafka 4.4's message for INVALID_RECORD_STATE on an acknowledgement
+NOT_ACQUIRED = "The offset cannot be acknowledged. The offset is not acquired."
 
 HB = ShareGroupHeartbeatResponse
 
@@ -61,7 +63,7 @@ async def handle_share_group_heartbeat(
     member = group.members.get(member_id)
     if epoch == -1:
         if member is None:
-            return HB(error_code=UNKNOWN_MEMBER_ID)
+            return HB(error_code=UNKNOWN_MEMBER_ID, error_message=_not_member(member_id, group.group_id))
         del group.members[member_id]
         group.epoch += 1
         shares.release_member(group, member_id)
@@ -73,9 +75,16 @@ async def handle_share_group_heartbeat(
         member = ShareMember(member_id, header.client_id or "", epoch=group.epoch)
         group.members[member_id] = member
     elif member is None:
-        return HB(error_code=UNKNOWN_MEMBER_ID)
+        return HB(error_code=UNKNOWN_MEMBER_ID, error_message=_not_member(member_id, group.group_id))
     elif epoch != member.epoch:
-        return HB(error_code=FENCED_MEMBER_EPOCH)
+        side = "greater" if epoch > member.epoch else "smaller"
+        return HB(
+            error_code=FENCED_MEMBER_EPOCH,
+            error_message=(
+                f"The share group member has a {side} member epoch ({epoch}) than the one known by the "
+                f"group coordinator ({member.epoch}). The member must abandon all its partitions and rejoin."
+            ),
+        )
     if request.subscribed_topic_names is not None:
         member.topics = tuple(sorted(request.subscribed_topic_names))
     target = shares.assignment(group, member)
@@ -100,6 +109,10 @@ async def handle_share_group_heartbeat(
         heartbeat_interval_ms=shares.heartbeat_interval_ms,
         assignment=assignment,
     )
+
+
+def _not_member(member_id: str, group_id: str) -> str:
+    return f"Member {member_id} is not a member of group {group_id}."
 
 
 # ------------------------------------------------------------------- sessions
@@ -157,9 +170,7 @@ async def handle_share_fetch(
     epoch = request.share_session_epoch
     has_acks = any(p.acknowledgement_batches for t in request.topics for p in t.partitions)
     if epoch == 0 and has_acks:
-        return ShareFetchResponse(
-            error_code=INVALID_REQUEST, error_message="Acknowledge data present on initial request."
-        )
+        return ShareFetchResponse(error_code=INVALID_REQUEST)
     group = cluster.shares.group(group_id)
     if member_id not in group.members:
         return ShareFetchResponse(error_code=UNKNOWN_MEMBER_ID)
@@ -167,35 +178,41 @@ async def handle_share_fetch(
     if session is None:
         return ShareFetchResponse(error_code=code)
     responses: dict[TP, ShareFetchResponse.PartitionData] = {}
-    ids = {}
+    acks: dict[TP, dict[int, int]] = {}
     for t in request.topics:
         topic = cluster.topic_by_id(t.topic_id)
         for p in t.partitions:
             if topic is None:
                 continue
             tp = (topic.name, p.partition_index)
-            ids[topic.name] = t.topic_id
             session.partitions.add(tp)
             if p.acknowledgement_batches:
-                ok = cluster.shares.acknowledge(group, tp, member_id, _acks(p.acknowledgement_batches))
-                code = 0 if ok else INVALID_RECORD_STATE
-                responses[tp] = ShareFetchResponse.PartitionData(
-                    partition_index=tp[1], records=b"", acknowledge_error_code=code
-                )
+                acks[tp] = _acks(p.acknowledgement_batches)
     for f in request.forgotten_topics_data:
         topic = cluster.topic_by_id(f.topic_id)
         if topic is not None:
             session.partitions.difference_update((topic.name, p) for p in f.partitions)
-    if epoch == -1:
-        _close_session(cluster, group, session, member_id)
     fetch = epoch != -1 and not request.is_renew_ack
     deadline = time.monotonic() + max(request.max_wait_ms, 0) / 1000
     hinted: set[int] = set()
-    while fetch:
+    # as a Kafka broker: the fetch is planned before the acknowledgements apply, so a record
+    # released by this request is not handed out again by it
+    got = (
+        _fetch_round(cluster, node_id, group, session, request, member_id, responses, hinted) if fetch else 0
+    )
+    for tp, offsets in acks.items():
+        ok = cluster.shares.acknowledge(group, tp, member_id, offsets)
+        data = responses.setdefault(tp, ShareFetchResponse.PartitionData(partition_index=tp[1], records=b""))
+        if not ok:
+            data.acknowledge_error_code = INVALID_RECORD_STATE
+            data.acknowledge_error_message = NOT_ACQUIRED
+    if epoch == -1:
+        _close_session(cluster, group, session, member_id)
+    while fetch and not got and not acks:
         nearest = cluster.shares.expire_due(group)
         got = _fetch_round(cluster, node_id, group, session, request, member_id, responses, hinted)
         remaining = deadline - time.monotonic()
-        if got or has_acks or remaining <= 0:
+        if got or remaining <= 0:
             break
         wait = remaining if nearest is None else min(remaining, max(nearest - time.monotonic(), 0.0))
         with anyio.move_on_after(wait):
@@ -286,7 +303,9 @@ async def handle_share_acknowledge(
             )
             parts.append(
                 ShareAcknowledgeResponse.PartitionData(
-                    partition_index=p.partition_index, error_code=0 if ok else INVALID_RECORD_STATE
+                    partition_index=p.partition_index,
+                    error_code=0 if ok else INVALID_RECORD_STATE,
+                    error_message=None if ok else NOT_ACQUIRED,
                 )
             )
         topics.append(
