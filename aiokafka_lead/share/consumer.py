@@ -235,10 +235,10 @@ class AIOKafkaShareConsumer(Generic[KT, VT]):
 
     async def _close_sessions(self) -> None:
         self._ledger.release_all()
-        self._fetcher.release_buffered()
         nodes = set(self._fetcher.sessions) | self._ledger.pending_nodes()
         for node_id in sorted(nodes):
             async with self._fetcher.lock(node_id):
+                self._fetcher.release_buffered()  # after the fetch in flight, if any, brought its records
                 acks = self._ledger.take(node_id)
                 if self._fetcher.session(node_id).is_open:
                     await self._fetcher.acknowledge(node_id, acks, close=True)

@@ -265,7 +265,8 @@ async def test_killed_member_records_are_redelivered(bootstrap: str, admin: Admi
     offsets = Counter(r.offset for r in got)
     assert set(offsets) == set(range(total)) - {held[0].offset}
     assert max(offsets.values()) == 1
-    assert {r.offset for r in got if r.delivery_count == 2} == in_hand
+    # what it had in hand comes again (and whatever it had fetched ahead, unseen)
+    assert in_hand <= {r.offset for r in got if r.delivery_count == 2}
 
 
 async def test_explicit_mode_refuses_a_poll_with_unacknowledged_records(
