@@ -66,7 +66,9 @@ async def demo_on(
     cfg = BenchConfig(
         partitions=args.partitions, rate=args.rate, duration_s=args.duration, move_at=(0.2, 0.5, 0.8)
     )
-    async with AdminClient(bootstrap_servers=control_bootstrap or bootstrap, **client_kwargs) as admin:
+    async with AdminClient(
+        bootstrap_servers=control_bootstrap or bootstrap, **client_kwargs
+    ) as admin:
         cluster = await admin.describe_cluster()
         _say(f"cluster {cluster.cluster_id}: {len(cluster.brokers)} broker(s)")
         if len(cluster.brokers) < 2:

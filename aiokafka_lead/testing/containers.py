@@ -181,13 +181,16 @@ class KafkaContainer(DockerContainer):
             {
                 "process.roles": "broker,controller",
                 "node.id": str(node_id),
-                "controller.quorum.voters": ",".join(f"{v}@kafka-{v}:{CONTROLLER_PORT}" for v in voters),
+                "controller.quorum.voters": ",".join(
+                    f"{v}@kafka-{v}:{CONTROLLER_PORT}" for v in voters
+                ),
                 "listeners": (
                     f"INTERNAL://0.0.0.0:{INTERNAL_PORT},CONTROLLER://0.0.0.0:{CONTROLLER_PORT},"
                     f"EXTERNAL://0.0.0.0:{EXTERNAL_PORT}"
                 ),
                 "advertised.listeners": (
-                    f"INTERNAL://{self.alias}:{INTERNAL_PORT},EXTERNAL://{self.host}:{self.host_port}"
+                    f"INTERNAL://{self.alias}:{INTERNAL_PORT},"
+                    f"EXTERNAL://{self.host}:{self.host_port}"
                 ),
                 "listener.security.protocol.map": (
                     "INTERNAL:PLAINTEXT,CONTROLLER:PLAINTEXT,EXTERNAL:PLAINTEXT"
@@ -306,7 +309,9 @@ def wait_ready(nodes: list[KafkaContainer], timeout: float, what: str) -> None:
     try:
         wait_until(ready, timeout, what, interval=0.25, max_interval=1.0)
     except WaitTimeout as exc:
-        logs = "\n".join(f"--- node {n.node_id} docker logs (tail) ---\n{n.logs_tail()}" for n in nodes)
+        logs = "\n".join(
+            f"--- node {n.node_id} docker logs (tail) ---\n{n.logs_tail()}" for n in nodes
+        )
         raise KafkaContainerError(f"{exc} (last check: {last[0]})\n{logs}") from None
     jars.progress(f"ready: {what}", started)
 
@@ -487,7 +492,10 @@ class KafkaContainerCluster:
         running = [n for n in self._nodes.values() if n.is_running()]
         wait_ready(running, timeout, what)
 
-    def run_tool(self, main_class: str, *args: str, timeout: float = 120.0, check: bool = True) -> str:
+    def run_tool(
+        self, main_class: str, *args: str, timeout: float = 120.0, check: bool = True
+    ) -> str:
         """Run a Kafka tool main class on the host (the harness's jars) against the
         published ports; pass ``--bootstrap-server cluster.bootstrap()`` yourself."""
         return tools.run_tool(self.kafka_version, main_class, *args, timeout=timeout, check=check)
+

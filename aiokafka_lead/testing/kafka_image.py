@@ -74,7 +74,9 @@ def docker_problem(timeout: float = 20.0) -> str | None:
 
 
 def image_exists(image: str) -> bool:
-    proc = subprocess.run(["docker", "image", "inspect", image], check=False, capture_output=True, timeout=60)
+    proc = subprocess.run(
+        ["docker", "image", "inspect", image], check=False, capture_output=True, timeout=60
+    )
     return proc.returncode == 0
 
 
@@ -91,7 +93,9 @@ def _inspect(image: str, template: str) -> str:
 
 def try_pull(image: str) -> bool:
     try:
-        proc = subprocess.run(["docker", "pull", image], check=False, capture_output=True, timeout=300)
+        proc = subprocess.run(
+            ["docker", "pull", image], check=False, capture_output=True, timeout=300
+        )
     except subprocess.TimeoutExpired:
         return False
     return proc.returncode == 0
@@ -228,7 +232,9 @@ def build(
         ]
         # The classic builder works with every engine a distribution ships (no buildx).
         env = {**os.environ, "DOCKER_BUILDKIT": "0"}
-        proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, env=env)
+        proc = subprocess.Popen(
+            cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, env=env
+        )
         assert proc.stdout is not None
         lines: list[str] = []
         for line in proc.stdout:

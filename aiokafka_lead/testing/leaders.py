@@ -15,7 +15,9 @@ from aiokafka_lead.admin import AdminClient
 from aiokafka_lead.structs import TopicPartition
 
 
-async def current_leaders(admin: AdminClient, topics: Iterable[str]) -> dict[TopicPartition, tuple[int, int]]:
+async def current_leaders(
+    admin: AdminClient, topics: Iterable[str]
+) -> dict[TopicPartition, tuple[int, int]]:
     """(leader, leader epoch) per partition, as a Metadata request sees it now."""
     return {
         TopicPartition(t.name, p.partition): (p.leader, p.leader_epoch)

@@ -43,7 +43,9 @@ CLUSTER_ENV = "AIOKAFKA_LEAD_CLUSTER"
 START_TIMEOUT = 120.0
 
 
-def _session_cluster(tmp_path_factory: pytest.TempPathFactory, brokers: int) -> Iterator[AnyCluster]:
+def _session_cluster(
+    tmp_path_factory: pytest.TempPathFactory, brokers: int
+) -> Iterator[AnyCluster]:
     external = ExternalCluster.from_env()
     if external is not None:
         yield external
@@ -77,7 +79,9 @@ def versioned_cluster(
     """A ``brokers``-node KRaft cluster of Kafka ``version`` (jars provisioned on first use),
     stopped when the generator is closed: ``yield from`` it in a fixture."""
     directory = tmp_path_factory.mktemp(f"kafka-{version}-{brokers}node", numbered=True)
-    cluster = KafkaCluster(directory, brokers, kafka_version=version, profile="testing", stop_at_exit=True)
+    cluster = KafkaCluster(
+        directory, brokers, kafka_version=version, profile="testing", stop_at_exit=True
+    )
     cluster.up(timeout=START_TIMEOUT)
     try:
         yield cluster

@@ -109,7 +109,9 @@ class KafkaCluster:
         self.cluster_id = _new_cluster_id()
         self.ca_file: Path | None = None
         self._keystore: Path | None = None
-        self._nodes: dict[int, _Node] = {nid: _Node(nid, NodePorts(0, 0)) for nid in range(1, brokers + 1)}
+        self._nodes: dict[int, _Node] = {
+            nid: _Node(nid, NodePorts(0, 0)) for nid in range(1, brokers + 1)
+        }
         self._lock = threading.RLock()
         self._stop_at_exit = stop_at_exit
 
@@ -323,7 +325,9 @@ class KafkaCluster:
                 self._save()
             self.start_node(node_id, timeout)
 
-    def run_tool(self, main_class: str, *args: str, timeout: float = 120.0, check: bool = True) -> str:
+    def run_tool(
+        self, main_class: str, *args: str, timeout: float = 120.0, check: bool = True
+    ) -> str:
         """Run a Kafka tool main class (e.g. ``org.apache.kafka.tools.TopicCommand``) with
         the cluster's jars and return its stdout. Pass ``--bootstrap-server`` yourself."""
         return tools.run_tool(self.kafka_version, main_class, *args, timeout=timeout, check=check)
@@ -386,7 +390,8 @@ class KafkaCluster:
         alive = [s.node_id for s in previous.status() if s.running]
         if alive:
             raise ClusterError(
-                f"a cluster is already running in {self.directory} (nodes {alive}); run `down` first"
+                f"a cluster is already running in {self.directory} (nodes {alive}); "
+                "run `down` first"
             )
 
     def _prepare_fresh_dir(self) -> None:
@@ -398,7 +403,9 @@ class KafkaCluster:
         per_node = 2 + len(self.listeners) + (2 if self.proxied else 0)
         ports = iter(config.free_ports(per_node * len(self._nodes), self.host))
         for n in self._nodes.values():
-            n.ports = NodePorts(next(ports), next(ports), {name: next(ports) for name in self.listeners})
+            n.ports = NodePorts(
+                next(ports), next(ports), {name: next(ports) for name in self.listeners}
+            )
             if self.proxied:
                 n.ports.client[config.PROXIED_LISTENER] = next(ports)
                 n.ports.advertised[config.PROXIED_LISTENER] = next(ports)
@@ -481,7 +488,9 @@ class KafkaCluster:
         """None when every started node answers Metadata listing every started node on
         its current port; otherwise a description of what is still missing."""
         started = [n for n in self._nodes.values() if n.pid is not None]
-        return probe.cluster_not_ready({n.node_id: (self.host, self._probe_port(n.ports)) for n in started})
+        return probe.cluster_not_ready(
+            {n.node_id: (self.host, self._probe_port(n.ports)) for n in started}
+        )
 
     def _check_alive(self) -> None:
         """Fail fast, with the log tail, when a node we started has exited."""

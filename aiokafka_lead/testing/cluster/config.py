@@ -209,7 +209,9 @@ def node_properties(
         *(f"{name}://{host}:{own.advertised_port(name)}" for name in own.client),
     ]
     protocol_map = [f"{INTERNAL_LISTENER}:PLAINTEXT", f"{CONTROLLER_LISTENER}:PLAINTEXT"]
-    protocol_map += [f"{name}:{'PLAINTEXT' if name == PROXIED_LISTENER else name}" for name in own.client]
+    protocol_map += [
+        f"{name}:{'PLAINTEXT' if name == PROXIED_LISTENER else name}" for name in own.client
+    ]
     props: dict[str, str] = {
         "process.roles": "broker,controller",
         "node.id": str(node_id),
@@ -221,17 +223,13 @@ def node_properties(
         "controller.listener.names": CONTROLLER_LISTENER,
         "log.dirs": str(data_dir),
         # Internal topics cannot be replicated more widely than the cluster is.
-        **(
-            {}
-            if n >= 3
-            else {
-                "offsets.topic.replication.factor": rf,
-                "transaction.state.log.replication.factor": rf,
-                "transaction.state.log.min.isr": min_isr,
-                "share.coordinator.state.topic.replication.factor": rf,
-                "share.coordinator.state.topic.min.isr": min_isr,
-            }
-        ),
+        **({} if n >= 3 else {
+            "offsets.topic.replication.factor": rf,
+            "transaction.state.log.replication.factor": rf,
+            "transaction.state.log.min.isr": min_isr,
+            "share.coordinator.state.topic.replication.factor": rf,
+            "share.coordinator.state.topic.min.isr": min_isr,
+        }),
         **profile_settings(profile, n),
     }
     if any(name in ("SSL", "SASL_SSL") for name in own.client):
@@ -258,7 +256,8 @@ def node_properties(
                     module = "org.apache.kafka.common.security.scram.ScramLoginModule required;"
                 elif mech == "PLAIN":
                     module = (
-                        f"org.apache.kafka.common.security.plain.PlainLoginModule required {plain_users};"
+                        "org.apache.kafka.common.security.plain.PlainLoginModule required "
+                        f"{plain_users};"
                     )
                 else:
                     raise ValueError(f"unsupported SASL mechanism {mech!r}")
@@ -276,7 +275,9 @@ def render_properties(props: Mapping[str, str]) -> str:
     return "\n".join(lines) + "\n"
 
 
-def logging_config(version: str, log_file: Path, *, request_log: bool = False) -> tuple[str, str, str]:
+def logging_config(
+    version: str, log_file: Path, *, request_log: bool = False
+) -> tuple[str, str, str]:
     """(file name, contents, JVM flag) of a logging config writing to ``log_file``; with
     ``request_log`` (Kafka 4.x) every completed request, with its queue, local, remote
     (purgatory) and send times, goes to ``requests.log`` beside it.

@@ -49,7 +49,9 @@ class ExternalCluster:
             )
         return value
 
-    def run_tool(self, main_class: str, *args: str, timeout: float = 120.0, check: bool = True) -> str:
+    def run_tool(
+        self, main_class: str, *args: str, timeout: float = 120.0, check: bool = True
+    ) -> str:
         """Kafka's tools work against any cluster: only the jars and a JVM are needed."""
         return tools.run_tool(self.kafka_version, main_class, *args, timeout=timeout, check=check)
 

@@ -145,11 +145,14 @@ def provision(version: str = DEFAULT_KAFKA_VERSION, *, quiet: bool = False) -> P
             "-B",
             "-f",
             str(work / "pom.xml"),
-            f"org.apache.maven.plugins:maven-dependency-plugin:{DEPENDENCY_PLUGIN_VERSION}:copy-dependencies",
+            f"org.apache.maven.plugins:maven-dependency-plugin:{DEPENDENCY_PLUGIN_VERSION}"
+            ":copy-dependencies",
             "-DincludeScope=runtime",
             f"-DoutputDirectory={staged}",
         ]
-        proc = subprocess.Popen(cmd, cwd=work, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+        proc = subprocess.Popen(
+            cmd, cwd=work, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True
+        )
         output = _wait_with_progress(proc, started)
         if proc.returncode != 0:
             raise RuntimeError(
@@ -184,7 +187,6 @@ def _wait_with_progress(proc: subprocess.Popen[str], started: float) -> str:
     """Collect mvn output while printing a heartbeat, so long downloads look alive."""
     chunks: list[str] = []
     assert proc.stdout is not None
-
     def pump() -> None:
         assert proc.stdout is not None
         for line in proc.stdout:

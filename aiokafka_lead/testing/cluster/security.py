@@ -65,7 +65,9 @@ def generate_tls(directory: Path, hosts: tuple[str, ...] = ("127.0.0.1", "localh
             ),
             critical=True,
         )
-        .add_extension(x509.SubjectKeyIdentifier.from_public_key(ca_key.public_key()), critical=False)
+        .add_extension(
+            x509.SubjectKeyIdentifier.from_public_key(ca_key.public_key()), critical=False
+        )
         .sign(ca_key, hashes.SHA256())
     )
 
@@ -99,7 +101,9 @@ def generate_tls(directory: Path, hosts: tuple[str, ...] = ("127.0.0.1", "localh
     ca_path.write_bytes(ca_cert.public_bytes(pem))
     keystore = directory / "server-keystore.pem"
     keystore.write_bytes(
-        server_key.private_bytes(pem, serialization.PrivateFormat.PKCS8, serialization.NoEncryption())
+        server_key.private_bytes(
+            pem, serialization.PrivateFormat.PKCS8, serialization.NoEncryption()
+        )
         + server_cert.public_bytes(pem)
         + ca_cert.public_bytes(pem)
     )
@@ -144,5 +148,7 @@ def java_client_properties(
             else "org.apache.kafka.common.security.scram.ScramLoginModule"
         )
         props["sasl.mechanism"] = mechanism
-        props["sasl.jaas.config"] = f'{module} required username="{user}" password="{password}";'
+        props["sasl.jaas.config"] = (
+            f'{module} required username="{user}" password="{password}";'
+        )
     return props

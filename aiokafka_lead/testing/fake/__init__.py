@@ -1,11 +1,11 @@
 """A scriptable in-process fake Kafka cluster for tests (see docs/testing.md).
 
-from aiokafka_lead.testing.fake import FakeCluster, Error
+    from aiokafka_lead.testing.fake import FakeCluster, Error
 
-async with FakeCluster(brokers=3) as fc:
-    fc.create_topic("t", partitions=3)
-    fc.intercept(0, lambda node_id, header, request: Error(7))  # next Produce times out
-    fc.move_leader(("t", 0), 2, hint="current")
+    async with FakeCluster(brokers=3) as fc:
+        fc.create_topic("t", partitions=3)
+        fc.intercept(0, lambda node_id, header, request: Error(7))  # next Produce times out
+        fc.move_leader(("t", 0), 2, hint="current")
 """
 
 from aiokafka_lead.testing.fake.cluster import (

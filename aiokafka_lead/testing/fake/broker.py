@@ -57,7 +57,9 @@ class _CloseConnection(Exception):
 
 
 class FakeBroker:
-    def __init__(self, cluster: FakeCluster, node_id: int, host: str, max_versions: dict[int, int]) -> None:
+    def __init__(
+        self, cluster: FakeCluster, node_id: int, host: str, max_versions: dict[int, int]
+    ) -> None:
         self.cluster = cluster
         self.node_id = node_id
         self.host = host
@@ -88,17 +90,23 @@ class FakeBroker:
             rng = self.version_range(key)
             if rng is not None:
                 out.append(
-                    ApiVersionsResponse.ApiVersion(api_key=key, min_version=rng[0], max_version=rng[1])
+                    ApiVersionsResponse.ApiVersion(
+                        api_key=key, min_version=rng[0], max_version=rng[1]
+                    )
                 )
         return out
 
     # ------------------------------------------------------------------ lifecycle
-    async def run(self, *, task_status: anyio.abc.TaskStatus[None] = anyio.TASK_STATUS_IGNORED) -> None:
+    async def run(
+        self, *, task_status: anyio.abc.TaskStatus[None] = anyio.TASK_STATUS_IGNORED
+    ) -> None:
         """Listen until stopped; reports started once the port is bound."""
         self._done = anyio.Event()
         try:
             with anyio.CancelScope() as scope:
-                listener = await anyio.create_tcp_listener(local_host=self.host, local_port=self.port)
+                listener = await anyio.create_tcp_listener(
+                    local_host=self.host, local_port=self.port
+                )
                 self.port = listener.extra(anyio.abc.SocketAttribute.local_port)
                 self._scope = scope
                 async with listener, anyio.create_task_group() as tg:

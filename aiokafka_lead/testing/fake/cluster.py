@@ -255,11 +255,9 @@ class FakeCluster:
         ``partitions``, default all) until :meth:`unlag_metadata`."""
         for node_id in node_ids:
             view = MetadataView(nodes={n: self.address(n) for n in self.brokers})
-            chosen = (
-                partitions
-                if partitions is not None
-                else [(t.name, p.index) for t in self.topics.values() for p in t.partitions]
-            )
+            chosen = partitions if partitions is not None else [
+                (t.name, p.index) for t in self.topics.values() for p in t.partitions
+            ]
             for tp in chosen:
                 part = self.partition(tp)
                 view.partitions[(tp[0], tp[1])] = (part.leader_id, part.leader_epoch)

@@ -169,7 +169,9 @@ def _fill(resp: Struct, req: Struct | None, version: int, error_code: int) -> No
 
 
 def _pick_source(f: Any, req_fields: dict[str, Any], used: set[str], version: int) -> Any:
-    candidates = [rf for rf in req_fields.values() if rf.kind == "array" and rf.attr not in used]
+    candidates = [
+        rf for rf in req_fields.values() if rf.kind == "array" and rf.attr not in used
+    ]
     best, best_score = None, 0
     for rf in candidates:
         if rf.struct is not None:

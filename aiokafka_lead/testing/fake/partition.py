@@ -36,7 +36,9 @@ class ProducerState:
 
     producer_epoch: int
     #: (first_seq, last_seq, base_offset) of recent batches, oldest first
-    batches: deque[tuple[int, int, int]] = field(default_factory=lambda: deque(maxlen=PRODUCER_BATCH_CACHE))
+    batches: deque[tuple[int, int, int]] = field(
+        default_factory=lambda: deque(maxlen=PRODUCER_BATCH_CACHE)
+    )
 
     @property
     def last_seq(self) -> int:
@@ -180,7 +182,9 @@ class Partition:
                 return base_offset
         expected = 0 if state.last_seq == INT32_MAX else state.last_seq + 1
         if state.batches and first_seq != expected:
-            raise SequenceError(45, f"out of order sequence {first_seq} (expected {expected})")
+            raise SequenceError(
+                45, f"out of order sequence {first_seq} (expected {expected})"
+            )
         return None
 
     def _store(self, batch: RecordBatch) -> None:
@@ -208,7 +212,9 @@ class Partition:
         current leader epoch is re-anchored at the new end, like a leader elected uncleanly.
         """
         self.batches = [b for b in self.batches if b.last_offset < offset]
-        self.log_end_offset = self.batches[-1].last_offset + 1 if self.batches else (self.log_start_offset)
+        self.log_end_offset = self.batches[-1].last_offset + 1 if self.batches else (
+            self.log_start_offset
+        )
         end = self.log_end_offset
         self.epoch_history = [e for e in self.epoch_history if e[1] < end or e == (0, 0)]
         if self.epoch_history[-1][0] != self.leader_epoch:

@@ -21,15 +21,15 @@ ReplicaSelector: TypeAlias = Callable[["FakeCluster", "Partition", str, int], "i
 
 def has_offset(part: Partition, node_id: int, fetch_offset: int) -> bool:
     """Whether replica ``node_id`` holds ``fetch_offset`` (a lagging follower may not)."""
-    end = (
-        part.log_end_offset
-        if node_id == part.leader_id
-        else part.replica_log_end.get(node_id, part.log_end_offset)
+    end = part.log_end_offset if node_id == part.leader_id else part.replica_log_end.get(
+        node_id, part.log_end_offset
     )
     return part.log_start_offset <= fetch_offset <= end
 
 
-def rack_aware_selector(cluster: FakeCluster, part: Partition, rack: str, fetch_offset: int) -> int | None:
+def rack_aware_selector(
+    cluster: FakeCluster, part: Partition, rack: str, fetch_offset: int
+) -> int | None:
     """As Kafka's ``RackAwareReplicaSelector``: a running replica in the client's rack that
     holds the offset (the leader when it is one of them), else the leader."""
     candidates = [

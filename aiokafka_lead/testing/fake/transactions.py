@@ -138,14 +138,8 @@ class TxnCoordinator:
         txn.offsets[group_id].update(offsets)
         return NONE
 
-    def produce_check(
-        self,
-        transactional_id: str | None,
-        producer_id: int,
-        producer_epoch: int,
-        tp: tuple[str, int],
-        version: int,
-    ) -> int:
+    def produce_check(self, transactional_id: str | None, producer_id: int, producer_epoch: int,
+                      tp: tuple[str, int], version: int) -> int:
         """A transactional batch: version 2 (Produce v12) adds the partition, version 1 needs
         it added already (KIP-890 part 1 verification)."""
         txn = self.transactions.get(transactional_id or "")
@@ -169,11 +163,8 @@ class TxnCoordinator:
         """(error, producer id, epoch to use next)."""
         txn = self.transactions.get(transactional_id)
         tv2 = version >= TV2_END_TXN and self.transaction_version >= 2
-        if (
-            txn is not None
-            and tv2
-            and txn.last_end == (producer_epoch, commit)
-            and (txn.producer_epoch == producer_epoch + 1)
+        if txn is not None and tv2 and txn.last_end == (producer_epoch, commit) and (
+            txn.producer_epoch == producer_epoch + 1
         ):
             return NONE, txn.producer_id, txn.producer_epoch  # a retry of the last EndTxn
         error = self._check_epoch(txn, producer_id, producer_epoch)

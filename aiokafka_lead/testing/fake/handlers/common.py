@@ -13,7 +13,9 @@ if TYPE_CHECKING:
     from aiokafka_lead.testing.fake.cluster import FakeCluster
     from aiokafka_lead.testing.fake.partition import Partition
 
-Handler: TypeAlias = Callable[["FakeCluster", int, RequestHeader, Any], Awaitable[Response | None]]
+Handler: TypeAlias = Callable[
+    ["FakeCluster", int, RequestHeader, Any], Awaitable[Response | None]
+]
 
 NONE = 0
 OFFSET_OUT_OF_RANGE = 1
@@ -72,7 +74,9 @@ def hint_for(cluster: FakeCluster, part: Partition) -> Hint:
     return Hint(leader, epoch, (leader,))  # "current", "endpoints_only"
 
 
-def endpoints(cluster: FakeCluster, node_ids: set[int], cls: Any) -> list[Any]:
+def endpoints(
+    cluster: FakeCluster, node_ids: set[int], cls: Any
+) -> list[Any]:
     """NodeEndpoints entries (``cls`` is the response's NodeEndpoint struct)."""
     out = []
     for node_id in sorted(node_ids):

@@ -157,7 +157,9 @@ async def handle_consumer_group_heartbeat(
     )
 
 
-def _described(cluster: FakeCluster, tps: set[TP]) -> ConsumerGroupDescribeResponse.Assignment:
+def _described(
+    cluster: FakeCluster, tps: set[TP]
+) -> ConsumerGroupDescribeResponse.Assignment:
     D = ConsumerGroupDescribeResponse
     by_topic: dict[str, list[int]] = {}
     for topic, p in sorted(tps):

@@ -259,7 +259,9 @@ async def handle_offset_fetch(
     version = header.api_version
     if version < 8:
         wanted = (
-            None if request.topics is None else [(t.name, list(t.partition_indexes)) for t in request.topics]
+            None
+            if request.topics is None
+            else [(t.name, list(t.partition_indexes)) for t in request.topics]
         )
         error, found = _committed(cluster, node_id, request.group_id, wanted)
         P = OffsetFetchResponse.OffsetFetchResponsePartition
@@ -283,7 +285,9 @@ async def handle_offset_fetch(
         return OffsetFetchResponse(topics=topics, error_code=error if version >= 2 else 0)
     groups = []
     for g in request.groups:
-        wanted = None if g.topics is None else [(t.name, list(t.partition_indexes)) for t in g.topics]
+        wanted = (
+            None if g.topics is None else [(t.name, list(t.partition_indexes)) for t in g.topics]
+        )
         error, found = _committed(cluster, node_id, g.group_id, wanted)
         consumer_group = cluster.groups.consumer_groups.get(g.group_id)
         if not error and consumer_group is not None and g.member_id is not None and g.member_epoch >= 0:

@@ -58,16 +58,14 @@ async def handle_metadata(
     for nid, broker in sorted(cluster.brokers.items()):
         if nid in cluster.hidden_nodes:
             continue
-        host, port = (
-            view.nodes[nid]
-            if view is not None and nid in view.nodes
-            else (
-                broker.host,
-                broker.port,
-            )
+        host, port = view.nodes[nid] if view is not None and nid in view.nodes else (
+            broker.host,
+            broker.port,
         )
         brokers.append(
-            MetadataResponse.MetadataResponseBroker(node_id=nid, host=host, port=port, rack=broker.rack)
+            MetadataResponse.MetadataResponseBroker(
+                node_id=nid, host=host, port=port, rack=broker.rack
+            )
         )
     wanted = request.topics
     topics: list[MetadataResponse.MetadataResponseTopic] = []
@@ -84,7 +82,9 @@ async def handle_metadata(
                 cluster.create_topic(item.name or "", cluster.default_partitions)
                 # Like Kafka: the response that creates a topic has no leaders yet.
                 topics.append(
-                    MetadataResponse.MetadataResponseTopic(error_code=LEADER_NOT_AVAILABLE, name=item.name)
+                    MetadataResponse.MetadataResponseTopic(
+                        error_code=LEADER_NOT_AVAILABLE, name=item.name
+                    )
                 )
             elif topic is None:
                 topics.append(

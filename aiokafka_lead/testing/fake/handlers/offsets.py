@@ -28,7 +28,9 @@ async def handle_list_offsets(
     for t in request.topics:
         results = []
         for p in t.partitions:
-            result = ListOffsetsResponse.ListOffsetsPartitionResponse(partition_index=p.partition_index)
+            result = ListOffsetsResponse.ListOffsetsPartitionResponse(
+                partition_index=p.partition_index
+            )
             results.append(result)
             part = cluster.find_partition(t.name, p.partition_index)
             if part is None:
