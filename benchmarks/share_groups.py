@@ -1,15 +1,15 @@
 """The share-group benchmark: records/s of a share group, aiokafka_lead against Java's
 KafkaShareConsumer and confluent-kafka's preview ShareConsumer.
 
-Per partition count (``--partitions``, default 1 and 12), client, member count
-(``--members``, default 1, 4, 8) and run: a fresh topic and share group
-(``share.auto.offset.reset=earliest``); the member processes start (implicit
-acknowledgement) and, once the group shows all of them with an assignment, one producer
-writes ``--records`` records of ``--size`` bytes as fast as it can. The rate is the records
-the members got together divided by the time from the first record any of them got to the
-last one, so it can never exceed the producer's rate (printed with each run). Medians
-(min-max) of ``--runs`` runs; the client order rotates between runs. Brokers run the
-share-test settings (``testing/share_cluster.py``: 1 s heartbeats, so members join fast).
+Per partition count (``--partitions``, default 1 and 12) one topic is filled with
+``--records`` records of ``--size`` bytes. Then per client, member count (``--members``,
+default 1, 4, 8) and run, a fresh share group (``share.auto.offset.reset=earliest``) reads
+the whole topic: the member processes (implicit acknowledgement) join and wait; once the
+group shows all of them with an assignment they are told to start at the same moment. The
+rate is the records they got together divided by the time from that moment to the last
+record any of them got (a member stops after ``--idle-ms`` without records). Medians
+(min-max) of ``--runs`` runs; the client order rotates between runs. A local cluster runs
+the share-test settings (``testing/share_cluster.py``: 1 s heartbeats, so members join fast).
 
     python benchmarks/share_groups.py                          # starts a local 1-node cluster
     python benchmarks/share_groups.py --records 2000 --members 1,2 --partitions 1 --runs 1
@@ -31,12 +31,14 @@ from pathlib import Path
 from typing import Any
 
 import anyio
+import anyio.abc
+from anyio.streams.buffered import BufferedByteReceiveStream
 
 from aiokafka_lead import AIOKafkaProducer
 from aiokafka_lead.admin import AdminClient, NewTopic
 from aiokafka_lead.admin.types import ConfigResource
 from aiokafka_lead.bench import share_java
-from aiokafka_lead.bench.children import peer_versions, run_child, say
+from aiokafka_lead.bench.children import peer_versions, say
 from aiokafka_lead.errors import KafkaError
 from aiokafka_lead.testing.cluster import KafkaCluster
 from aiokafka_lead.testing.share_cluster import SHARE_TEST_PROPERTIES
@@ -51,15 +53,66 @@ LABELS = {
 }
 
 
-async def fill(bootstrap: str, topic: str, partitions: int, records: int, size: int) -> float:
-    """Produce the records; returns the producer's records/s."""
+async def fill(bootstrap: str, topic: str, partitions: int, records: int, size: int) -> None:
+    async with AdminClient(bootstrap_servers=bootstrap) as admin:
+        await admin.create_topics([NewTopic(topic, partitions, 1)])
     value = b"x" * size
-    started = time.monotonic()
     async with AIOKafkaProducer(bootstrap_servers=bootstrap, linger_ms=5, acks=1) as producer:
         for i in range(records):
             await producer.send(topic, value, partition=i % partitions)
         await producer.flush()
-    return records / (time.monotonic() - started)
+
+
+async def start_member(
+    kind: str, bootstrap: str, topic: str, group: str, args: argparse.Namespace
+) -> anyio.abc.Process:
+    if kind == "java":
+        cmd = share_java.command(
+            args.classpath,
+            bootstrap,
+            topic,
+            group,
+            explicit=False,
+            idle_ms=args.idle_ms,
+            max_ms=args.max_ms,
+            barrier=True,
+        )
+    else:
+        cmd = [
+            sys.executable,
+            str(CLIENT),
+            "--client",
+            kind,
+            "--bootstrap-server",
+            bootstrap,
+            "--topic",
+            topic,
+        ]
+        cmd += ["--group", group, "--idle-ms", str(args.idle_ms), "--max-ms", str(args.max_ms)]
+    return await anyio.open_process(cmd)
+
+
+async def finish_member(
+    kind: str, proc: anyio.abc.Process, lines: BufferedByteReceiveStream
+) -> dict[str, Any]:
+    """Read the member's output to its end: its result."""
+    assert proc.stderr is not None
+    result: dict[str, Any] | None = None
+    while True:
+        try:
+            line = (await lines.receive_until(b"\n", 1 << 20)).decode()
+        except (anyio.EndOfStream, anyio.IncompleteRead):
+            break
+        if line.startswith("RESULT "):
+            result = json.loads(line[len("RESULT ") :])
+        elif line.startswith("WALL "):
+            _, count, first, last = line.split()
+            result = {"count": int(count), "first": int(first) / 1000, "last": int(last) / 1000}
+    code = await proc.wait()
+    if code != 0 or result is None:
+        errors = (await proc.stderr.receive(1 << 16)).decode(errors="replace") if code else ""
+        raise RuntimeError(f"{kind} member exited {code} without a result: {errors[-2000:]}")
+    return result
 
 
 async def all_assigned(admin: AdminClient, group: str, members: int) -> bool:
@@ -70,53 +123,51 @@ async def all_assigned(admin: AdminClient, group: str, members: int) -> bool:
     return len(described.members) == members and all(m.assignment for m in described.members)
 
 
-async def member(
-    kind: str, bootstrap: str, topic: str, group: str, args: argparse.Namespace
+async def one_run(  # noqa: PLR0917 - one cell of the table
+    kind: str, members: int, partitions: int, bootstrap: str, topic: str, args: argparse.Namespace
 ) -> dict[str, Any]:
-    if kind == "java":
-        cmd = share_java.command(
-            args.classpath, bootstrap, topic, group, explicit=False, idle_ms=args.idle_ms, max_ms=args.max_ms
-        )
-        result = await anyio.run_process(cmd, check=True)
-        for line in result.stdout.decode().splitlines():
-            if line.startswith("WALL "):
-                _, count, first, last = line.split()
-                return {"count": int(count), "first": int(first) / 1000, "last": int(last) / 1000}
-        raise RuntimeError(f"the Java member printed no result: {result.stderr.decode()[-2000:]}")
-    cmd = [sys.executable, str(CLIENT), "--client", kind, "--bootstrap-server", bootstrap]
-    cmd += ["--topic", topic, "--group", group, "--idle-ms", str(args.idle_ms), "--max-ms", str(args.max_ms)]
-    return await run_child(cmd, limit_s=args.max_ms / 1000 + 60, on_progress=lambda _: None)
-
-
-async def one_run(
-    kind: str, members: int, partitions: int, bootstrap: str, args: argparse.Namespace
-) -> dict[str, Any]:
-    topic = f"share-bench-{uuid.uuid4().hex[:8]}"
+    """Every member joins, then all start at once on the filled topic."""
     group = f"bench-{kind}-{uuid.uuid4().hex[:8]}"
+    results: list[dict[str, Any]] = []
     async with AdminClient(bootstrap_servers=bootstrap) as admin:
-        await admin.create_topics([NewTopic(topic, partitions, 1)])
         await admin.alter_configs([ConfigResource("group", group, {"share.auto.offset.reset": "earliest"})])
-        results: list[dict[str, Any]] = []
-
-        async def run_one() -> None:
-            results.append(await member(kind, bootstrap, topic, group, args))
-
-        async with anyio.create_task_group() as tg:
-            for _ in range(members):
-                tg.start_soon(run_one)
-            with anyio.fail_after(90):
+        procs = [await start_member(kind, bootstrap, topic, group, args) for _ in range(members)]
+        try:
+            streams = []
+            with anyio.fail_after(120):
+                for proc in procs:
+                    assert proc.stdout is not None
+                    lines = BufferedByteReceiveStream(proc.stdout)
+                    while (await lines.receive_until(b"\n", 1 << 20)).decode() != "READY":
+                        pass
+                    streams.append(lines)
                 while not await all_assigned(admin, group, members):  # noqa: ASYNC110 - asks the broker
                     await anyio.sleep(0.2)
-            produce_rate = await fill(bootstrap, topic, partitions, args.records, args.size)
-        await admin.delete_topics([topic])
+            go = time.time()
+            for proc in procs:
+                assert proc.stdin is not None
+                await proc.stdin.send(b"GO\n")
+
+            async def finish(proc: anyio.abc.Process, lines: BufferedByteReceiveStream) -> None:
+                results.append(await finish_member(kind, proc, lines))
+
+            with anyio.fail_after(args.max_ms / 1000 + 60):
+                async with anyio.create_task_group() as tg:
+                    for proc, lines in zip(procs, streams, strict=True):
+                        tg.start_soon(finish, proc, lines)
+        finally:
+            for proc in procs:
+                if proc.returncode is None:
+                    proc.kill()
+                    await proc.wait()
+        await admin.delete_share_groups([group])
     got = [r for r in results if r["count"]]
     count = sum(r["count"] for r in results)
-    span = max(r["last"] for r in got) - min(r["first"] for r in got) if got else 0.0
+    span = max(r["last"] for r in got) - go if got else 0.0
     return {
         "records": count,
         "records_per_s": count / span if span > 0 else float("nan"),
         "members_with_records": len(got),
-        "produce_records_per_s": produce_rate,
     }
 
 
@@ -145,18 +196,20 @@ async def main_async(args: argparse.Namespace) -> int:
     rows: list[dict[str, Any]] = []
     try:
         for partitions in (int(p) for p in args.partitions.split(",")):
+            topic = f"share-bench-{partitions}p-{uuid.uuid4().hex[:6]}"
+            say(f"filling {topic}: {args.records:,} records of {args.size} B over {partitions} partition(s)")
+            await fill(bootstrap, topic, partitions, args.records, args.size)
             for members in (int(m) for m in args.members.split(",")):
                 runs: dict[str, list[dict[str, Any]]] = {k: [] for k in kinds}
                 for i in range(args.runs):
                     order = kinds[i % len(kinds) :] + kinds[: i % len(kinds)]
                     for kind in order:
-                        run = await one_run(kind, members, partitions, bootstrap, args)
+                        run = await one_run(kind, members, partitions, bootstrap, topic, args)
                         runs[kind].append(run)
                         say(
                             f"  {partitions:>2}p {members}m {LABELS[kind]:<26} run {i + 1}: "
                             f"{run['records_per_s']:>10,.0f} records/s ({run['records']:,} records, "
-                            f"{run['members_with_records']} member(s) got some; "
-                            f"produced at {run['produce_records_per_s']:,.0f}/s)"
+                            f"{run['members_with_records']} member(s) got some)"
                         )
                 for kind, done in runs.items():
                     rates = [r["records_per_s"] for r in done]

@@ -3,20 +3,29 @@
     python benchmarks/share_groups_client.py --client ours|confluent --bootstrap-server H:P \
         --topic T --group G [--idle-ms 2000] [--max-ms 120000]
 
-Consumes in implicit acknowledgement mode until ``--idle-ms`` pass without records (after
-the first one) or ``--max-ms`` in all, closes, and prints ``RESULT {"count": n, "first": t0,
-"last": t1}`` (wall-clock seconds of the first and last record).
+Joins the group, prints ``READY`` and waits for a line on stdin (the benchmark starts every
+member at once), then consumes in implicit acknowledgement mode until ``--idle-ms`` pass
+without records (after the first one) or ``--max-ms`` in all, closes, and prints
+``RESULT {"count": n, "first": t0, "last": t1}`` (wall-clock seconds of the first and last
+record).
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import sys
 import time
+
+
+def barrier() -> None:
+    print("READY", flush=True)
+    sys.stdin.readline()
 
 
 def run_ours(args: argparse.Namespace) -> tuple[int, float, float]:
     import anyio
+    import anyio.to_thread
 
     from aiokafka_lead.share import AIOKafkaShareConsumer
 
@@ -26,6 +35,8 @@ def run_ours(args: argparse.Namespace) -> tuple[int, float, float]:
         async with AIOKafkaShareConsumer(
             args.topic, group_id=args.group, bootstrap_servers=args.bootstrap_server
         ) as consumer:
+            await anyio.to_thread.run_sync(barrier)
+            started = time.monotonic()
             while time.monotonic() - started < args.max_ms / 1000:
                 if count and time.time() - last > args.idle_ms / 1000:
                     break
@@ -46,6 +57,7 @@ def run_confluent(args: argparse.Namespace) -> tuple[int, float, float]:
 
     consumer = ShareConsumer({"bootstrap.servers": args.bootstrap_server, "group.id": args.group})
     consumer.subscribe([args.topic])
+    barrier()
     count, first, last = 0, 0.0, 0.0
     started = time.monotonic()
     try:

@@ -42,13 +42,22 @@ def build(source: Path = SOURCE, kafka_version: str = jars.DEFAULT_KAFKA_VERSION
 
 
 def command(
-    classpath: str, bootstrap: str, topic: str, group: str, *, explicit: bool, idle_ms: int, max_ms: int
+    classpath: str,
+    bootstrap: str,
+    topic: str,
+    group: str,
+    *,
+    explicit: bool,
+    idle_ms: int,
+    max_ms: int,
+    barrier: bool = False,
 ) -> list[str]:
-    """The command line of one Java member (see the source's header for its output)."""
+    """The command line of one Java member (see the source's header for its output); with
+    ``barrier`` it prints READY and waits for a line on stdin before it polls."""
     mode = "explicit" if explicit else "implicit"
     return [
         java_executable(), "-Xmx256m", "-cp", classpath, MAIN_CLASS,
-        bootstrap, topic, group, mode, str(idle_ms), str(max_ms),
+        bootstrap, topic, group, mode, str(idle_ms), str(max_ms), *(["barrier"] if barrier else []),
     ]  # fmt: skip
 
 

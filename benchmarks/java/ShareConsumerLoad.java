@@ -1,7 +1,9 @@
 // A share-group member for the interop test and the share-group benchmark.
 //
-//   java ShareConsumerLoad BOOTSTRAP TOPIC GROUP MODE IDLE_MS MAX_MS
+//   java ShareConsumerLoad BOOTSTRAP TOPIC GROUP MODE IDLE_MS MAX_MS [barrier]
 //
+// With "barrier" it subscribes, polls once without waiting (that joins the group), prints
+// "READY" and waits for a line on stdin (the benchmark starts every member at once).
 // MODE "explicit": acknowledges each record ACCEPT, commitSync() after each poll, and
 // prints "ACCEPTED <partition> <offset> <deliveryCount>" for every record whose commit
 // succeeded. MODE "implicit": implicit acknowledgement, prints nothing per record.
@@ -9,6 +11,9 @@
 // in all, closes the consumer, and prints "DONE <records> <first ns> <last ns>"
 // (System.nanoTime() of the first and last record, for rates across processes use the
 // wall-clock "WALL <first ms> <last ms>" line after it).
+import java.io.BufferedReader;
+import java.io.IOException;
+import java.io.InputStreamReader;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
@@ -25,10 +30,11 @@ import org.apache.kafka.common.TopicIdPartition;
 import org.apache.kafka.common.serialization.ByteArrayDeserializer;
 
 public class ShareConsumerLoad {
-    public static void main(String[] args) {
+    public static void main(String[] args) throws IOException {
         String bootstrap = args[0], topic = args[1], group = args[2], mode = args[3];
         long idleMs = Long.parseLong(args[4]), maxMs = Long.parseLong(args[5]);
         boolean explicit = mode.equals("explicit");
+        boolean barrier = args.length > 6 && args[6].equals("barrier");
         Properties props = new Properties();
         props.put("bootstrap.servers", bootstrap);
         props.put("group.id", group);
@@ -40,6 +46,14 @@ public class ShareConsumerLoad {
         long start = System.nanoTime();
         try (KafkaShareConsumer<byte[], byte[]> consumer = new KafkaShareConsumer<>(props)) {
             consumer.subscribe(List.of(topic));
+            if (barrier) {
+                // a share consumer joins its group on its first poll: one that returns at once
+                count += consumer.poll(Duration.ZERO).count();
+                System.out.println("READY");
+                System.out.flush();
+                new BufferedReader(new InputStreamReader(System.in)).readLine();
+                start = System.nanoTime();
+            }
             while (true) {
                 long now = System.nanoTime();
                 if ((now - start) / 1_000_000 > maxMs) break;
