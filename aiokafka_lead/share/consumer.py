@@ -23,7 +23,7 @@ from aiokafka_lead.arguments import check_topic
 from aiokafka_lead.backoff import ExponentialBackoff
 from aiokafka_lead.client import ClientCore, connection_config, guarded
 from aiokafka_lead.consumer.offsets import OffsetLookup
-from aiokafka_lead.errors import ConsumerStoppedError, IllegalStateError, KafkaError
+from aiokafka_lead.errors import ConsumerStoppedError, IllegalStateError, KafkaError, KafkaTimeoutError
 from aiokafka_lead.metadata import MetadataChange
 from aiokafka_lead.runtime import ClientClosedError
 from aiokafka_lead.share.acks import AckLedger
@@ -107,6 +107,8 @@ class AIOKafkaShareConsumer(Generic[KT, VT]):
         self._explicit = acknowledgement_mode == "explicit"
         self._backoff = ExponentialBackoff(retry_backoff_ms, max(retry_backoff_max_ms, retry_backoff_ms))
         self._errors: list[KafkaError] = []
+        #: set when an error is reported (start() waits on it with the join)
+        self._attention = anyio.Event()
         self._callback = acknowledgement_commit_callback
         self._core = ClientCore(
             "AIOKafkaShareConsumer",
@@ -197,19 +199,24 @@ class AIOKafkaShareConsumer(Generic[KT, VT]):
                 raise
 
     async def _until_joined(self) -> None:
-        with anyio.fail_after(self._request_timeout_ms / 1000):
+        with anyio.move_on_after(self._request_timeout_ms / 1000):
             while not self._member.joined.is_set():
                 if self._errors:
                     raise self._errors.pop(0)
+                self._attention = anyio.Event()
                 async with anyio.create_task_group() as tg:
 
-                    async def joined() -> None:
-                        await self._member.joined.wait()
+                    async def wake_on(event: anyio.Event) -> None:
+                        await event.wait()
                         tg.cancel_scope.cancel()
 
-                    tg.start_soon(joined)
-                    await self._fetcher.data.wait()  # errors are reported there too
-                    tg.cancel_scope.cancel()
+                    tg.start_soon(wake_on, self._member.joined)
+                    tg.start_soon(wake_on, self._attention)
+            return
+        raise KafkaTimeoutError(
+            f"share group {self._group_id}: no answer to the first heartbeat within "
+            f"request_timeout_ms={self._request_timeout_ms}"
+        )
 
     async def close(self) -> None:
         """Release what was delivered but not acknowledged and everything still buffered,
@@ -298,6 +305,7 @@ class AIOKafkaShareConsumer(Generic[KT, VT]):
     def _report_error(self, err: KafkaError) -> None:
         self._errors.append(err)
         self._fetcher.data.set()
+        self._attention.set()
 
     def _ack_result(self, offsets: Mapping[TopicPartition, set[int]], error: KafkaError | None) -> None:
         if self._callback is not None:

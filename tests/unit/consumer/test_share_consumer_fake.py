@@ -8,7 +8,13 @@ from typing import Any
 import anyio
 import pytest
 
-from aiokafka_lead.errors import ClientFailedError, InvalidRecordStateError
+from aiokafka_lead.errors import (
+    ClientClosedError,
+    ClientFailedError,
+    IllegalStateError,
+    InvalidRecordStateError,
+    UnsupportedVersionError,
+)
 from aiokafka_lead.protocol.messages import ShareFetchResponse
 from aiokafka_lead.share import AcknowledgeType, AIOKafkaShareConsumer, ShareConsumerRecord
 from aiokafka_lead.structs import TopicPartition
@@ -278,3 +284,42 @@ async def test_impossible_acquired_ranges_are_refused(
             [r] = await take(c, 1)  # the next, true answer
             assert (r.offset, r.delivery_count) == (0, 1)
     assert any(problem in m for m in caplog.messages), caplog.messages
+
+
+async def test_start_against_brokers_without_share_groups_raises_a_clear_error() -> None:
+    async with FakeCluster(brokers=1, max_versions={HEARTBEAT: 0}) as fc:
+        fc.create_topic("t", 1, 1)
+        c = share(fc)
+        with anyio.fail_after(DEADLINE), pytest.raises(UnsupportedVersionError, match=r"share\.version"):
+            await c.start()
+        with pytest.raises(ClientClosedError):
+            await c.getmany()
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "message"),
+    [
+        ({"group_id": ""}, "group_id must be a non-empty string"),
+        ({"acknowledgement_mode": "auto"}, "acknowledgement_mode must be one of"),
+        ({"share_acquire_mode": "strict"}, "share_acquire_mode must be one of"),
+        ({"max_poll_records": 0}, "max_poll_records must be a positive int"),
+        ({"fetch_max_wait_ms": -1}, "fetch_max_wait_ms must be an int >= 0"),
+    ],
+)
+def test_bad_settings_are_refused_at_construction(kwargs: dict[str, Any], message: str) -> None:
+    settings: dict[str, Any] = {"group_id": "g", **kwargs}
+    with pytest.raises(ValueError, match=message):
+        AIOKafkaShareConsumer("t", **settings)
+
+
+async def test_renew_needs_explicit_mode_and_subscribe_needs_names(fc: FakeCluster) -> None:
+    produce(fc, TP0, [b"a"])
+    with anyio.fail_after(DEADLINE):
+        async with share(fc) as c:
+            [r] = await take(c, 1)
+            with pytest.raises(IllegalStateError, match="RENEW needs acknowledgement_mode='explicit'"):
+                c.acknowledge(r, AcknowledgeType.RENEW)
+            with pytest.raises(TypeError, match="not one string"):
+                c.subscribe("t")
+            with pytest.raises(ValueError, match="at least one topic"):
+                c.subscribe([])
