@@ -40,7 +40,7 @@ ACQUIRE_MODES = {"batch_optimized": BATCH_OPTIMIZED, "record_limit": RECORD_LIMI
 
 
 class AIOKafkaShareConsumer(Generic[KT, VT]):
-    """A share-group consumer (Kafka 4.1+ with share groups enabled; GA in 4.2).
+    """A share-group consumer (brokers with the share APIs and ``share.version`` finalized).
 
     ``acknowledgement_mode``: "implicit" (every record a poll delivered and the application
     did not acknowledge is accepted by the next poll or ``commit()``) or "explicit" (each

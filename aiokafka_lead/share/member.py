@@ -116,7 +116,8 @@ class ShareGroupMember:
                 self._fail(
                     UnsupportedVersionError(
                         f"share group {self.group_id}: the coordinator does not speak ShareGroupHeartbeat "
-                        f"(share groups need Kafka 4.1 or newer with share.version enabled): {exc}"
+                        "(share groups need brokers with the share APIs and the share.version feature "
+                        f"finalized): {exc}"
                     )
                 )
                 continue
