@@ -202,7 +202,8 @@ async def test_lock_timeout_hands_the_record_to_another_member(bootstrap: str, a
         assert 0 < held.lock_remaining_ms() <= 2000
         async with member(bootstrap, topic, group) as other:
             [taken] = await poll_until(other, 1, 20)  # after the lock expired
-            assert (taken.offset, taken.delivery_count) == (held.offset, 2)
+            # 2, or more when the holder's own fetch took it back meanwhile (and let it expire)
+            assert taken.offset == held.offset and taken.delivery_count >= 2
             holder.acknowledge(held, ACCEPT)  # too late: `other` holds it now
             results = await holder.commit()
             assert isinstance(results[TopicPartition(topic, 0)], InvalidRecordStateError)
