@@ -15,6 +15,8 @@ $(STAMP): pyproject.toml setup.py aiokafka_lead/_speedups.c
 	@test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	@$(BIN)/python -m pip install --quiet --upgrade pip
 	@$(BIN)/python -m pip install --quiet -e '.[dev,spark]'
+	@# GSSAPI (Kerberos) builds against the MIT headers: installed where they are (.ci/run adds them)
+	@if command -v krb5-config >/dev/null; then $(BIN)/python -m pip install --quiet -e '.[gssapi]'; fi
 	@touch $@
 
 venv: $(STAMP)
@@ -26,9 +28,11 @@ typecheck: $(STAMP)
 	$(BIN)/mypy
 
 # Checks protocol/generated/ against the message specs inside the pinned kafka-clients jar
-# (downloaded into the per-user cache with the other Kafka jars, if not there yet).
+# (downloaded into the per-user cache with the other Kafka jars, if not there yet), and
+# docs/configuration.md against the option declarations.
 codegen-check: $(STAMP)
 	$(BIN)/python tools/gen_protocol.py --check
+	$(BIN)/python tools/gen_config_docs.py --check
 
 # Everything, against Kafka 4.4 (the harness's default), plus the compatibility subset against
 # every other broker version the client is tested with (tests/integration/test_compat.py).

@@ -13,24 +13,30 @@ from __future__ import annotations
 
 import functools
 import logging
-import ssl
-from collections.abc import Awaitable, Callable, Collection, Coroutine, Sequence
+from collections.abc import Awaitable, Callable, Collection, Coroutine
 from typing import Any, Concatenate, ParamSpec, Protocol, TypeVar
 
 import anyio
 import anyio.abc
 
+from aiokafka_lead.backoff import ExponentialBackoff
+from aiokafka_lead.error_code import ErrorCode
 from aiokafka_lead.errors import KafkaConnectionError, KafkaError, KafkaTimeoutError
 from aiokafka_lead.metadata import MetadataStore
-from aiokafka_lead.metadata.refresher import MetadataRefresher
 from aiokafka_lead.network.config import ConnectionConfig
-from aiokafka_lead.network.connection import Connection
+from aiokafka_lead.network.connection import Connection, ConnectionStats
 from aiokafka_lead.network.pool import BrokerPool
+from aiokafka_lead.refresher import MetadataRefresher
 from aiokafka_lead.runtime import ClientFailedError, TaskGroupHost
 
 log = logging.getLogger(__name__)
 
-UNKNOWN_TOPIC_OR_PARTITION = 3
+#: a topic's Metadata answer while it may still appear (auto-creation in progress)
+TOPIC_MAY_APPEAR = frozenset({
+    ErrorCode.NONE,
+    ErrorCode.UNKNOWN_TOPIC_OR_PARTITION,
+    ErrorCode.LEADER_NOT_AVAILABLE,
+})
 P = ParamSpec("P")
 R = TypeVar("R")
 
@@ -56,63 +62,31 @@ def guarded(
     return call
 
 
-def connection_config(
-    *,
-    client_id: str,
-    request_timeout_ms: int,
-    security_protocol: str = "PLAINTEXT",
-    ssl_context: ssl.SSLContext | None = None,
-    sasl_mechanism: str = "PLAIN",
-    sasl_plain_username: str | None = None,
-    sasl_plain_password: str | None = None,
-    connections_max_idle_ms: int = 540_000,
-    reconnect_backoff_ms: int = 50,
-    reconnect_backoff_max_ms: int = 1000,
-    max_in_flight: int = 5,
-) -> ConnectionConfig:
-    """Build a ConnectionConfig from aiokafka-style keyword arguments."""
-    return ConnectionConfig(
-        client_id=client_id,
-        request_timeout_ms=request_timeout_ms,
-        security_protocol=security_protocol,
-        ssl_context=ssl_context,
-        sasl_mechanism=sasl_mechanism,
-        sasl_plain_username=sasl_plain_username,
-        sasl_plain_password=sasl_plain_password,
-        connections_max_idle_ms=connections_max_idle_ms,
-        reconnect_backoff_ms=reconnect_backoff_ms,
-        reconnect_backoff_max_ms=reconnect_backoff_max_ms,
-        max_in_flight=max_in_flight,
-    )
-
-
 class ClientCore:
     """Store + pool + refresher with one lifecycle."""
 
     def __init__(
         self,
         name: str,
-        *,
-        bootstrap_servers: str | Sequence[str],
         config: ConnectionConfig,
-        metadata_max_age_ms: int = 300_000,
-        retry_backoff_ms: int = 100,
-        retry_backoff_max_ms: int = 1000,
+        *,
         topics: Callable[[], Collection[str] | None] = lambda: None,
         allow_auto_topic_creation: bool = False,
     ) -> None:
         self.name = name
+        #: the client's whole configuration (every part reads its settings here)
         self.config = config
+        #: retries of every part of the client back off alike (retry_backoff_ms, KIP-580)
+        self.backoff = ExponentialBackoff(config.retry_backoff_ms, config.retry_backoff_cap_ms)
         self.store = MetadataStore()
         self.host = TaskGroupHost(name, on_failure=self._failed)
         self._failure_callbacks: list[Callable[[ClientFailedError], None]] = []
-        self._bootstrap = bootstrap_servers
-        self._metadata_max_age_ms = metadata_max_age_ms
-        self._retry_backoff_ms = retry_backoff_ms
-        self._retry_backoff_max_ms = retry_backoff_max_ms
+        self._bootstrap = config.bootstrap_servers
         self._topics = topics
         self._auto_create = allow_auto_topic_creation
         self._pool: BrokerPool | None = None
+        #: every connection's counters (SASL authentications and re-authentications, closes)
+        self.connection_stats = ConnectionStats()
         self._refresher: MetadataRefresher | None = None
         # the producer/consumer's own start-up, run after metadata is up (e.g. start the sender)
         self.extra_setup: Callable[[anyio.abc.TaskGroup], Awaitable[None]] | None = None
@@ -149,14 +123,12 @@ class ClientCore:
         return self.host.require_running()
 
     async def _setup(self, tg: anyio.abc.TaskGroup) -> None:
-        self._pool = BrokerPool(self.store, self._bootstrap, self.config, tg)
+        self._pool = BrokerPool(self.store, self.config, tg, self.connection_stats)
         self._refresher = MetadataRefresher(
             self.store,
             self._pool,
             topics=self._topics,
-            metadata_max_age_ms=self._metadata_max_age_ms,
-            refresh_backoff_ms=self._retry_backoff_ms,
-            refresh_backoff_max_ms=self._retry_backoff_max_ms,
+            backoff=self.backoff,
             allow_auto_topic_creation=self._auto_create,
         )
         try:
@@ -221,12 +193,14 @@ class ClientCore:
                     if not missing:
                         return
                     await self.refresher.refresh(f"waiting for topics {missing}")
-                    if any(self.store.topic_error(t) not in (0, 3, 5) for t in missing):
+                    if any(self.store.topic_error(t) not in TOPIC_MAY_APPEAR for t in missing):
                         return
-                    await anyio.sleep(self._retry_backoff_ms / 1000)
+                    await anyio.sleep(self.config.retry_backoff_ms / 1000)
         except TimeoutError:
             missing = sorted(t for t in topics if self.store.partitions_for_topic(t) is None)
-            unknown = [t for t in missing if self.store.topic_error(t) == UNKNOWN_TOPIC_OR_PARTITION]
+            unknown = [
+                t for t in missing if self.store.topic_error(t) == ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
+            ]
             why = (
                 f": the brokers answer UNKNOWN_TOPIC_OR_PARTITION for {', '.join(map(repr, unknown))} "
                 "(it does not exist, and auto-creation is off or not allowed for this client)"
@@ -242,4 +216,4 @@ class ClientCore:
             ) from None
 
 
-__all__ = ["ClientCore", "KafkaError", "connection_config"]
+__all__ = ["ClientCore", "KafkaError"]

@@ -5,6 +5,15 @@ exponential, jittered backoff, and those that mean "stale metadata" (``invalid_m
 also refresh metadata first. Non-retriable errors surface at once. When the deadline
 passes, :class:`KafkaTimeoutError` names the operation and the last error: never a silent
 retry loop, never an unbounded wait.
+
+Used by the admin calls, FindCoordinator / InitProducerId and the transaction coordinator's
+requests. The other waits in the package are not "one call until a deadline" and keep their
+own loops: background loops that never end (metadata refresher, group join and heartbeat
+loops, the sender's epoch bump), per-partition backoff inside the fetcher's and offset
+lookup's plans, an offset commit (partial progress, waits for the member's next identity),
+CONCURRENT_TRANSACTIONS (a fixed 20 ms, a few times, inside this helper's attempt), waiting
+for a topic to appear or a change to reach every broker (conditions, not errors; the latter
+only warns).
 """
 
 from __future__ import annotations

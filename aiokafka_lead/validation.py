@@ -1,88 +1,27 @@
-"""Constructor validation for every client: one table of rules, applied by option name.
+"""Checks shared by the client configurations and calls: bootstrap addresses, security
+settings that cannot work together, aiokafka's ``loop=`` keyword, offsets to commit.
 
-``AIOKafkaProducer``, ``AIOKafkaConsumer`` and ``AIOKafkaAdminClient`` call
-:func:`validate_options` first thing, with their keyword arguments, so a setting that
-cannot work fails at construction (not at the first send, or in a background task):
-
-* an unknown keyword: ``TypeError`` naming it (and the closest known name);
-* a wrong type, a negative or zero timeout or size, contradictory settings, a security
-  setting that cannot work, a malformed bootstrap address: :class:`KafkaConfigurationError`
-  (aiokafka's name; also a ``ValueError``, which is what aiokafka raises);
-* a compression codec whose library is missing: :class:`UnsupportedCodecError` naming the
-  pip extra (also a ``RuntimeError``, which is what aiokafka raises).
+The options themselves (default, rule, description) are declared in the configuration
+classes (:mod:`aiokafka_lead.options`); what fails is reported as
+:class:`KafkaConfigurationError` (aiokafka's name; also a ``ValueError``, which is what
+aiokafka raises).
 """
 
 from __future__ import annotations
 
-import difflib
+import importlib.util
 import ssl
 import warnings
-from collections.abc import Callable, Collection, Mapping, Sequence
-from numbers import Real
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from aiokafka_lead.errors import KafkaConfigurationError
-from aiokafka_lead.records.compression import CompressionType, require_codec
 from aiokafka_lead.structs import OffsetAndMetadata, TopicPartition
 
 SECURITY_PROTOCOLS = ("PLAINTEXT", "SSL", "SASL_PLAINTEXT", "SASL_SSL")
-SASL_MECHANISMS = ("PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512")
-COMPRESSION = {
-    None: CompressionType.NONE,
-    "none": CompressionType.NONE,
-    "gzip": CompressionType.GZIP,
-    "snappy": CompressionType.SNAPPY,
-    "lz4": CompressionType.LZ4,
-    "zstd": CompressionType.ZSTD,
-}
-ACKS_ALL = ("all", -1, "-1")
-
-# Options that must be > 0, and options that must be >= 0 (None means "not set" where allowed).
-POSITIVE = frozenset(
-    {
-        "request_timeout_ms",
-        "metadata_max_age_ms",
-        "connections_max_idle_ms",
-        "max_batch_size",
-        "max_request_size",
-        "delivery_timeout_ms",
-        "buffer_memory",
-        "transaction_timeout_ms",
-        "max_in_flight_requests_per_connection",
-        "fetch_max_bytes",
-        "max_partition_fetch_bytes",
-        "auto_commit_interval_ms",
-        "max_poll_interval_ms",
-        "session_timeout_ms",
-        "heartbeat_interval_ms",
-        "rebalance_timeout_ms",
-        "max_poll_records",
-    }
-)
-NON_NEGATIVE = frozenset(
-    {
-        "linger_ms",
-        "retry_backoff_ms",
-        "retry_backoff_max_ms",
-        "max_block_ms",
-        "fetch_max_wait_ms",
-        "fetch_min_bytes",
-    }
-)
-CHOICES: dict[str, Collection[Any]] = {
-    "compression_type": tuple(COMPRESSION),
-    "auto_offset_reset": ("earliest", "latest", "none"),
-    "isolation_level": ("read_uncommitted", "read_committed"),
-    "security_protocol": SECURITY_PROTOCOLS,
-    "acks": ("all", -1, "-1", 0, "0", 1, "1"),
-    "group_protocol": ("classic", "consumer"),
-    "connections_per_broker": (1, 2),
-}
-#: consumer keywords only the classic group protocol takes (KIP-848: the broker decides)
-CLASSIC_ONLY = ("partition_assignment_strategy", "session_timeout_ms", "heartbeat_interval_ms")
-#: the classic defaults when those keywords are not given
-CLASSIC_SESSION_TIMEOUT_MS = 10_000
-CLASSIC_HEARTBEAT_INTERVAL_MS = 3000
+SASL_MECHANISMS = ("PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512", "OAUTHBEARER", "GSSAPI")
+#: mechanisms that take sasl_plain_username / sasl_plain_password
+PASSWORD_MECHANISMS = ("PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512")
 
 
 def warn_loop_argument(loop: object) -> None:
@@ -98,51 +37,6 @@ def warn_loop_argument(loop: object) -> None:
 def options_of(arguments: Mapping[str, Any]) -> dict[str, Any]:
     """A constructor's keyword arguments, from ``locals()`` taken as its first statement."""
     return {k: v for k, v in arguments.items() if k not in ("self", "unsupported", "topics")}
-
-
-def validate_options(client: str, options: Mapping[str, Any], unknown: Mapping[str, Any]) -> None:
-    """Check a client's keyword arguments (``client``: "producer", "consumer" or "admin")."""
-    if unknown:
-        raise TypeError(f"unsupported {client} options: {_suggest(unknown, options)}")
-    for name, value in options.items():
-        if value is None and name in POSITIVE | NON_NEGATIVE:
-            continue  # optional (rebalance_timeout_ms, max_poll_records)
-        if name in POSITIVE:
-            _number(name, value, minimum=0, inclusive=False)
-        elif name in NON_NEGATIVE:
-            _number(name, value, minimum=0, inclusive=True)
-        elif name in CHOICES and value not in CHOICES[name]:
-            shown = ", ".join(repr(c) for c in CHOICES[name] if not isinstance(c, int) or c >= 0)
-            raise KafkaConfigurationError(f"{name} must be one of {shown}; not {value!r}")
-    if "bootstrap_servers" in options:
-        parse_bootstrap(options["bootstrap_servers"])
-    if "client_id" in options and not isinstance(options["client_id"], str | None):
-        raise KafkaConfigurationError(f"client_id must be a string, not {options['client_id']!r}")
-    check_security(
-        options.get("security_protocol", "PLAINTEXT"),
-        options.get("ssl_context"),
-        options.get("sasl_mechanism", "PLAIN"),
-        options.get("sasl_plain_username"),
-        options.get("sasl_plain_password"),
-    )
-    for rule in _CROSS_RULES.get(client, ()):
-        rule(options)
-
-
-def _suggest(unknown: Mapping[str, Any], known: Collection[str]) -> str:
-    out = []
-    for name in sorted(unknown):
-        close = difflib.get_close_matches(name, list(known), n=1)
-        out.append(f"{name} (did you mean {close[0]}?)" if close else name)
-    return ", ".join(out)
-
-
-def _number(name: str, value: Any, *, minimum: float, inclusive: bool) -> None:
-    if isinstance(value, bool) or not isinstance(value, Real):
-        raise KafkaConfigurationError(f"{name} must be a number, not {value!r}")
-    if value < minimum or (value == minimum and not inclusive):
-        bound = f">= {minimum}" if inclusive else f"> {minimum}"
-        raise KafkaConfigurationError(f"{name} must be {bound}, not {value!r}")
 
 
 def parse_bootstrap(servers: str | Sequence[str]) -> list[tuple[str, int]]:
@@ -185,6 +79,9 @@ def check_security(
     sasl_mechanism: str,
     username: str | None,
     password: str | None,
+    *,
+    token_provider: Any = None,
+    kerberos_service_name: Any = "kafka",
 ) -> None:
     """Settings that cannot work together fail here, not at the first connection."""
     if protocol not in SECURITY_PROTOCOLS:
@@ -213,10 +110,17 @@ def check_security(
             raise KafkaConfigurationError(
                 f"sasl_mechanism must be one of {', '.join(SASL_MECHANISMS)}, not {sasl_mechanism!r}"
             )
+        if sasl_mechanism == "OAUTHBEARER":
+            _check_token_provider(token_provider)
+            return
+        if sasl_mechanism == "GSSAPI":
+            _check_kerberos(kerberos_service_name)
+            return
         for name, value in (("sasl_plain_username", username), ("sasl_plain_password", password)):
             if not isinstance(value, str) or not value:
                 raise KafkaConfigurationError(
-                    f"security_protocol={protocol} needs {name} (a non-empty string)"
+                    f"security_protocol={protocol} with sasl_mechanism={sasl_mechanism} needs {name} "
+                    "(a non-empty string)"
                 )
     elif username is not None or password is not None:
         raise KafkaConfigurationError(
@@ -225,65 +129,30 @@ def check_security(
         )
 
 
-# ----------------------------------------------------------------- per client
-
-
-def _producer(options: Mapping[str, Any]) -> None:
-    acks_all = options["acks"] in ACKS_ALL
-    idempotence = options["enable_idempotence"]
-    if idempotence and not acks_all:
-        raise KafkaConfigurationError("enable_idempotence=True needs acks='all'")
-    if options["transactional_id"] is not None:
-        if idempotence is False:
-            raise KafkaConfigurationError(
-                "a transactional producer needs enable_idempotence (leave it unset or True)"
-            )
-        if not acks_all:
-            raise KafkaConfigurationError("a transactional producer needs acks='all'")
-    if idempotence and options["max_in_flight_requests_per_connection"] > 5:
+def _check_token_provider(provider: Any) -> None:
+    """aiokafka's rule: OAUTHBEARER needs an ``AbstractTokenProvider`` (any object with a
+    ``token()`` method is taken; ``token()`` may be a coroutine function or a plain one)."""
+    if provider is None:
         raise KafkaConfigurationError(
-            "enable_idempotence=True allows at most 5 in-flight requests per connection"
+            "sasl_mechanism='OAUTHBEARER' needs sasl_oauth_token_provider, an "
+            "aiokafka_lead.abc.AbstractTokenProvider (e.g. aiokafka_lead.auth.oidc.OIDCTokenProvider)"
         )
-    if options["delivery_timeout_ms"] < options["linger_ms"] + options["request_timeout_ms"]:
+    if not callable(getattr(provider, "token", None)):
         raise KafkaConfigurationError(
-            "delivery_timeout_ms must be at least linger_ms + request_timeout_ms (as in Java)"
-        )
-    require_codec(COMPRESSION[options["compression_type"]])
-
-
-def _consumer(options: Mapping[str, Any]) -> None:
-    _group_protocol(options)
-    heartbeat = options["heartbeat_interval_ms"] or CLASSIC_HEARTBEAT_INTERVAL_MS
-    session = options["session_timeout_ms"] or CLASSIC_SESSION_TIMEOUT_MS
-    if heartbeat >= session:
-        raise KafkaConfigurationError(
-            f"heartbeat_interval_ms ({heartbeat}) must be lower than "
-            f"session_timeout_ms ({session}), as in Java"
-        )
-    if options["fetch_min_bytes"] > options["fetch_max_bytes"]:
-        raise KafkaConfigurationError("fetch_min_bytes must not exceed fetch_max_bytes")
-    if options["group_instance_id"] is not None and options["group_id"] is None:
-        raise KafkaConfigurationError("group_instance_id needs a group_id")
-
-
-def _group_protocol(options: Mapping[str, Any]) -> None:
-    """Java's ConsumerConfig rules: each group protocol refuses the other's settings."""
-    if options["group_protocol"] == "classic":
-        if options["group_remote_assignor"] is not None:
-            raise KafkaConfigurationError("group_remote_assignor needs group_protocol='consumer'")
-        return
-    given = [name for name in CLASSIC_ONLY if options[name] is not None]
-    if given:
-        raise KafkaConfigurationError(
-            f"{', '.join(given)} cannot be set with group_protocol='consumer': the broker assigns "
-            "partitions (see group_remote_assignor) and sets the session timeout and heartbeat interval"
+            f"sasl_oauth_token_provider must implement token() (aiokafka_lead.abc.AbstractTokenProvider); "
+            f"{type(provider).__name__} does not"
         )
 
 
-_CROSS_RULES: dict[str, tuple[Callable[[Mapping[str, Any]], None], ...]] = {
-    "producer": (_producer,),
-    "consumer": (_consumer,),
-}
+def _check_kerberos(service_name: Any) -> None:
+    if not isinstance(service_name, str) or not service_name:
+        raise KafkaConfigurationError(
+            f"sasl_kerberos_service_name must be a non-empty string, not {service_name!r}"
+        )
+    if importlib.util.find_spec("gssapi") is None:
+        raise KafkaConfigurationError(
+            "sasl_mechanism='GSSAPI' needs the gssapi package: pip install 'aiokafka_lead[gssapi]'"
+        )
 
 
 def commit_offsets_argument(

@@ -20,32 +20,21 @@ from __future__ import annotations
 
 import argparse
 import json
-import statistics
 import sys
-import tempfile
-import time
-import uuid
 from pathlib import Path
 from typing import Any
 
 import anyio
 
-from aiokafka_lead.admin import AdminClient, NewTopic
-from aiokafka_lead.bench.children import bar_panel, peer_versions, run_child, say
+from aiokafka_lead.admin import AdminClient
+from aiokafka_lead.bench import children as bench
 from aiokafka_lead.bench.plot import NO_PLOT, can_plot
-from aiokafka_lead.testing.cluster import KafkaCluster
-from aiokafka_lead.testing.cluster.jars import DEFAULT_KAFKA_VERSION
 
 ROOT = Path(__file__).resolve().parent.parent
 RESULTS = ROOT / "benchmarks" / "results"
 PLOT = ROOT / "docs" / "img" / "throughput.png"
 CLIENT = ROOT / "benchmarks" / "throughput_client.py"
-LABELS = {
-    "ours": "aiokafka_lead",
-    "ours-py": "aiokafka_lead (no C)",
-    "aiokafka": "aiokafka",
-    "confluent": "confluent-kafka",
-}
+LABELS = {**bench.PEER_LABELS, "ours-py": "aiokafka_lead (no C)"}
 #: client kinds that run another kind's code with extra environment variables
 VARIANTS = {"ours-py": ("ours", {"AIOKAFKA_LEAD_NO_EXTENSIONS": "1"})}
 SIDES = ("produce", "consume")
@@ -61,39 +50,29 @@ async def run_side(
     cmd = [sys.executable, str(CLIENT), "--client", client, "--side", side]
     cmd += ["--bootstrap-server", bootstrap, "--topic", topic, "--partitions", str(args.partitions)]
     cmd += ["--records", str(args.records), "--size", str(args.size)]
-    started = time.monotonic()
 
-    def progress(done: int) -> None:
-        rate = done / max(time.monotonic() - started, 1e-9)
-        print(
-            f"\r    {LABELS[kind]:<16} {side:<8} {done:>9,}/{args.records:,} "
-            f"({done * 100 // args.records:>3}%, ~{rate:,.0f}/s incl. start-up)",
-            end="",
-            flush=True,
+    def line(done: int, started: float) -> str:
+        rate = done / max(anyio.current_time() - started, 1e-9)
+        return (
+            f"    {LABELS[kind]:<16} {side:<8} {done:>9,}/{args.records:,} "
+            f"({done * 100 // args.records:>3}%, ~{rate:,.0f}/s incl. start-up)"
         )
 
-    try:
-        return await run_child(cmd, limit_s=args.timeout, on_progress=progress, env=extra_env)
-    finally:
-        print("\r" + " " * 78 + "\r", end="", flush=True)
+    return await bench.run_with_progress(cmd, line, limit_s=args.timeout, env=extra_env)
 
 
 async def run_client(
     kind: str, admin: AdminClient, bootstrap: str, args: argparse.Namespace
 ) -> dict[str, dict[str, Any]]:
-    topic = f"tp-{kind}-{uuid.uuid4().hex[:8]}"
-    await admin.create_topics([NewTopic(topic, args.partitions, 1)])
-    try:
+    async with bench.fresh_topic(admin, f"tp-{kind}", args.partitions) as topic:
         out = {}
         for side in SIDES:
             out[side] = r = await run_side(kind, side, bootstrap, topic, args)
-            say(
+            bench.say(
                 f"    {LABELS[kind]:<16} {side:<8} {r['records_per_s']:>10,.0f} records/s "
                 f"({r['seconds']:.2f}s), peak RSS {r['peak_rss_mib']:.0f} MiB"
             )
         return out
-    finally:
-        await admin.delete_topics([topic])
 
 
 def aggregate(runs: list[dict[str, dict[str, dict[str, Any]]]], kinds: list[str]) -> dict[str, Any]:
@@ -102,21 +81,12 @@ def aggregate(runs: list[dict[str, dict[str, dict[str, Any]]]], kinds: list[str]
     for kind in kinds:
         rows[kind] = {}
         for side in SIDES:
-            values = {m: [run[kind][side][m] for run in runs] for m in METRICS}
-            rows[kind][side] = {
-                m: {"median": statistics.median(v), "min": min(v), "max": max(v), "all": v}
-                for m, v in values.items()
-            }
+            rows[kind][side] = {m: bench.spread_of([run[kind][side][m] for run in runs]) for m in METRICS}
             if "aiokafka" in kinds:  # ratios within each run: robust to a machine busy in one run
                 ratio = [
                     run[kind][side]["records_per_s"] / run["aiokafka"][side]["records_per_s"] for run in runs
                 ]
-                rows[kind][side]["ratio"] = {
-                    "median": statistics.median(ratio),
-                    "min": min(ratio),
-                    "max": max(ratio),
-                    "all": ratio,
-                }
+                rows[kind][side]["ratio"] = bench.spread_of(ratio)
     return rows
 
 
@@ -135,8 +105,7 @@ def markdown(rows: dict[str, Any], args: argparse.Namespace, env: dict[str, Any]
     for side in SIDES:
         for kind, row in rows.items():
             rate, cpu, rss = (row[side][m] for m in METRICS)
-            r = row[side].get("ratio")
-            ratio = f"{r['median']:.2f}x ({r['min']:.2f}-{r['max']:.2f})" if base and r else "-"
+            ratio = bench.ratio_text(row[side].get("ratio") if base else None)
             lines.append(
                 f"| {LABELS[kind]} | {'producer' if side == 'produce' else 'consumer'} | "
                 f"{rate['median']:,.0f} ({rate['min']:,.0f}-{rate['max']:,.0f}) | {spread(rate):.0f}% | "
@@ -178,30 +147,16 @@ def markdown(rows: dict[str, Any], args: argparse.Namespace, env: dict[str, Any]
 
 def plot(rows: dict[str, Any], path: Path, title: str) -> Path:
     """Bars: producer and consumer records/s, CPU per record and peak RSS; whiskers span min-max."""
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    fig, axes = plt.subplots(1, 3, figsize=(14, 4.4))
-    kinds = list(rows)
-    panels = (
+    metrics = (
         ("records_per_s", "records/s (thousands)", 1000.0, "%.0f"),
         ("cpu_us_per_record", "CPU µs per record", 1.0, "%.1f"),
         ("peak_rss_mib", "peak RSS MiB", 1.0, "%.0f"),
     )
-    for ax, (metric, ylabel, scale, fmt) in zip(axes, panels, strict=True):
-        cells = {kind: [rows[kind][side][metric] for side in SIDES] for kind in kinds}
-        bar_panel(ax, ["producer", "consumer"], cells, scale=scale, fmt=fmt, colors=COLORS, labels=LABELS)
-        ax.set_ylabel(ylabel)
-    handles, labels = axes[0].get_legend_handles_labels()
-    fig.legend(handles, labels, loc="lower center", ncol=len(kinds))
-    fig.suptitle(title)
-    fig.tight_layout(rect=(0, 0.07, 1, 1))
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fig.savefig(path, dpi=110)
-    plt.close(fig)
-    return path
+    panels = [
+        (ylabel, ["producer", "consumer"], {k: [rows[k][s][metric] for s in SIDES] for k in rows}, scale, fmt)
+        for metric, ylabel, scale, fmt in metrics
+    ]
+    return bench.save_bars(path, title, panels, colors=COLORS, labels=LABELS, figsize=(14, 4.4))
 
 
 def render(args: argparse.Namespace) -> int:
@@ -219,54 +174,34 @@ def render(args: argparse.Namespace) -> int:
 
 def finish(rows: dict[str, Any], args: argparse.Namespace, env: dict[str, Any]) -> None:
     text = markdown(rows, args, env)
-    say("\n" + text)
+    bench.say("\n" + text)
     (RESULTS / "throughput.md").write_text(text)
     title = (
         f"{args.records:,} records of {args.size} B, acks=1, linger 5 ms: "
         f"median of {args.runs} runs (whiskers: min-max)"
     )
-    say(f"plot: {plot(rows, PLOT, title)}" if can_plot() else NO_PLOT)
+    bench.say(f"plot: {plot(rows, PLOT, title)}" if can_plot() else NO_PLOT)
 
 
 async def main(args: argparse.Namespace) -> int:
-    kinds = args.clients.split(",")
-    if unknown := set(kinds) - set(LABELS):
-        raise SystemExit(f"unknown clients: {', '.join(sorted(unknown))}")
+    kinds = bench.client_kinds(args, LABELS)
     RESULTS.mkdir(parents=True, exist_ok=True)
     runs: list[dict[str, dict[str, dict[str, Any]]]] = []
-    with tempfile.TemporaryDirectory(prefix="throughput-") as tmp:
-        cluster = None
-        bootstrap = args.bootstrap_server
-        if bootstrap is None:
-            say("starting a local 1-node KRaft cluster (benchmark JVM settings)...")
-            cluster = KafkaCluster(tmp, brokers=1, benchmark=True)
-            await anyio.to_thread.run_sync(cluster.up)
-            bootstrap = cluster.bootstrap()
-            changed = ", ".join(f"{k}={v}" for k, v in cluster.non_default_settings().items())
-            say(f"broker profile: {cluster.profile}; differs from Kafka's defaults: {changed or 'nothing'}")
-        try:
-            async with AdminClient(bootstrap_servers=bootstrap) as admin:
-                for run in range(args.runs):
-                    shift = run % len(kinds)
-                    order = kinds[shift:] + kinds[:shift]
-                    if run % 2:
-                        order.reverse()
-                    say(f"run {run + 1}/{args.runs}: {', '.join(LABELS[k] for k in order)}")
-                    runs.append({kind: await run_client(kind, admin, bootstrap, args) for kind in order})
-        finally:
-            if cluster is not None:
-                with anyio.CancelScope(shield=True):
-                    await anyio.to_thread.run_sync(cluster.down)
+    async with (
+        bench.comparison_cluster(args, "throughput-") as bootstrap,
+        AdminClient(bootstrap_servers=bootstrap) as admin,
+    ):
+        for run in range(args.runs):
+            order = bench.client_order(kinds, run)
+            bench.say(f"run {run + 1}/{args.runs}: {', '.join(LABELS[k] for k in order)}")
+            runs.append({kind: await run_client(kind, admin, bootstrap, args) for kind in order})
     rows = aggregate(runs, kinds)
-    env = {
-        "machine": args.machine,
-        "kafka": args.kafka_version if args.bootstrap_server is None else "external",
-        "brokers": "1 local node, broker profile kafka-defaults (internal topics' replication 1)"
+    env = bench.run_env(
+        args,
+        brokers="1 local node, broker profile kafka-defaults (internal topics' replication 1)"
         if args.bootstrap_server is None
         else "external",
-        "python": sys.version.split()[0],
-        **peer_versions(),
-    }
+    )
     config = {k: getattr(args, k) for k in ("records", "size", "partitions", "runs", "clients")}
     config |= {"acks": 1, "linger_ms": 5}
     (RESULTS / "throughput.json").write_text(
@@ -277,18 +212,8 @@ async def main(args: argparse.Namespace) -> int:
 
 
 if __name__ == "__main__":
-    parser = argparse.ArgumentParser(
-        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
-    )
-    parser.add_argument("--bootstrap-server")
-    parser.add_argument("--clients", default="ours,ours-py,aiokafka,confluent")
-    parser.add_argument("--runs", type=int, default=3)
+    parser = bench.comparison_parser(__doc__, clients="ours,ours-py,aiokafka,confluent")
     parser.add_argument("--records", type=int, default=1_000_000)
-    parser.add_argument("--size", type=int, default=100)
-    parser.add_argument("--partitions", type=int, default=6)
-    parser.add_argument("--timeout", type=float, default=600, help="seconds per client process")
-    parser.add_argument("--kafka-version", default=DEFAULT_KAFKA_VERSION)
-    parser.add_argument("--machine", default="2 cores, 24 GiB, loopback")
     parser.add_argument("--render", action="store_true", help="only redo table and plot from the JSON")
     parsed = parser.parse_args()
     sys.exit(render(parsed) if parsed.render else anyio.run(main, parsed))

@@ -21,31 +21,21 @@ from __future__ import annotations
 
 import argparse
 import json
-import statistics
 import sys
-import tempfile
-import time
 import uuid
 from pathlib import Path
 from typing import Any
 
 import anyio
 
-from aiokafka_lead.admin import AdminClient, NewTopic
-from aiokafka_lead.bench.children import bar_panel, peer_versions, run_child, say
-from aiokafka_lead.testing.cluster import KafkaCluster
-from aiokafka_lead.testing.cluster.jars import DEFAULT_KAFKA_VERSION
+from aiokafka_lead.admin import AdminClient
+from aiokafka_lead.bench import children as bench
 
 ROOT = Path(__file__).resolve().parent.parent
 RESULTS = ROOT / "benchmarks" / "results"
 PLOT = ROOT / "docs" / "img" / "transactions.png"
 CLIENT = ROOT / "benchmarks" / "transactions_client.py"
-LABELS = {
-    "ours": "aiokafka_lead",
-    "ours-tv1": "aiokafka_lead (TV1)",
-    "aiokafka": "aiokafka",
-    "confluent": "confluent-kafka",
-}
+LABELS = {**bench.PEER_LABELS, "ours-tv1": "aiokafka_lead (TV1)"}
 COLORS = {"ours": "#1f77b4", "ours-tv1": "#9ecae1", "aiokafka": "#ff7f0e", "confluent": "#2ca02c"}
 #: mode -> (records per transaction, batch size for every client or None for each one's default, label)
 MODES: dict[str, tuple[int, int | None, str]] = {
@@ -70,20 +60,14 @@ async def run_client(
     cmd += ["--topic", topic, "--per-txn", str(per_txn), "--records", str(records)]
     if batch_size is not None:
         cmd += ["--batch-size", str(batch_size)]
-    started = time.monotonic()
 
-    def progress(done: int) -> None:
-        print(
-            f"\r    {LABELS[kind]:<22} {per_txn:>6}/txn {done:>9,}/{records:,} "
-            f"({time.monotonic() - started:.0f}s)",
-            end="",
-            flush=True,
+    def line(done: int, started: float) -> str:
+        return (
+            f"    {LABELS[kind]:<22} {per_txn:>6}/txn {done:>9,}/{records:,} "
+            f"({anyio.current_time() - started:.0f}s)"
         )
 
-    try:
-        result = await run_child(cmd, limit_s=limit_s, on_progress=progress)
-    finally:
-        print("\r" + " " * 78 + "\r", end="", flush=True)
+    result = await bench.run_with_progress(cmd, line, limit_s=limit_s)
     commits = result.pop("commit_ms")
     result["commit_p50_ms"] = percentile(commits, 0.50)
     result["commit_p99_ms"] = percentile(commits, 0.99)
@@ -96,14 +80,11 @@ def aggregate(runs: list[dict[str, dict[str, Any]]], kinds: list[str], modes: li
     for mode in modes:
         rows[mode] = {}
         for kind in kinds:
-            cell: dict[str, Any] = {}
-            for m in METRICS:
-                v = [run[mode][kind][m] for run in runs]
-                cell[m] = {"median": statistics.median(v), "min": min(v), "max": max(v), "all": v}
+            cell: dict[str, Any] = {m: bench.spread_of([run[mode][kind][m] for run in runs]) for m in METRICS}
             for other in kinds:
                 if other != kind:
                     r = [run[mode][kind]["records_per_s"] / run[mode][other]["records_per_s"] for run in runs]
-                    cell[f"vs_{other}"] = {"median": statistics.median(r), "min": min(r), "max": max(r)}
+                    cell[f"vs_{other}"] = bench.spread_of(r, keep=False)
             rows[mode][kind] = cell
     return rows
 
@@ -117,15 +98,11 @@ def markdown(rows: dict[str, Any], args: argparse.Namespace, env: dict[str, Any]
     for mode, per_kind in rows.items():
         for kind, c in per_kind.items():
             rate = c["records_per_s"]
-
-            def ratio(other: str, c: dict[str, Any] = c) -> str:
-                r = c.get(f"vs_{other}")
-                return f"{r['median']:.2f}x ({r['min']:.2f}-{r['max']:.2f})" if r else "-"
-
             lines.append(
                 f"| {MODES[mode][2]} | {LABELS[kind]} | "
                 f"{rate['median']:,.0f} ({rate['min']:,.0f}-{rate['max']:,.0f}) "
-                f"| {ratio('aiokafka')} | {ratio('confluent')} | {c['commit_p50_ms']['median']:.1f} "
+                f"| {bench.ratio_text(c.get('vs_aiokafka'))} | {bench.ratio_text(c.get('vs_confluent'))} "
+                f"| {c['commit_p50_ms']['median']:.1f} "
                 f"| {c['commit_p99_ms']['median']:.1f} | {c['cpu_us_per_record']['median']:.1f} |"
             )
     intro = (
@@ -156,35 +133,19 @@ def markdown(rows: dict[str, Any], args: argparse.Namespace, env: dict[str, Any]
 
 def plot(rows: dict[str, Any], path: Path, title: str) -> Path:
     """Bars per mode: records/s and commit latency p50/p99; whiskers span min-max."""
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
     modes = list(rows)
     kinds = list(rows[modes[0]])
-    fig, axes = plt.subplots(1, 3, figsize=(15, 4.6))
-    panels = (
+    groups = [f"{MODES[m][2]} / txn".replace(", 1 MB batches / txn", " / txn\n1 MB batches") for m in modes]
+    metrics = (
         ("records_per_s", "records/s (thousands)", 1000.0),
         ("commit_p50_ms", "commit latency p50 (ms)", 1.0),
         ("commit_p99_ms", "commit latency p99 (ms)", 1.0),
     )
-    for ax, (metric, ylabel, scale) in zip(axes, panels, strict=True):
-        cells = {kind: [rows[mode][kind][metric] for mode in modes] for kind in kinds}
-        groups = [
-            f"{MODES[m][2]} / txn".replace(", 1 MB batches / txn", " / txn\n1 MB batches")
-            for m in modes
-        ]
-        bar_panel(ax, groups, cells, scale=scale, fmt="%.1f", colors=COLORS, labels=LABELS)
-        ax.set_ylabel(ylabel)
-    handles, labels = axes[0].get_legend_handles_labels()
-    fig.legend(handles, labels, loc="lower center", ncol=len(kinds))
-    fig.suptitle(title)
-    fig.tight_layout(rect=(0, 0.07, 1, 1))
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fig.savefig(path, dpi=110)
-    plt.close(fig)
-    return path
+    panels = [
+        (ylabel, groups, {k: [rows[m][k][metric] for m in modes] for k in kinds}, scale, "%.1f")
+        for metric, ylabel, scale in metrics
+    ]
+    return bench.save_bars(path, title, panels, colors=COLORS, labels=LABELS, figsize=(15, 4.6))
 
 
 async def transaction_version(bootstrap: str) -> int:
@@ -197,61 +158,33 @@ async def transaction_version(bootstrap: str) -> int:
 
 
 async def main(args: argparse.Namespace) -> int:
-    kinds = args.clients.split(",")
-    if unknown := set(kinds) - set(LABELS):
-        raise SystemExit(f"unknown clients: {', '.join(sorted(unknown))}")
+    kinds = bench.client_kinds(args, LABELS)
     modes = {m: args.small_records if MODES[m][0] == 100 else args.large_records for m in MODES}
     RESULTS.mkdir(parents=True, exist_ok=True)
     runs: list[dict[str, dict[str, Any]]] = []
-    with tempfile.TemporaryDirectory(prefix="transactions-") as tmp:
-        cluster = None
-        bootstrap = args.bootstrap_server
-        if bootstrap is None:
-            say("starting a local 1-node KRaft cluster (benchmark JVM settings)...")
-            cluster = KafkaCluster(tmp, brokers=1, benchmark=True)
-            await anyio.to_thread.run_sync(cluster.up)
-            bootstrap = cluster.bootstrap()
-        try:
-            tv = await transaction_version(bootstrap)
-            async with AdminClient(bootstrap_servers=bootstrap) as admin:
-                for run in range(args.runs):
-                    shift = run % len(kinds)
-                    order = kinds[shift:] + kinds[:shift]
-                    if run % 2:
-                        order.reverse()
-                    say(f"run {run + 1}/{args.runs}: {', '.join(LABELS[k] for k in order)}")
-                    results: dict[str, dict[str, Any]] = {}
-                    for mode, records in modes.items():
-                        results[mode] = {}
-                        for kind in order:
-                            topic = f"txn-{kind}-{uuid.uuid4().hex[:8]}"
-                            await admin.create_topics([NewTopic(topic, args.partitions, 1)])
-                            try:
-                                r = await run_client(
-                                    kind, bootstrap, topic, mode, records=records, limit_s=args.timeout
-                                )
-                            finally:
-                                await admin.delete_topics([topic])
-                            results[mode][kind] = r
-                            say(
-                                f"    {LABELS[kind]:<22} {MODES[mode][2]:>21}/txn "
-                                f"{r['records_per_s']:>9,.0f} records/s, "
-                                f"commit p50 {r['commit_p50_ms']:.1f} ms p99 {r['commit_p99_ms']:.1f} ms"
+    async with bench.comparison_cluster(args, "transactions-") as bootstrap:
+        tv = await transaction_version(bootstrap)
+        async with AdminClient(bootstrap_servers=bootstrap) as admin:
+            for run in range(args.runs):
+                order = bench.client_order(kinds, run)
+                bench.say(f"run {run + 1}/{args.runs}: {', '.join(LABELS[k] for k in order)}")
+                results: dict[str, dict[str, Any]] = {}
+                for mode, records in modes.items():
+                    results[mode] = {}
+                    for kind in order:
+                        async with bench.fresh_topic(admin, f"txn-{kind}", args.partitions) as topic:
+                            r = await run_client(
+                                kind, bootstrap, topic, mode, records=records, limit_s=args.timeout
                             )
-                    runs.append(results)
-        finally:
-            if cluster is not None:
-                with anyio.CancelScope(shield=True):
-                    await anyio.to_thread.run_sync(cluster.down)
+                        results[mode][kind] = r
+                        bench.say(
+                            f"    {LABELS[kind]:<22} {MODES[mode][2]:>21}/txn "
+                            f"{r['records_per_s']:>9,.0f} records/s, "
+                            f"commit p50 {r['commit_p50_ms']:.1f} ms p99 {r['commit_p99_ms']:.1f} ms"
+                        )
+                runs.append(results)
     rows = aggregate(runs, kinds, list(modes))
-    env = {
-        "machine": args.machine,
-        "load": args.load,
-        "kafka": args.kafka_version if args.bootstrap_server is None else "external",
-        "transaction_version": tv,
-        "python": sys.version.split()[0],
-        **peer_versions(),
-    }
+    env = bench.run_env(args, load=args.load, transaction_version=tv)
     config = {
         k: getattr(args, k)
         for k in ("small_records", "large_records", "size", "partitions", "runs", "clients")
@@ -260,33 +193,23 @@ async def main(args: argparse.Namespace) -> int:
         json.dumps({"config": config, "env": env, "rows": rows, "runs": runs}, indent=1)
     )
     text = markdown(rows, args, env)
-    say("\n" + text)
+    bench.say("\n" + text)
     (RESULTS / "transactions.md").write_text(text)
     title = (
         f"transactional produce, {args.size} B records, acks=all, linger 5 ms: "
         f"median of {args.runs} runs (whiskers: min-max)"
     )
-    say(f"plot: {plot(rows, PLOT, title)}")
+    bench.say(f"plot: {plot(rows, PLOT, title)}")
     return 0
 
 
 if __name__ == "__main__":
-    parser = argparse.ArgumentParser(
-        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
-    )
-    parser.add_argument("--bootstrap-server")
-    parser.add_argument("--clients", default="ours,ours-tv1,aiokafka,confluent")
-    parser.add_argument("--runs", type=int, default=3)
+    parser = bench.comparison_parser(__doc__, clients="ours,ours-tv1,aiokafka,confluent")
     parser.add_argument(
         "--small-records", type=int, default=20_000, help="records in the 100-per-transaction mode"
     )
     parser.add_argument(
         "--large-records", type=int, default=1_000_000, help="records in the 10,000-per-transaction mode"
     )
-    parser.add_argument("--size", type=int, default=100)
-    parser.add_argument("--partitions", type=int, default=6)
-    parser.add_argument("--timeout", type=float, default=600, help="seconds per client process")
-    parser.add_argument("--kafka-version", default=DEFAULT_KAFKA_VERSION)
-    parser.add_argument("--machine", default="2 cores, 24 GiB, loopback")
     parser.add_argument("--load", default="not stated", help="what else ran on the machine")
     sys.exit(anyio.run(main, parser.parse_args()))

@@ -15,6 +15,8 @@ from collections.abc import Iterator
 
 import pytest
 
+from aiokafka_lead.testing.pytest_plugin import CLUSTER_ENV, docker_mode
+
 pytest_plugins = ["pytester"]  # tests/unit/test_suite_rules.py runs a suite inside the suite
 
 UNRETRIEVED = (
@@ -37,8 +39,30 @@ class _Unretrieved(logging.Handler):
 _HANDLER = _Unretrieved()
 
 
+#: the project's integration tests that need the jar harness's SSL/SASL listeners; the Docker
+#: cluster (AIOKAFKA_LEAD_CLUSTER=docker) serves PLAINTEXT only, so they skip in that mode
+SECURITY_MARKER = "security_listeners"
+_SECURITY_SKIP = (
+    "needs the SSL/SASL listeners of the jar harness's cluster; "
+    f"the Docker cluster ({CLUSTER_ENV}=docker) serves PLAINTEXT only"
+)
+
+
 def pytest_configure(config: pytest.Config) -> None:
     logging.getLogger("asyncio").addHandler(_HANDLER)
+    config.addinivalue_line(
+        "markers",
+        f"{SECURITY_MARKER}: needs the cluster's SSL/SASL listeners (skipped with {CLUSTER_ENV}=docker)",
+    )
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    if not docker_mode():
+        return
+    skip = pytest.mark.skip(reason=_SECURITY_SKIP)
+    for item in items:
+        if item.get_closest_marker(SECURITY_MARKER) is not None:
+            item.add_marker(skip)
 
 
 def _fail_if_reported(where: str) -> None:

@@ -17,7 +17,6 @@ from aiokafka_lead.admin.types import (
     ElectionType,
     GroupDescription,
     GroupListing,
-    ListOffsetsResultInfo,
     NewPartitions,
     NewTopic,
     OffsetSpec,
@@ -25,6 +24,7 @@ from aiokafka_lead.admin.types import (
     RecordsToDelete,
     TopicDescription,
 )
+from aiokafka_lead.requests.offsets import ListOffsetsResultInfo
 
 __all__ = [
     "AIOKafkaAdminClient",

@@ -23,14 +23,13 @@ Both retry retriable errors within ``timeout_ms`` (default request_timeout_ms) t
 
 from __future__ import annotations
 
-import ssl
 import warnings
 from collections.abc import Iterable, Mapping, Sequence
 from types import TracebackType
 from typing import Any, Self
 
 from aiokafka_lead.admin import responses as r
-from aiokafka_lead.admin.base import AdminBase
+from aiokafka_lead.admin.config import AdminConfig, AdminKeywords
 from aiokafka_lead.admin.configs import ConfigsCore, ConfigsMixin
 from aiokafka_lead.admin.groups import GroupCore, GroupsMixin
 from aiokafka_lead.admin.leaders import LeadersMixin
@@ -38,55 +37,17 @@ from aiokafka_lead.admin.offsets import OffsetsMixin
 from aiokafka_lead.admin.share_groups import ShareGroupsMixin
 from aiokafka_lead.admin.topics import TopicsCore, TopicsMixin
 from aiokafka_lead.admin.types import ConfigResource, NewPartitions, NewTopic, RecordsToDelete
-from aiokafka_lead.backoff import ExponentialBackoff
-from aiokafka_lead.client import ClientCore, connection_config, guarded
+from aiokafka_lead.client import ClientCore, guarded
 from aiokafka_lead.errors import KafkaError, NotLeaderOrFollowerError, error_for_code
+from aiokafka_lead.requests.base import RequestBase
 from aiokafka_lead.structs import OffsetAndMetadata, TopicPartition
-from aiokafka_lead.validation import options_of, validate_options
 
 
-class AdminClientBase(AdminBase):
-    """Constructor keywords (aiokafka's) and the lifecycle both clients share."""
+class AdminClientBase(AdminKeywords, RequestBase):
+    """The lifecycle both clients share (their constructor keywords: ``AdminKeywords``)."""
 
-    def __init__(
-        self,
-        *,
-        bootstrap_servers: str | Sequence[str] = "localhost",
-        client_id: str = "aiokafka-lead-admin",
-        request_timeout_ms: int = 40_000,
-        connections_max_idle_ms: int = 540_000,
-        retry_backoff_ms: int = 100,
-        retry_backoff_max_ms: int = 1000,
-        metadata_max_age_ms: int = 300_000,
-        security_protocol: str = "PLAINTEXT",
-        ssl_context: ssl.SSLContext | None = None,
-        api_version: str | None = "auto",
-        sasl_mechanism: str = "PLAIN",
-        sasl_plain_username: str | None = None,
-        sasl_plain_password: str | None = None,
-        **unsupported: Any,
-    ) -> None:
-        validate_options("admin client", options_of(locals()), unsupported)
-        del api_version  # versions are always negotiated
-        self._request_timeout_ms = request_timeout_ms
-        self._backoff = ExponentialBackoff(retry_backoff_ms, max(retry_backoff_max_ms, retry_backoff_ms))
-        self._core = ClientCore(
-            type(self).__name__,
-            bootstrap_servers=bootstrap_servers,
-            config=connection_config(
-                client_id=client_id,
-                request_timeout_ms=request_timeout_ms,
-                security_protocol=security_protocol,
-                ssl_context=ssl_context,
-                sasl_mechanism=sasl_mechanism,
-                sasl_plain_username=sasl_plain_username,
-                sasl_plain_password=sasl_plain_password,
-                connections_max_idle_ms=connections_max_idle_ms,
-            ),
-            metadata_max_age_ms=metadata_max_age_ms,
-            retry_backoff_ms=retry_backoff_ms,
-            retry_backoff_max_ms=retry_backoff_max_ms,
-        )
+    def _configure(self, config: AdminConfig) -> None:
+        RequestBase.__init__(self, ClientCore(type(self).__name__, config))
 
     async def start(self) -> None:
         await self._core.start()

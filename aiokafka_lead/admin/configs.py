@@ -17,7 +17,6 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from aiokafka_lead.admin.base import AdminBase, raise_item_errors
 from aiokafka_lead.admin.types import AlterConfigOp, ConfigEntry, ConfigResource, ConfigResourceType
 from aiokafka_lead.client import guarded
 from aiokafka_lead.protocol.messages import (
@@ -25,6 +24,7 @@ from aiokafka_lead.protocol.messages import (
     DescribeConfigsRequest,
     IncrementalAlterConfigsRequest,
 )
+from aiokafka_lead.requests.base import RequestBase, raise_item_errors
 
 BROKER = int(ConfigResourceType.BROKER)
 
@@ -46,7 +46,7 @@ def by_node(resources: Sequence[ConfigResource]) -> list[tuple[int | None, list[
     )
 
 
-class ConfigsCore(AdminBase):
+class ConfigsCore(RequestBase):
     """The config requests both clients share."""
 
     async def _send_config_request(self, what: str, node: int | None, request: Any) -> Any:

@@ -8,15 +8,16 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
 
-from aiokafka_lead.admin.base import NOT_CONTROLLER, AdminBase, raise_item_errors
 from aiokafka_lead.admin.types import ElectionResult, ElectionType, PartitionReassignment
 from aiokafka_lead.client import guarded
+from aiokafka_lead.error_code import ErrorCode
 from aiokafka_lead.errors import error_for_code
 from aiokafka_lead.protocol.messages import (
     AlterPartitionReassignmentsRequest,
     ElectLeadersRequest,
     ListPartitionReassignmentsRequest,
 )
+from aiokafka_lead.requests.base import RequestBase, raise_item_errors
 from aiokafka_lead.structs import TopicPartition
 
 
@@ -36,7 +37,7 @@ def election_type_of(value: ElectionType | str | int) -> ElectionType:
     return ElectionType(value)
 
 
-class LeadersMixin(AdminBase):
+class LeadersMixin(RequestBase):
     @guarded
     async def elect_leaders(
         self,
@@ -74,8 +75,8 @@ class LeadersMixin(AdminBase):
                 for r in response.replica_election_results
                 for p in r.partition_result
             }
-            if any(res.error_code == NOT_CONTROLLER for res in results.values()):
-                raise error_for_code(NOT_CONTROLLER, "ElectLeaders")
+            if any(res.error_code == ErrorCode.NOT_CONTROLLER for res in results.values()):
+                raise error_for_code(ErrorCode.NOT_CONTROLLER, "ElectLeaders")
             return results
 
         results = await self._retrying("elect_leaders", attempt, timeout + self._request_timeout_ms)

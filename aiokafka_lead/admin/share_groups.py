@@ -14,7 +14,6 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 
-from aiokafka_lead.admin.base import raise_item_errors
 from aiokafka_lead.admin.groups import GroupCore
 from aiokafka_lead.client import guarded
 from aiokafka_lead.errors import error_for_code
@@ -27,6 +26,7 @@ from aiokafka_lead.protocol.messages import (
     ShareGroupDescribeRequest,
     ShareGroupDescribeResponse,
 )
+from aiokafka_lead.requests.base import raise_item_errors
 from aiokafka_lead.structs import TopicPartition
 
 SHARE = "share"

@@ -19,7 +19,6 @@ from typing import Any
 
 import anyio
 
-from aiokafka_lead.admin.base import NOT_CONTROLLER, AdminBase, raise_item_errors
 from aiokafka_lead.admin.types import (
     BrokerDescription,
     ClusterDescription,
@@ -29,6 +28,7 @@ from aiokafka_lead.admin.types import (
     TopicDescription,
 )
 from aiokafka_lead.client import guarded
+from aiokafka_lead.error_code import ErrorCode
 from aiokafka_lead.errors import (
     KafkaError,
     KafkaProtocolError,
@@ -43,6 +43,7 @@ from aiokafka_lead.protocol.messages import (
     DescribeClusterRequest,
     MetadataRequest,
 )
+from aiokafka_lead.requests.base import RequestBase, raise_item_errors
 
 UNKNOWN_TOPIC = UnknownTopicOrPartitionError.errno
 #: one topic's outcome: (name, error code, error message)
@@ -53,7 +54,7 @@ log = logging.getLogger(__name__)
 def _ready(topic: Any, partitions: int) -> bool:
     """A created topic is usable: no error, every partition present and led."""
     return (
-        topic.error_code == 0
+        topic.error_code == ErrorCode.NONE
         and (partitions < 0 or len(topic.partitions) >= partitions)
         and len(topic.partitions) > 0
         and all(p.leader_id >= 0 for p in topic.partitions)
@@ -64,7 +65,7 @@ def failures(outcomes: Iterable[Outcome]) -> list[Outcome]:
     return [o for o in outcomes if o[1]]
 
 
-class TopicsCore(AdminBase):
+class TopicsCore(RequestBase):
     """The requests, per-topic outcomes and propagation waits both clients share."""
 
     async def _per_topic(
@@ -82,12 +83,12 @@ class TopicsCore(AdminBase):
             pending = [n for n in names if n not in settled]
             redo = []
             for outcome in await send(pending):
-                if outcome[1] == NOT_CONTROLLER:
+                if outcome[1] == ErrorCode.NOT_CONTROLLER:
                     redo.append(outcome[0])
                 else:
                     settled[outcome[0]] = outcome
             if redo:
-                raise error_for_code(NOT_CONTROLLER, f"{what} {', '.join(redo)}")
+                raise error_for_code(ErrorCode.NOT_CONTROLLER, f"{what} {', '.join(redo)}")
 
         await self._retrying(what, attempt, timeout_ms)
         return [settled[n] for n in names if n in settled]

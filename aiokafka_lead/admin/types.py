@@ -6,6 +6,7 @@ import enum
 import uuid
 from dataclasses import dataclass, field
 
+from aiokafka_lead.error_code import ErrorCode
 from aiokafka_lead.errors import IllegalArgumentError
 from aiokafka_lead.structs import TopicPartition
 
@@ -175,7 +176,7 @@ class ElectionResult:
 
     @property
     def ok(self) -> bool:
-        return self.error_code in (0, 84)
+        return self.error_code in (ErrorCode.NONE, ErrorCode.ELECTION_NOT_NEEDED)
 
 
 @dataclass(frozen=True, slots=True)
@@ -193,13 +194,6 @@ class OffsetSpec:
     MAX_TIMESTAMP = -3
     EARLIEST_LOCAL = -4
     LATEST_TIERED = -5
-
-
-@dataclass(frozen=True, slots=True)
-class ListOffsetsResultInfo:
-    offset: int
-    timestamp: int
-    leader_epoch: int
 
 
 @dataclass(frozen=True, slots=True)

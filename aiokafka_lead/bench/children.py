@@ -3,17 +3,30 @@
 A benchmark runs each client in its own process (so one client's threads, GC and imports
 never disturb another's), relays the child's ``PROGRESS`` lines and keeps its ``RESULT``
 line; the charts are bars of medians with min-max whiskers, one bar per client per group.
+The orchestration around it is shared too: the common options, the local 1-node cluster
+(or an external one), a fresh topic per client, the client order rotating between runs,
+median/min/max summaries and the JSON result file.
 """
 
 from __future__ import annotations
 
+import argparse
 import json
 import os
-from collections.abc import Callable, Mapping, Sequence
-from typing import Any
+import statistics
+import sys
+import tempfile
+import uuid
+from collections.abc import AsyncIterator, Callable, Mapping, Sequence
+from contextlib import asynccontextmanager
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
 import anyio
 from anyio.streams.buffered import BufferedByteReceiveStream
+
+if TYPE_CHECKING:
+    from aiokafka_lead.admin import AdminClient
 
 
 def say(message: str) -> None:
@@ -67,9 +80,9 @@ async def run_child(
                     on_progress(int(line.split()[1]))
                 elif line.startswith("RESULT "):
                     result = json.loads(line[len("RESULT ") :])
-            code = await proc.wait()
-    if code != 0 or result is None:
-        raise RuntimeError(f"{cmd[1:3]} exited {code}: {errors.decode(errors='replace')}")
+            exit_code = await proc.wait()
+    if exit_code != 0 or result is None:
+        raise RuntimeError(f"{cmd[1:3]} exited {exit_code}: {errors.decode(errors='replace')}")
     return result
 
 
@@ -97,3 +110,153 @@ def bar_panel(
         ax.bar_label(bars, fmt=fmt, padding=3, fontsize=8)
     ax.set_xticks(range(len(groups)), list(groups))
     ax.grid(True, axis="y", alpha=0.3)
+
+
+def save_bars(
+    path: Path,
+    title: str,
+    panels: Sequence[tuple[str, Sequence[str], Mapping[str, Sequence[Mapping[str, float]]], float, str]],
+    *,
+    colors: Mapping[str, str],
+    labels: Mapping[str, str],
+    figsize: tuple[float, float],
+) -> Path:
+    """A row of :func:`bar_panel` charts, ``(ylabel, groups, cells, scale, fmt)`` each, saved."""
+    import matplotlib  # the [plot] extra
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fig, axes = plt.subplots(1, len(panels), figsize=figsize)
+    for ax, (ylabel, groups, cells, scale, fmt) in zip(axes, panels, strict=True):
+        bar_panel(ax, groups, cells, scale=scale, fmt=fmt, colors=colors, labels=labels)
+        ax.set_ylabel(ylabel)
+    handles, names = axes[0].get_legend_handles_labels()
+    fig.legend(handles, names, loc="lower center", ncol=len(panels[0][2]))
+    fig.suptitle(title)
+    fig.tight_layout(rect=(0, 0.07, 1, 1))
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+    return path
+
+
+# ------------------------------------------------------------------ orchestration
+
+#: client kind -> its name in tables and plots (a benchmark adds its own variants)
+PEER_LABELS = {"ours": "aiokafka_lead", "aiokafka": "aiokafka", "confluent": "confluent-kafka"}
+
+
+def comparison_parser(description: str, *, clients: str) -> argparse.ArgumentParser:
+    """The options every comparison benchmark takes; the benchmark adds its own."""
+    from aiokafka_lead.testing.cluster.jars import DEFAULT_KAFKA_VERSION
+
+    parser = argparse.ArgumentParser(
+        description=description, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    parser.add_argument("--bootstrap-server")
+    parser.add_argument("--clients", default=clients)
+    parser.add_argument("--runs", type=int, default=3)
+    parser.add_argument("--size", type=int, default=100)
+    parser.add_argument("--partitions", type=int, default=6)
+    parser.add_argument("--timeout", type=float, default=600, help="seconds per client process")
+    parser.add_argument("--kafka-version", default=DEFAULT_KAFKA_VERSION)
+    parser.add_argument("--machine", default="2 cores, 24 GiB, loopback")
+    return parser
+
+
+def client_kinds(args: argparse.Namespace, labels: Mapping[str, str]) -> list[str]:
+    """``--clients`` as a list; an unknown name exits with the names it does not know."""
+    kinds: list[str] = args.clients.split(",")
+    if unknown := set(kinds) - set(labels):
+        raise SystemExit(f"unknown clients: {', '.join(sorted(unknown))}")
+    return kinds
+
+
+def client_order(kinds: Sequence[str], run: int) -> list[str]:
+    """Run ``run``'s client order: rotated by one per run and reversed every other run, so a
+    noisy neighbour does not always hit the same client."""
+    shift = run % len(kinds)
+    order = [*kinds[shift:], *kinds[:shift]]
+    if run % 2:
+        order.reverse()
+    return order
+
+
+@asynccontextmanager
+async def comparison_cluster(args: argparse.Namespace, prefix: str) -> AsyncIterator[str]:
+    """The bootstrap address: ``--bootstrap-server``, or a local 1-node KRaft cluster with the
+    benchmark JVM settings, stopped on the way out (shielded from cancellation)."""
+    from aiokafka_lead.testing.cluster import KafkaCluster
+
+    if args.bootstrap_server is not None:
+        yield args.bootstrap_server
+        return
+    with tempfile.TemporaryDirectory(prefix=prefix) as tmp:
+        say("starting a local 1-node KRaft cluster (benchmark JVM settings)...")
+        cluster = KafkaCluster(tmp, brokers=1, benchmark=True)
+        await anyio.to_thread.run_sync(cluster.up)
+        try:
+            changed = ", ".join(f"{k}={v}" for k, v in cluster.non_default_settings().items())
+            say(f"broker profile: {cluster.profile}; differs from Kafka's defaults: {changed or 'nothing'}")
+            yield cluster.bootstrap()
+        finally:
+            with anyio.CancelScope(shield=True):
+                await anyio.to_thread.run_sync(cluster.down)
+
+
+@asynccontextmanager
+async def fresh_topic(admin: AdminClient, prefix: str, partitions: int) -> AsyncIterator[str]:
+    """A new topic ``<prefix>-<random>`` for one client's run, deleted afterwards."""
+    from aiokafka_lead.admin import NewTopic
+
+    topic = f"{prefix}-{uuid.uuid4().hex[:8]}"
+    await admin.create_topics([NewTopic(topic, partitions, 1)])
+    try:
+        yield topic
+    finally:
+        await admin.delete_topics([topic])
+
+
+async def run_with_progress(
+    cmd: Sequence[str],
+    line: Callable[[int, float], str],
+    *,
+    limit_s: float,
+    env: Mapping[str, str] | None = None,
+) -> dict[str, Any]:
+    """:func:`run_child`, its progress shown on one console line (``line(done, started)``),
+    cleared when the child ends."""
+
+    def progress(done: int) -> None:
+        print("\r" + line(done, started), end="", flush=True)
+
+    started = anyio.current_time()
+    try:
+        return await run_child(cmd, limit_s=limit_s, on_progress=progress, env=env)
+    finally:
+        print("\r" + " " * 78 + "\r", end="", flush=True)
+
+
+def spread_of(values: Sequence[float], *, keep: bool = True) -> dict[str, Any]:
+    """Median, min and max of one metric over the runs (``all`` of them with ``keep``)."""
+    out: dict[str, Any] = {"median": statistics.median(values), "min": min(values), "max": max(values)}
+    if keep:
+        out["all"] = list(values)
+    return out
+
+
+def ratio_text(r: Mapping[str, float] | None) -> str:
+    """A per-run ratio summary as ``1.23x (1.10-1.31)``; ``-`` without one."""
+    return f"{r['median']:.2f}x ({r['min']:.2f}-{r['max']:.2f})" if r else "-"
+
+
+def run_env(args: argparse.Namespace, **extra: Any) -> dict[str, Any]:
+    """Where the numbers were measured: machine, Kafka, Python and the peers' versions."""
+    return {
+        "machine": args.machine,
+        **extra,
+        "kafka": args.kafka_version if args.bootstrap_server is None else "external",
+        "python": sys.version.split()[0],
+        **peer_versions(),
+    }

@@ -2,11 +2,12 @@
 
 Starts a local 3-node KRaft cluster for a named scenario (by default ``kip-conditions``:
 broker defaults, clients behind an emulated real network; loopback when Go is missing) or
-uses ``--bootstrap-server``, then produces at a fixed rate with acks=all twice, once with
-KIP-951 leader hints on and once with them off (the pre-KIP-951 retry path), each time
-rotating the leadership of every partition three times. Prints the conditions, live
-progress and the comparison table (latency from each record's scheduled time), and writes
-the raw samples as JSON and, with matplotlib installed, a plot.
+uses ``--bootstrap-server``, then produces at a fixed rate with acks=all in short rounds,
+alternating KIP-951 leader hints on and off (the pre-KIP-951 retry path) in ABBA order,
+each round rotating the leadership of every partition three times. Prints the conditions,
+live progress, every round and the comparison (median and spread per mode, the per-pair
+ratio, and whether the difference is outside the noise; latency from each record's
+scheduled time), and writes the raw samples as JSON and, with matplotlib installed, a plot.
 """
 
 from __future__ import annotations
@@ -21,6 +22,7 @@ from typing import Any
 from aiokafka_lead.admin import AdminClient
 from aiokafka_lead.bench.leader_move import BenchConfig, run_in_process, table, warm_cluster
 from aiokafka_lead.bench.plot import NO_PLOT, can_plot, plot_runs
+from aiokafka_lead.bench.rounds import abba_order, compare
 from aiokafka_lead.bench.scenarios import SCENARIOS, cluster_for
 from aiokafka_lead.bench.stats import Samples, summarize
 
@@ -43,12 +45,25 @@ def add_parser(sub: Any) -> None:
         help="create __consumer_offsets first, as on a used cluster: its idle partitions make every "
         "move wait for the followers' parked fetches (docs/kip-951.md)",
     )
-    p.add_argument("--duration", type=float, default=25.0, help="seconds per run (default 25)")
+    p.add_argument("--duration", type=float, default=12.0, help="seconds per round (default 12)")
+    p.add_argument(
+        "--rounds",
+        type=_positive,
+        default=3,
+        help="rounds per mode, alternating hints on and off (default 3)",
+    )
     p.add_argument("--rate", type=float, default=1000.0, help="records per second (default 1000)")
     p.add_argument("--partitions", type=int, default=12)
     p.add_argument("--cluster-warmup", type=float, default=10.0, help="unmeasured load first (JIT warm-up)")
     p.add_argument("--out", default="demo-results", help="directory for the plot and raw samples")
     p.set_defaults(run=run)
+
+
+def _positive(text: str) -> int:
+    value = int(text)
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"must be at least 1, not {value}")
+    return value
 
 
 def _say(message: str) -> None:
@@ -66,20 +81,23 @@ async def demo_on(
     cfg = BenchConfig(
         partitions=args.partitions, rate=args.rate, duration_s=args.duration, move_at=(0.2, 0.5, 0.8)
     )
-    async with AdminClient(
-        bootstrap_servers=control_bootstrap or bootstrap, **client_kwargs
-    ) as admin:
+    async with AdminClient(bootstrap_servers=control_bootstrap or bootstrap, **client_kwargs) as admin:
         cluster = await admin.describe_cluster()
         _say(f"cluster {cluster.cluster_id}: {len(cluster.brokers)} broker(s)")
         if len(cluster.brokers) < 2:
             _say("leadership cannot move on a single broker: nothing to compare")
             return 1
         await warm_cluster(bootstrap, admin, cfg, args.cluster_warmup, say=_say)
-        runs = []
-        for label, hints in (("aiokafka_lead hints on", True), ("aiokafka_lead hints off", False)):
-            _say(f"\n{label}: {cfg.partitions} partitions, acks=all, {cfg.record_size} B records")
-            runs.append(await run_in_process(bootstrap, admin, label, cfg, leader_hints=hints, say=_say))
-    summaries = [summarize(r) for r in runs]
+        runs: dict[bool, list[Samples]] = {True: [], False: []}
+        order = abba_order(args.rounds, ("on", "off"))
+        for i, mode in enumerate(order, 1):
+            hints = mode == "on"
+            label = f"hints {mode} #{len(runs[hints]) + 1}"
+            _say(f"\nround {i}/{len(order)}: {label}, {cfg.partitions} partitions, {cfg.record_size} B")
+            runs[hints].append(
+                await run_in_process(bootstrap, admin, label, cfg, leader_hints=hints, say=_say)
+            )
+    on, off = ([summarize(r) for r in runs[h]] for h in (True, False))
     _say("")
     for line in conditions:
         _say(line)
@@ -87,20 +105,23 @@ async def demo_on(
         f"load: {cfg.rate:.0f} records/s of {cfg.record_size} B, acks=all, linger 0, "
         f"{cfg.partitions} partitions, every leader moved at "
         + ", ".join(f"{m * 100:.0f}%" for m in cfg.move_at)
-        + f" of {cfg.duration_s:.0f}s; latency from each record's scheduled time"
+        + f" of each {cfg.duration_s:.0f}s round; latency from each record's scheduled time; "
+        f"{args.rounds} rounds per mode in the order {', '.join(order)}"
     )
-    _say(table(summaries))
-    on, off = summaries
-    for name, a, b in (("p99.9", on.p999_ms, off.p999_ms), ("max", on.max_ms, off.max_ms)):
-        if b and not math.isnan(a) and not math.isnan(b):
-            change = (a - b) / b * 100
-            _say(f"{name} latency: {a:.0f} ms with hints vs {b:.0f} ms without ({change:+.0f}%)")
-    hints = runs[0].extra.get("metrics", {})
-    applied, immediate = hints.get("leader_hints_applied"), hints.get("immediate_retries")
-    _say(f"with hints: {applied} leader hints applied, {immediate} immediate retries")
-    for line in save(Path(args.out), runs, conditions):
+    _say(table([s for pair in zip(on, off, strict=True) for s in pair]))
+    for metric, attr in (("p99.9 latency", "p999_ms"), ("max latency", "max_ms")):
+        a = [getattr(s, attr) for s in on]
+        b = [getattr(s, attr) for s in off]
+        if all(not math.isnan(v) for v in a + b):
+            _say(compare(a, b).verdict("hints on", "hints off", metric))
+    metrics = [r.extra.get("metrics", {}) for r in runs[True]]
+    applied = sum(m.get("leader_hints_applied", 0) for m in metrics)
+    immediate = sum(m.get("immediate_retries", 0) for m in metrics)
+    _say(f"with hints: {applied} leader hints applied, {immediate} immediate retries (all rounds)")
+    all_runs = [r for pair in zip(runs[True], runs[False], strict=True) for r in pair]
+    for line in save(Path(args.out), all_runs, conditions):
         _say(line)
-    return 0 if all(s.failed == 0 for s in summaries) else 1
+    return 0 if all(s.failed == 0 for s in on + off) else 1
 
 
 def save(out: Path, runs: list[Samples], conditions: list[str]) -> list[str]:

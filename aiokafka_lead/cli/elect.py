@@ -8,6 +8,7 @@ from pathlib import Path
 from typing import Any
 
 from aiokafka_lead.admin import AdminClient, ElectionResult
+from aiokafka_lead.error_code import ErrorCode
 from aiokafka_lead.structs import TopicPartition
 
 DESCRIPTION = """\
@@ -98,9 +99,9 @@ def partitions_from_json(path: Path) -> list[TopicPartition]:
 
 def describe(result: ElectionResult, election: str) -> str:
     name = f"{result.tp.topic}-{result.tp.partition}"
-    if result.error_code == 0:
+    if result.error_code == ErrorCode.NONE:
         return f"{name}: elected {election.lower()} leader"
-    if result.error_code == 84:
+    if result.error_code == ErrorCode.ELECTION_NOT_NEEDED:
         return f"{name}: valid replica already elected (election not needed)"
     return f"{name}: FAILED ({result.error_message or f'error code {result.error_code}'})"
 

@@ -27,8 +27,8 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from aiokafka_lead.coordinator.assignors.abstract import AbstractPartitionAssignor, AssignmentCluster
-from aiokafka_lead.coordinator.protocol import (
+from aiokafka_lead.consumer.assignor_base import AbstractPartitionAssignor, AssignmentCluster
+from aiokafka_lead.consumer.member_protocol import (
     ConsumerProtocolMemberAssignment,
     ConsumerProtocolMemberMetadata,
 )

@@ -20,6 +20,7 @@ import anyio
 
 from aiokafka_lead.backoff import ExponentialBackoff
 from aiokafka_lead.consumer.group_common import COORDINATOR_MOVED, CoordinatorLink
+from aiokafka_lead.error_code import ErrorCode
 from aiokafka_lead.errors import KafkaError, KafkaTimeoutError, error_for_code
 from aiokafka_lead.protocol.messages import OffsetCommitRequest
 from aiokafka_lead.structs import OffsetAndMetadata, TopicPartition
@@ -51,7 +52,14 @@ class CommitMember(Protocol):
 
 
 #: the answers a commit hands back to its member (membership and epoch errors)
-MEMBER_ERRORS = frozenset({22, 25, 27, 82, 110, 113})
+MEMBER_ERRORS = frozenset({
+    ErrorCode.ILLEGAL_GENERATION,
+    ErrorCode.UNKNOWN_MEMBER_ID,
+    ErrorCode.REBALANCE_IN_PROGRESS,
+    ErrorCode.FENCED_INSTANCE_ID,
+    ErrorCode.FENCED_MEMBER_EPOCH,
+    ErrorCode.STALE_MEMBER_EPOCH,
+})
 
 
 class OffsetCommitter:

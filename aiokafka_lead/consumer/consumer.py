@@ -13,39 +13,38 @@ import contextlib
 import gc
 import logging
 import re
-import ssl
 import time
 import warnings
-from collections.abc import AsyncIterator, Awaitable, Callable, Iterable, Iterator, Mapping, Sequence
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterable, Iterator, Mapping
 from types import TracebackType
-from typing import Any, Generic, Self, TypeVar
+from typing import Any, Self, TypeVar
 
 import anyio
 import anyio.abc
 
-from aiokafka_lead.admin.offsets import ISOLATION_LEVELS
 from aiokafka_lead.arguments import (
     check_timestamp,
     check_topic,
     check_topic_partition,
     check_topic_partitions,
 )
-from aiokafka_lead.backoff import ExponentialBackoff
-from aiokafka_lead.client import ClientCore, connection_config, guarded
+from aiokafka_lead.client import ClientCore, guarded
 from aiokafka_lead.consumer.assignors import PartitionAssignor
 from aiokafka_lead.consumer.buffer import Chunk
+from aiokafka_lead.consumer.config import ConsumerConfig, ConsumerKeywords
 from aiokafka_lead.consumer.consumer_protocol import ConsumerGroupMember
 from aiokafka_lead.consumer.coordinator import ConsumerRebalanceListener, topics_needed
 from aiokafka_lead.consumer.errors import ConsumerStoppedError, IllegalOperation, IllegalStateError
-from aiokafka_lead.consumer.fetcher import FetchConfig, Fetcher
+from aiokafka_lead.consumer.fetcher import Fetcher
 from aiokafka_lead.consumer.group_common import GroupMember
 from aiokafka_lead.consumer.group_protocols import create_group_member
-from aiokafka_lead.consumer.offsets import EARLIEST, LATEST, OffsetLookup, PositionManager
+from aiokafka_lead.consumer.offsets import EARLIEST, LATEST, PositionManager
 from aiokafka_lead.consumer.subscription import ResetStrategy, SubscriptionState, SubscriptionType
 from aiokafka_lead.errors import KafkaError, KafkaTimeoutError
 from aiokafka_lead.metadata import MetadataChange
 from aiokafka_lead.protocol.messages import MetadataRequest
 from aiokafka_lead.records import native
+from aiokafka_lead.requests.lookup import Lookups
 from aiokafka_lead.runtime import ClientClosedError
 from aiokafka_lead.structs import (
     ConsumerGroupMetadata,
@@ -54,7 +53,7 @@ from aiokafka_lead.structs import (
     OffsetAndTimestamp,
     TopicPartition,
 )
-from aiokafka_lead.validation import commit_offsets_argument, options_of, validate_options, warn_loop_argument
+from aiokafka_lead.validation import commit_offsets_argument
 
 log = logging.getLogger(__name__)
 
@@ -81,7 +80,7 @@ def _gc_paused() -> Iterator[None]:
         gc.enable()
 
 
-class AIOKafkaConsumer(Generic[KT, VT]):
+class AIOKafkaConsumer(ConsumerKeywords[KT, VT]):
     """Asyncio Kafka consumer with aiokafka's constructor keywords and methods.
 
     Positions are KIP-320 aware (every fetch carries the leader epoch, truncation after a
@@ -89,74 +88,14 @@ class AIOKafkaConsumer(Generic[KT, VT]):
     waiting for metadata, and offset look-ups follow KIP-207.
     """
 
-    def __init__(
-        self,
-        *topics: str,
-        bootstrap_servers: str | Sequence[str] = "localhost",
-        client_id: str = "aiokafka-lead-consumer",
-        group_id: str | None = None,
-        group_instance_id: str | None = None,
-        key_deserializer: Callable[[bytes], KT] | None = None,
-        value_deserializer: Callable[[bytes], VT] | None = None,
-        fetch_max_wait_ms: int = 500,
-        fetch_max_bytes: int = 52_428_800,
-        fetch_min_bytes: int = 1,
-        max_partition_fetch_bytes: int = 1_048_576,
-        request_timeout_ms: int = 40_000,
-        retry_backoff_ms: int = 100,
-        retry_backoff_max_ms: int = 1000,
-        auto_offset_reset: str = "latest",
-        enable_auto_commit: bool = True,
-        auto_commit_interval_ms: int = 5000,
-        check_crcs: bool = True,
-        metadata_max_age_ms: int = 300_000,
-        partition_assignment_strategy: Sequence[Any] | None = None,
-        max_poll_interval_ms: int = 300_000,
-        rebalance_timeout_ms: int | None = None,
-        session_timeout_ms: int | None = None,
-        heartbeat_interval_ms: int | None = None,
-        consumer_timeout_ms: int = 200,
-        max_poll_records: int | None = None,
-        ssl_context: ssl.SSLContext | None = None,
-        security_protocol: str = "PLAINTEXT",
-        api_version: str = "auto",
-        exclude_internal_topics: bool = True,
-        connections_max_idle_ms: int = 540_000,
-        isolation_level: str = "read_uncommitted",
-        sasl_mechanism: str = "PLAIN",
-        sasl_plain_username: str | None = None,
-        sasl_plain_password: str | None = None,
-        client_rack: str | None = None,
-        group_protocol: str = "classic",
-        group_remote_assignor: str | None = None,
-        allow_auto_create_topics: bool = True,
-        loop: Any = None,
-        **unsupported: Any,
-    ) -> None:
-        """aiokafka's keywords, plus ``group_protocol`` ("classic", the default, or "consumer"
-        for KIP-848, where the broker assigns partitions) and ``group_remote_assignor`` (the
-        broker-side assignor for "consumer": "uniform" or "range"; None: the broker's default),
-        and ``allow_auto_create_topics`` (Java's ``allow.auto.create.topics``): True, as aiokafka
-        does, lets the metadata requests for subscribed, assigned or looked-up topics create a
-        missing one where the brokers allow it; False never creates one.
-
-        Under the consumer protocol the classic-only keywords (partition_assignment_strategy,
-        session_timeout_ms, heartbeat_interval_ms) are refused, as Java refuses them: the
-        broker decides those.
-        """
+    def _configure(self, topics: tuple[str, ...], config: ConsumerConfig) -> None:
+        """Build the consumer's parts from its configuration (the constructor's keywords are
+        :class:`ConsumerKeywords`')."""
         self._state = "stopped"  # first: a constructor that fails leaves nothing to close
-        warn_loop_argument(loop)
-        del loop
-        validate_options("consumer", options_of(locals()), unsupported)
-        del api_version, consumer_timeout_ms  # versions are negotiated; waits are event-driven
-        self._group_id = group_id
-        self._key_deserializer = key_deserializer
-        self._value_deserializer = value_deserializer
-        self._max_poll_records = max_poll_records
-        self._exclude_internal = exclude_internal_topics
-        self._request_timeout_ms = request_timeout_ms
-        self._backoff = ExponentialBackoff(retry_backoff_ms, max(retry_backoff_max_ms, retry_backoff_ms))
-        self._subs = SubscriptionState(ResetStrategy(auto_offset_reset))
+        self._config = config
+        self._key_deserializer: Callable[[bytes], KT] | None = config.key_deserializer
+        self._value_deserializer: Callable[[bytes], VT] | None = config.value_deserializer
+        self._subs = SubscriptionState(ResetStrategy(config.auto_offset_reset))
         self._errors: list[KafkaError] = []
         self._listening = False
         self._last_poll = time.monotonic()
@@ -164,79 +103,34 @@ class AIOKafkaConsumer(Generic[KT, VT]):
         self._coordinator: GroupMember | None = None
         self._core = ClientCore(
             "AIOKafkaConsumer",
-            bootstrap_servers=bootstrap_servers,
-            config=connection_config(
-                client_id=client_id,
-                request_timeout_ms=request_timeout_ms,
-                security_protocol=security_protocol,
-                ssl_context=ssl_context,
-                sasl_mechanism=sasl_mechanism,
-                sasl_plain_username=sasl_plain_username,
-                sasl_plain_password=sasl_plain_password,
-                connections_max_idle_ms=connections_max_idle_ms,
-            ),
-            metadata_max_age_ms=metadata_max_age_ms,
-            retry_backoff_ms=retry_backoff_ms,
-            retry_backoff_max_ms=retry_backoff_max_ms,
+            config,
             topics=lambda: topics_needed(self._subs, self._coordinator),
             # aiokafka's and Java's default: asking for a missing topic's metadata creates it
             # where the brokers allow it (auto.create.topics.enable)
-            allow_auto_topic_creation=allow_auto_create_topics,
+            allow_auto_topic_creation=config.allow_auto_create_topics,
         )
         self._core.extra_setup = self._setup
-        self._lookup = OffsetLookup(self._core, self._backoff, request_timeout_ms)
-        isolation = ISOLATION_LEVELS[isolation_level]
-        self._isolation_level = isolation_level
+        self._lookup = Lookups(self._core)
         self._positions = PositionManager(
             self._core,
             self._subs,
             self._lookup,
-            self._backoff,
-            group_id=group_id,
-            isolation_level=isolation,
+            config,
             report_error=self._report_error,
             member=self._offset_fetch_member,
         )
         self._fetcher = Fetcher(
-            self._core,
-            self._subs,
-            self._positions,
-            config=FetchConfig(
-                fetch_max_wait_ms=fetch_max_wait_ms,
-                fetch_min_bytes=fetch_min_bytes,
-                fetch_max_bytes=fetch_max_bytes,
-                max_partition_fetch_bytes=max_partition_fetch_bytes,
-                isolation_level=isolation,
-                client_rack=client_rack,
-                check_crcs=check_crcs,
-                request_timeout_ms=request_timeout_ms,
-                read_replica_expiry_ms=metadata_max_age_ms,
-            ),
-            backoff=self._backoff,
-            report_error=self._report_error,
+            self._core, self._subs, self._positions, config, report_error=self._report_error
         )
-        if group_id is not None:
+        if config.group_id is not None:
             self._coordinator = create_group_member(
-                group_protocol,
+                config,
                 self._core,
                 self._subs,
                 self._lookup,
-                remote_assignor=group_remote_assignor,
-                group_id=group_id,
-                group_instance_id=group_instance_id,
-                rebalance_timeout_ms=rebalance_timeout_ms or max_poll_interval_ms,
-                request_timeout_ms=request_timeout_ms,
-                backoff=self._backoff,
-                enable_auto_commit=enable_auto_commit,
-                auto_commit_interval_ms=auto_commit_interval_ms,
-                client_rack=client_rack,
                 consumed_offsets=self._consumed_offsets,
                 report_error=self._report_error,
-                max_poll_interval_ms=max_poll_interval_ms,
                 last_poll=lambda: time.monotonic() if self._in_poll else self._last_poll,
-                partition_assignment_strategy=partition_assignment_strategy,
-                session_timeout_ms=session_timeout_ms,
-                heartbeat_interval_ms=heartbeat_interval_ms,
             )
         if topics:
             self._subs.subscribe(topics)
@@ -316,7 +210,7 @@ class AIOKafkaConsumer(Generic[KT, VT]):
         self._fetcher.notify_data()
         try:
             if leave and self._coordinator is not None and self._core.host.running:
-                with anyio.move_on_after(self._request_timeout_ms / 1000, shield=True):
+                with anyio.move_on_after(self._config.request_timeout_ms / 1000, shield=True):
                     await self._coordinator.close()
         finally:
             self._state = "stopped"
@@ -556,14 +450,14 @@ class AIOKafkaConsumer(Generic[KT, VT]):
             self._subs.request_reset(tp, spec)
         if not self._core.host.running:
             return False
-        with anyio.move_on_after(self._request_timeout_ms / 1000):
+        with anyio.move_on_after(self._config.request_timeout_ms / 1000):
             await self._subs.wait_until(lambda: all(self._position_settled(tp) for tp in tps))
             return True
         return False
 
     @guarded
     async def seek_to_committed(self, *partitions: TopicPartition) -> dict[TopicPartition, int | None]:
-        if self._group_id is None:
+        if self._config.group_id is None:
             raise IllegalOperation("seek_to_committed() needs a group_id")
         tps = self._assigned_targets(partitions)
         committed = await self._positions.committed(tps)
@@ -579,7 +473,7 @@ class AIOKafkaConsumer(Generic[KT, VT]):
     async def position(self, partition: TopicPartition, timeout_ms: float | None = None) -> int:
         """The offset of the next record for ``partition`` (waits for a reset/lookup to finish)."""
         self._require_started()
-        timeout = (self._request_timeout_ms if timeout_ms is None else timeout_ms) / 1000
+        timeout = (self._config.request_timeout_ms if timeout_ms is None else timeout_ms) / 1000
         try:
 
             def ready() -> bool:
@@ -627,7 +521,7 @@ class AIOKafkaConsumer(Generic[KT, VT]):
     @guarded
     async def committed(self, partition: TopicPartition) -> int | None:
         """The group's committed offset for ``partition`` (None if there is none)."""
-        if self._group_id is None:
+        if self._config.group_id is None:
             raise IllegalOperation("committed() needs a group_id")
         self._require_started()
         c = (await self._positions.committed([partition])).get(partition)
@@ -661,7 +555,7 @@ class AIOKafkaConsumer(Generic[KT, VT]):
     async def _list(self, specs: Mapping[TopicPartition, int]) -> dict[TopicPartition, Any]:
         self._require_started()
         self._subs.extra_topics.update(tp.topic for tp in specs)
-        return await self._lookup.list_offsets(specs, self._isolation_level)
+        return await self._lookup.list_offsets(specs, self._config.isolation_level)
 
     @guarded
     async def beginning_offsets(self, partitions: Iterable[TopicPartition]) -> dict[TopicPartition, int]:
@@ -710,7 +604,7 @@ class AIOKafkaConsumer(Generic[KT, VT]):
         return {
             t.name
             for t in response.topics
-            if t.name and not (self._exclude_internal and t.is_internal) and not t.error_code
+            if t.name and not (self._config.exclude_internal_topics and t.is_internal) and not t.error_code
         }
 
     # ---------------------------------------------------------------- records
@@ -739,7 +633,7 @@ class AIOKafkaConsumer(Generic[KT, VT]):
     async def _getmany(
         self, partitions: tuple[TopicPartition, ...], timeout_ms: float, max_records: int | None
     ) -> dict[TopicPartition, list[ConsumerRecord[KT, VT]]]:
-        limit = max_records or self._max_poll_records or 2**31
+        limit = max_records or self._config.max_poll_records or 2**31
         only = set(partitions) if partitions else None
         deadline = time.monotonic() + timeout_ms / 1000
         while True:
@@ -799,9 +693,13 @@ class AIOKafkaConsumer(Generic[KT, VT]):
         KIP-392 fetch from follower: ``bytes_fetched_by_node`` (node id -> bytes of
         records), ``preferred_read_replicas`` (partition -> the replica it is read from,
         for partitions not read from their leader), ``read_replica_redirects`` and
-        ``read_replica_fallbacks`` (reason -> times a partition went back to its leader)."""
+        ``read_replica_fallbacks`` (reason -> times a partition went back to its leader);
+        connections: ``sasl_reauthentications`` (KIP-368) and ``connections_closed_by_broker``."""
         stats = self._fetcher.stats
+        conns = self._core.connection_stats
         return {
+            "sasl_reauthentications": conns.reauthentications,
+            "connections_closed_by_broker": conns.closed_by_broker,
             "fetches": stats.fetches,
             "hints_applied": stats.hints_applied,
             "hints_ignored": stats.hints_ignored,

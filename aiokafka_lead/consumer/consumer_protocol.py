@@ -23,7 +23,6 @@ member leaves with -1. A pattern subscription goes to the broker as a regular ex
 
 from __future__ import annotations
 
-import base64
 import logging
 import time
 import uuid
@@ -32,7 +31,6 @@ from typing import Any
 import anyio
 import anyio.abc
 
-from aiokafka_lead.client import ClientCore
 from aiokafka_lead.consumer.commits import CommitIdentity
 from aiokafka_lead.consumer.errors import CommitFailedError
 from aiokafka_lead.consumer.group_common import (
@@ -40,22 +38,18 @@ from aiokafka_lead.consumer.group_common import (
     call_listener,
 )
 from aiokafka_lead.consumer.member_base import GroupMemberBase
-from aiokafka_lead.consumer.offsets import OffsetLookup
-from aiokafka_lead.consumer.subscription import SubscriptionState, SubscriptionType
+from aiokafka_lead.consumer.subscription import SubscriptionType
+from aiokafka_lead.error_code import ErrorCode
 from aiokafka_lead.errors import KafkaError, UnsupportedVersionError, error_for_code
 from aiokafka_lead.protocol.messages import ConsumerGroupHeartbeatRequest, ConsumerGroupHeartbeatResponse
+from aiokafka_lead.requests.coordinator import new_member_id
 from aiokafka_lead.structs import TopicPartition
 
 log = logging.getLogger(__name__)
 
 HEARTBEAT = ConsumerGroupHeartbeatRequest.API_KEY
-COORDINATOR_LOAD_IN_PROGRESS = 14
-UNSUPPORTED_VERSION = 35
-UNKNOWN_MEMBER_ID = 25
-FENCED_MEMBER_EPOCH = 110
-STALE_MEMBER_EPOCH = 113
 #: heartbeat answers that fence the member: give every partition up, join again at epoch 0
-FENCED = frozenset({UNKNOWN_MEMBER_ID, FENCED_MEMBER_EPOCH})
+FENCED = frozenset({ErrorCode.UNKNOWN_MEMBER_ID, ErrorCode.FENCED_MEMBER_EPOCH})
 LEAVE_EPOCH = -1
 STATIC_LEAVE_EPOCH = -2
 #: v1: the client generates the member id and may send a regular expression
@@ -64,26 +58,11 @@ CLIENT_MEMBER_ID_VERSION = 1
 DEFAULT_HEARTBEAT_MS = 5000
 
 
-def new_member_id() -> str:
-    """A random id in Kafka's Uuid text form (22 characters of URL-safe base64)."""
-    return base64.urlsafe_b64encode(uuid.uuid4().bytes).decode().rstrip("=")
-
-
 class ConsumerGroupMember(GroupMemberBase):
     """Membership of one consumer in one consumer-protocol group (KIP-848)."""
 
-    def __init__(
-        self,
-        core: ClientCore,
-        subscriptions: SubscriptionState,
-        lookup: OffsetLookup,
-        *,
-        remote_assignor: str | None,
-        **common: Any,
-    ) -> None:
-        """``common``: the settings of every member (see ``member_base.GroupMemberBase``)."""
-        super().__init__(core, subscriptions, lookup, **common)
-        self.remote_assignor = remote_assignor
+    def _init_protocol(self) -> None:
+        self.remote_assignor = self._config.group_remote_assignor
         self.member_id = ""
         self.member_epoch = 0
         self.heartbeat_interval_s = DEFAULT_HEARTBEAT_MS / 1000
@@ -267,7 +246,7 @@ class ConsumerGroupMember(GroupMemberBase):
 
     def _on_error(self, code: int, message: str | None) -> float:
         err = error_for_code(code, message or f"ConsumerGroupHeartbeat for group {self.group_id}")
-        if code == UNSUPPORTED_VERSION:
+        if code == ErrorCode.UNSUPPORTED_VERSION:
             # a broker that advertises the API but does not run the protocol (Kafka 3.x)
             self._fail(self._no_consumer_protocol(f"it answers {err}"))
             return 0.0
@@ -275,11 +254,11 @@ class ConsumerGroupMember(GroupMemberBase):
             self._link.forget(f"heartbeat: {type(err).__name__}")
             return 0.0
         if code in FENCED:
-            if code == UNKNOWN_MEMBER_ID and not self._regex_supported:
+            if code == ErrorCode.UNKNOWN_MEMBER_ID and not self._regex_supported:
                 self.member_id = ""  # v0: the broker hands out a new id
             self._fence(f"heartbeat: {type(err).__name__}")
             return 0.0
-        if err.retriable or code == COORDINATOR_LOAD_IN_PROGRESS:
+        if err.retriable or code == ErrorCode.COORDINATOR_LOAD_IN_PROGRESS:
             log.info("group %s: heartbeat: %r", self.group_id, err)
             return self._backoff.delay_s(1)
         self._fail(err)
@@ -396,7 +375,7 @@ class ConsumerGroupMember(GroupMemberBase):
     def commit_rejected(self, code: int, sent: CommitIdentity) -> bool:
         if sent != self.commit_identity():
             return True  # the epoch moved on while the commit was out: send it again with the new one
-        if code == STALE_MEMBER_EPOCH or (sent.generation_or_epoch < 0 and self._may_heartbeat()):
+        if code == ErrorCode.STALE_MEMBER_EPOCH or (sent.generation_or_epoch < 0 and self._may_heartbeat()):
             self._wake.set()  # the next heartbeat brings the epoch to commit with
             return True
         self._wake.set()  # fenced: the heartbeat finds out and gives the partitions up

@@ -24,12 +24,13 @@ from typing import Any
 import anyio
 import anyio.abc
 
-from aiokafka_lead.client import ClientCore
 from aiokafka_lead.consumer.assignors import (
     MemberAssignment,
     MemberSubscription,
     PartitionAssignor,
+    RangePartitionAssignor,
     RebalanceProtocol,
+    resolve_assignors,
 )
 from aiokafka_lead.consumer.commits import CommitIdentity
 from aiokafka_lead.consumer.errors import CommitFailedError
@@ -40,8 +41,8 @@ from aiokafka_lead.consumer.group_common import (
     call_listener,
 )
 from aiokafka_lead.consumer.member_base import GroupMemberBase
-from aiokafka_lead.consumer.offsets import OffsetLookup
 from aiokafka_lead.consumer.subscription import SubscriptionState, SubscriptionType
+from aiokafka_lead.error_code import ErrorCode
 from aiokafka_lead.errors import KafkaError, KafkaTimeoutError, error_for_code
 from aiokafka_lead.protocol.messages import (
     ConsumerProtocolAssignment,
@@ -55,16 +56,18 @@ from aiokafka_lead.structs import TopicPartition
 
 log = logging.getLogger(__name__)
 
-COORDINATOR_LOAD_IN_PROGRESS = 14
-ILLEGAL_GENERATION = 22
-UNKNOWN_MEMBER_ID = 25
-REBALANCE_IN_PROGRESS = 27
-MEMBER_ID_REQUIRED = 79
-FENCED_INSTANCE_ID = 82
 #: JoinGroup/SyncGroup answers that mean "join again now" (handled here, never raised)
-REJOIN_AT_ONCE = frozenset({ILLEGAL_GENERATION, UNKNOWN_MEMBER_ID, REBALANCE_IN_PROGRESS})
-GROUP_RETRIABLE = REJOIN_AT_ONCE | COORDINATOR_MOVED | {COORDINATOR_LOAD_IN_PROGRESS}
-MEMBERSHIP_LOST = frozenset({ILLEGAL_GENERATION, UNKNOWN_MEMBER_ID, FENCED_INSTANCE_ID})
+REJOIN_AT_ONCE = frozenset({
+    ErrorCode.ILLEGAL_GENERATION,
+    ErrorCode.UNKNOWN_MEMBER_ID,
+    ErrorCode.REBALANCE_IN_PROGRESS,
+})
+GROUP_RETRIABLE = REJOIN_AT_ONCE | COORDINATOR_MOVED | {ErrorCode.COORDINATOR_LOAD_IN_PROGRESS}
+MEMBERSHIP_LOST = frozenset({
+    ErrorCode.ILLEGAL_GENERATION,
+    ErrorCode.UNKNOWN_MEMBER_ID,
+    ErrorCode.FENCED_INSTANCE_ID,
+})
 LEAVE_GROUP_BATCH_VERSION = 3  # KIP-345: members[] instead of member_id
 SUBSCRIPTION_VERSION = 3
 ASSIGNMENT_VERSION = 3
@@ -73,22 +76,12 @@ ASSIGNMENT_VERSION = 3
 class GroupCoordinator(GroupMemberBase):
     """Membership of one consumer in one classic group."""
 
-    def __init__(
-        self,
-        core: ClientCore,
-        subscriptions: SubscriptionState,
-        lookup: OffsetLookup,
-        *,
-        assignors: Sequence[PartitionAssignor],
-        session_timeout_ms: int,
-        heartbeat_interval_ms: int,
-        **common: Any,
-    ) -> None:
-        """``common``: the settings of every member (see ``member_base.GroupMemberBase``)."""
-        super().__init__(core, subscriptions, lookup, **common)
-        self._assignors = list(assignors)
-        self._session_timeout_ms = session_timeout_ms
-        self._heartbeat_s = heartbeat_interval_ms / 1000
+    def _init_protocol(self) -> None:
+        config = self._config
+        strategy = config.partition_assignment_strategy or (RangePartitionAssignor,)
+        self._assignors: list[PartitionAssignor] = resolve_assignors(strategy)
+        self._session_timeout_ms = config.session_timeout
+        self._heartbeat_s = config.heartbeat_interval / 1000
         self.member_id = ""
         self.generation_id = -1
         self.protocol_name: str | None = None
@@ -238,7 +231,7 @@ class GroupCoordinator(GroupMemberBase):
         self._need_rejoin = False
         response = await self._send(join, timeout_ms=self._rebalance_timeout_ms + self._request_timeout_ms)
         code = response.error_code
-        if code == MEMBER_ID_REQUIRED:
+        if code == ErrorCode.MEMBER_ID_REQUIRED:
             self.member_id = response.member_id
             self._need_rejoin = True
             return
@@ -285,16 +278,16 @@ class GroupCoordinator(GroupMemberBase):
         if code in COORDINATOR_MOVED:
             self._coordinator_dead(f"{what}: {type(err).__name__}")
             raise err
-        if code == UNKNOWN_MEMBER_ID:
+        if code == ErrorCode.UNKNOWN_MEMBER_ID:
             self.member_id = ""
             self.generation_id = -1
             self._lose_partitions_sync()
             raise err
-        if code == ILLEGAL_GENERATION:
+        if code == ErrorCode.ILLEGAL_GENERATION:
             self.generation_id = -1
             self._lose_partitions_sync()
             raise err
-        if code == REBALANCE_IN_PROGRESS:
+        if code == ErrorCode.REBALANCE_IN_PROGRESS:
             raise err
         raise err
 
@@ -421,12 +414,12 @@ class GroupCoordinator(GroupMemberBase):
             break
         if not code or generation != self.generation_id:
             return
-        if code == REBALANCE_IN_PROGRESS:
+        if code == ErrorCode.REBALANCE_IN_PROGRESS:
             self.request_rejoin("heartbeat: rebalance in progress")
         elif code in MEMBERSHIP_LOST:
-            if code == UNKNOWN_MEMBER_ID:
+            if code == ErrorCode.UNKNOWN_MEMBER_ID:
                 self.member_id = ""
-            if code == FENCED_INSTANCE_ID:
+            if code == ErrorCode.FENCED_INSTANCE_ID:
                 self._report_error(error_for_code(code, f"group {self.group_id}: static member fenced"))
             self.generation_id = -1
             self._lose_partitions_sync()
@@ -459,7 +452,7 @@ class GroupCoordinator(GroupMemberBase):
         err = error_for_code(code, f"OffsetCommit for group {self.group_id}")
         if code in MEMBERSHIP_LOST and sent.generation_or_epoch == self.generation_id:
             self.generation_id = -1
-            if code == UNKNOWN_MEMBER_ID:
+            if code == ErrorCode.UNKNOWN_MEMBER_ID:
                 self.member_id = ""
             self._lose_partitions_sync()
         self.request_rejoin(f"commit: {type(err).__name__}")

@@ -41,9 +41,9 @@ import anyio
 import anyio.abc
 import anyio.lowlevel
 
-from aiokafka_lead.backoff import ExponentialBackoff
 from aiokafka_lead.client import ClientCore
 from aiokafka_lead.consumer.buffer import Chunk, PartitionRecords
+from aiokafka_lead.consumer.config import FetchConfig
 from aiokafka_lead.consumer.errors import offsets_out_of_range
 from aiokafka_lead.consumer.offsets import PositionManager
 from aiokafka_lead.consumer.replica_selection import Answer, ReadReplicas
@@ -55,6 +55,7 @@ from aiokafka_lead.consumer.session import (
     SessionPlan,
 )
 from aiokafka_lead.consumer.subscription import PartitionState, ResetStrategy, SubscriptionState
+from aiokafka_lead.error_code import PARTITION_REFRESH, ErrorCode
 from aiokafka_lead.errors import (
     DecodeError,
     KafkaConnectionError,
@@ -78,28 +79,7 @@ TOPIC_ID_VERSION = 13
 DIVERGING_EPOCH_VERSION = 12  # KIP-320: last_fetched_epoch in, diverging_epoch out
 RACK_VERSION = 11  # KIP-392
 EPOCH_VERSION = 9  # KIP-320: current_leader_epoch
-NOT_LEADER_OR_FOLLOWER = 6
-FENCED_LEADER_EPOCH = 74
-OFFSET_OUT_OF_RANGE = 1
-#: errors after which the store's view of the partition must be refreshed
-REFRESH_ERRORS = frozenset({3, 5, 6, 56, 74, 75, 100})
 RESET_SPECS = {ResetStrategy.EARLIEST: -2, ResetStrategy.LATEST: -1}
-
-
-@dataclass(frozen=True, slots=True)
-class FetchConfig:
-    fetch_max_wait_ms: int = 500
-    fetch_min_bytes: int = 1
-    fetch_max_bytes: int = 52_428_800
-    max_partition_fetch_bytes: int = 1_048_576
-    isolation_level: int = 0
-    client_rack: str | None = None
-    check_crcs: bool = True
-    request_timeout_ms: int = 40_000
-    #: KIP-227 incremental fetch sessions (False: every fetch names every partition)
-    fetch_sessions: bool = True
-    #: KIP-392: how long a leader's choice of read replica holds (Java: metadata.max.age.ms)
-    read_replica_expiry_ms: int = 300_000
 
 
 @dataclass(slots=True)
@@ -136,16 +116,15 @@ class Fetcher:
         core: ClientCore,
         subscriptions: SubscriptionState,
         positions: PositionManager,
-        *,
         config: FetchConfig,
-        backoff: ExponentialBackoff,
+        *,
         report_error: Callable[[KafkaError], None],
     ) -> None:
         self._core = core
         self._subs = subscriptions
         self._positions = positions
         self._config = config
-        self._backoff = backoff
+        self._backoff = core.backoff
         self._report_error = report_error
         self._buffer: dict[TopicPartition, PartitionRecords] = {}
         self.buffered_bytes = 0
@@ -160,7 +139,7 @@ class Fetcher:
         self._drain_start = 0
         self._warn = RateLimitedLog(log)
         self._node_failures: dict[int, int] = {}  # fetches failed in a row, per node
-        self.replicas = ReadReplicas(core.store, expiry_ms=config.read_replica_expiry_ms, backoff=backoff)
+        self.replicas = ReadReplicas(core.store, expiry_ms=config.metadata_max_age_ms, backoff=core.backoff)
 
     # ---------------------------------------------------------------- wake-ups
     def wake(self) -> None:
@@ -365,7 +344,7 @@ class Fetcher:
             max_wait_ms=max_wait_ms,
             min_bytes=self._config.fetch_min_bytes,
             max_bytes=max_bytes,
-            isolation_level=self._config.isolation_level,
+            isolation_level=self._config.isolation,
             session_id=plan.session_id,
             session_epoch=plan.session_epoch,
             topics=[
@@ -483,7 +462,7 @@ class Fetcher:
                     self.stats.discarded += 1
                     continue  # sought, reset or unassigned meanwhile
                 code = p.error_code
-                if code == 0:
+                if code == ErrorCode.NONE:
                     answer = self.replicas.on_answer(
                         tp,
                         node_id,
@@ -503,17 +482,17 @@ class Fetcher:
                     continue
                 # KIP-392: any error from a read replica sends the partition back to its leader
                 from_replica = self.replicas.on_error(tp, node_id, error_for_code(code).error_name)
-                if code in (NOT_LEADER_OR_FOLLOWER, FENCED_LEADER_EPOCH):
+                if code in (ErrorCode.NOT_LEADER_OR_FOLLOWER, ErrorCode.FENCED_LEADER_EPOCH):
                     leader = p.current_leader
                     hints.append(LeaderHint(name, tp.partition, leader.leader_id, leader.leader_epoch))
                     hinted.append(tp)
-                elif code == OFFSET_OUT_OF_RANGE and not from_replica:
+                elif code == ErrorCode.OFFSET_OUT_OF_RANGE and not from_replica:
                     self._out_of_range(tp, st, s.fetch_offset)
-                elif code == OFFSET_OUT_OF_RANGE:
+                elif code == ErrorCode.OFFSET_OUT_OF_RANGE:
                     retry.append(tp)  # a read replica's answer: the leader decides (after a backoff)
                 else:
                     err = error_for_code(code, f"Fetch {tp.topic}-{tp.partition} from node {node_id}")
-                    if code in REFRESH_ERRORS:
+                    if code in PARTITION_REFRESH:
                         store.request_refresh(f"fetch {tp.topic}-{tp.partition}: {type(err).__name__}")
                     if not err.retriable:
                         self._report_error(err)
@@ -613,7 +592,7 @@ class Fetcher:
             return False
         st.failures = 0
         aborted = None
-        if self._config.isolation_level == 1 and p.aborted_transactions:
+        if self._config.isolation == 1 and p.aborted_transactions:
             aborted = [(a.producer_id, a.first_offset) for a in p.aborted_transactions]
         records = PartitionRecords(
             tp,
@@ -621,7 +600,7 @@ class Fetcher:
             fetch_offset=s.fetch_offset,
             generation=s.generation,
             aborted=aborted,
-            read_committed=self._config.isolation_level == 1,
+            read_committed=self._config.isolation == 1,
             check_crcs=self._config.check_crcs,
         )
         self._buffer[tp] = records
@@ -761,4 +740,4 @@ def _stale(st: PartitionState, buffered: PartitionRecords) -> bool:
     )
 
 
-__all__ = ["FetchConfig", "FetchStats", "Fetcher"]
+__all__ = ["FetchStats", "Fetcher"]

@@ -12,13 +12,13 @@ from __future__ import annotations
 import time
 from collections.abc import Callable, Mapping
 
-from aiokafka_lead.backoff import ExponentialBackoff
 from aiokafka_lead.client import ClientCore
 from aiokafka_lead.consumer.commits import CommitIdentity, OffsetCommitter
+from aiokafka_lead.consumer.config import GroupConfig
 from aiokafka_lead.consumer.group_common import ConsumerRebalanceListener, CoordinatorLink
-from aiokafka_lead.consumer.offsets import OffsetLookup
 from aiokafka_lead.consumer.subscription import SubscriptionState
 from aiokafka_lead.errors import KafkaError
+from aiokafka_lead.requests.lookup import Lookups
 from aiokafka_lead.structs import OffsetAndMetadata, TopicPartition
 
 
@@ -29,41 +29,35 @@ class GroupMemberBase:
         self,
         core: ClientCore,
         subscriptions: SubscriptionState,
-        lookup: OffsetLookup,
+        lookup: Lookups,
+        config: GroupConfig,
         *,
-        group_id: str,
-        group_instance_id: str | None,
-        rebalance_timeout_ms: int,
-        request_timeout_ms: int,
-        backoff: ExponentialBackoff,
-        enable_auto_commit: bool,
-        auto_commit_interval_ms: int,
-        client_rack: str | None,
         consumed_offsets: Callable[[], dict[TopicPartition, OffsetAndMetadata]],
         report_error: Callable[[KafkaError], None],
-        max_poll_interval_ms: int = 300_000,
         last_poll: Callable[[], float] = time.monotonic,
     ) -> None:
+        assert config.group_id is not None
         self._core = core
         self._subs = subscriptions
-        self._link = CoordinatorLink(core, lookup, group_id)
-        self.group_id = group_id
-        self.group_instance_id = group_instance_id
-        self._rebalance_timeout_ms = rebalance_timeout_ms
-        self._request_timeout_ms = request_timeout_ms
-        self._backoff = backoff
-        self._auto_commit = enable_auto_commit
-        self._auto_commit_s = auto_commit_interval_ms / 1000
-        self._rack = client_rack
+        self._config = config
+        self._link = CoordinatorLink(core, lookup, config.group_id)
+        self.group_id = config.group_id
+        self.group_instance_id = config.group_instance_id
+        self._rebalance_timeout_ms = config.rebalance_timeout
+        self._request_timeout_ms = config.request_timeout_ms
+        self._backoff = core.backoff
+        self._auto_commit = config.enable_auto_commit
+        self._auto_commit_s = config.auto_commit_interval_ms / 1000
+        self._rack = config.client_rack
         self._consumed_offsets = consumed_offsets
         self._report_error = report_error
-        self._max_poll_interval_s = max_poll_interval_ms / 1000
+        self._max_poll_interval_s = config.max_poll_interval_ms / 1000
         self._last_poll = last_poll
         self._committer = OffsetCommitter(
             self._link,
             self,
-            backoff=backoff,
-            request_timeout_ms=request_timeout_ms,
+            backoff=core.backoff,
+            request_timeout_ms=config.request_timeout_ms,
             consumed_offsets=consumed_offsets,
         )
         self.listener: ConsumerRebalanceListener | None = None
@@ -73,6 +67,11 @@ class GroupMemberBase:
         self.poll_expired = False
         #: True once the first assignment is in place (the consumer's start() waits for it)
         self.assignment_done = False
+        self._init_protocol()
+
+    def _init_protocol(self) -> None:
+        """The protocol's own state, set up from ``self._config`` after the shared parts."""
+        raise NotImplementedError
 
     def _assignment_in_place(self) -> None:
         if not self.assignment_done:

@@ -2,7 +2,7 @@
 
 * Starting positions: the group's committed offset (OffsetFetch, with the leader epoch it
   was committed with), else ``auto_offset_reset``.
-* Resets (earliest, latest, by timestamp) go through the admin client's ListOffsets logic
+* Resets (earliest, latest, by timestamp) go through the request layer's ListOffsets
   (KIP-207: v5+, OFFSET_NOT_AVAILABLE retried after backoff without a metadata refresh).
 * KIP-320 validation: after the leader epoch of a partition moved on, OffsetForLeaderEpoch
   (v3+) asks the new leader where the epoch of our last consumed record ends. An end offset
@@ -22,31 +22,20 @@ from collections.abc import Callable, Collection, Iterable
 import anyio
 import anyio.abc
 
-from aiokafka_lead.admin.groups import GroupsMixin
-from aiokafka_lead.admin.offsets import OffsetsMixin
-from aiokafka_lead.backoff import ExponentialBackoff
 from aiokafka_lead.client import ClientCore
+from aiokafka_lead.consumer.config import GroupConfig
 from aiokafka_lead.consumer.errors import LogTruncationError, NoOffsetForPartitionError
 from aiokafka_lead.consumer.subscription import PartitionState, ResetStrategy, SubscriptionState
+from aiokafka_lead.error_code import PARTITION_REFRESH
 from aiokafka_lead.errors import KafkaError, error_for_code
 from aiokafka_lead.protocol.messages import OffsetForLeaderEpochRequest
+from aiokafka_lead.requests.lookup import Lookups
 from aiokafka_lead.structs import OffsetAndMetadata, TopicPartition
 
 log = logging.getLogger(__name__)
 
 EARLIEST, LATEST = -2, -1
 VALIDATION_MIN_VERSION = 3
-REFRESH_ERRORS = frozenset({3, 5, 6, 56, 74, 75, 100})
-ISOLATION_NAMES = {0: "read_uncommitted", 1: "read_committed"}
-
-
-class OffsetLookup(GroupsMixin, OffsetsMixin):
-    """The admin client's ListOffsets / FindCoordinator / OffsetFetch logic on our ClientCore."""
-
-    def __init__(self, core: ClientCore, backoff: ExponentialBackoff, request_timeout_ms: int) -> None:
-        self._core = core
-        self._backoff = backoff
-        self._request_timeout_ms = request_timeout_ms
 
 
 class PositionManager:
@@ -56,11 +45,9 @@ class PositionManager:
         self,
         core: ClientCore,
         subscriptions: SubscriptionState,
-        lookup: OffsetLookup,
-        backoff: ExponentialBackoff,
+        lookup: Lookups,
+        config: GroupConfig,
         *,
-        group_id: str | None,
-        isolation_level: int,
         report_error: Callable[[KafkaError], None],
         member: Callable[[], tuple[str, int] | None] | None = None,
     ) -> None:
@@ -69,9 +56,9 @@ class PositionManager:
         self._member = member
         self._subs = subscriptions
         self.lookup = lookup
-        self._backoff = backoff
-        self._group_id = group_id
-        self._isolation = ISOLATION_NAMES[isolation_level]
+        self._backoff = core.backoff
+        self._group_id = config.group_id
+        self._isolation = config.isolation_level
         self._report_error = report_error
         self._busy: set[TopicPartition] = set()
         #: (partition, divergence offset, old position) of every truncation detected
@@ -120,7 +107,7 @@ class PositionManager:
     async def committed(self, tps: Collection[TopicPartition]) -> dict[TopicPartition, OffsetAndMetadata]:
         if self._group_id is None or not tps:
             return {}
-        return await self.lookup.list_consumer_group_offsets(self._group_id, tps, member=self._member)
+        return await self.lookup.committed_offsets(self._group_id, tps, member=self._member)
 
     async def _initialize(self, tps: list[TopicPartition]) -> None:
         committed = await self.committed(tps)
@@ -154,7 +141,7 @@ class PositionManager:
         if unled:  # e.g. just assigned: wait for the refresh that names their leaders
             version = store.version
             store.request_refresh(f"reset: no leader for {len(unled)} partition(s)")
-            with anyio.move_on_after(self.lookup._request_timeout_ms / 1000):
+            with anyio.move_on_after(self._core.config.request_timeout_ms / 1000):
                 await store.wait_for_change(version)
             unled = [tp for tp in wanted if store.leader_for(tp) is None]
         if unled:
@@ -266,7 +253,7 @@ class PositionManager:
                     continue
                 if p.error_code:
                     err = error_for_code(p.error_code, f"OffsetForLeaderEpoch {tp.topic}-{tp.partition}")
-                    if p.error_code in REFRESH_ERRORS:
+                    if p.error_code in PARTITION_REFRESH:
                         store.request_refresh(f"validate {tp.topic}-{tp.partition}: {type(err).__name__}")
                     if not err.retriable:
                         self._report_error(err)

@@ -16,14 +16,19 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from aiokafka_lead.error_code import ErrorCode
 from aiokafka_lead.structs import TopicPartition
 
 SESSION_MIN_VERSION = 7
 INITIAL_EPOCH = 0
 FINAL_EPOCH = -1  # "no session": a plain full fetch
 INT32_MAX = 2**31 - 1
-#: FETCH_SESSION_ID_NOT_FOUND, INVALID_FETCH_SESSION_EPOCH, FETCH_SESSION_TOPIC_ID_ERROR
-SESSION_ERRORS = frozenset({70, 71, 106})
+#: the broker lost or rejected the fetch session: the next fetch starts a new one
+SESSION_ERRORS = frozenset({
+    ErrorCode.FETCH_SESSION_ID_NOT_FOUND,
+    ErrorCode.INVALID_FETCH_SESSION_EPOCH,
+    ErrorCode.FETCH_SESSION_TOPIC_ID_ERROR,
+})
 
 
 @dataclass(frozen=True, slots=True)

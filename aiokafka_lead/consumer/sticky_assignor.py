@@ -39,7 +39,7 @@ from aiokafka_lead.consumer.assignors import (
     PartitionAssignor,
     RebalanceProtocol,
 )
-from aiokafka_lead.coordinator.protocol import ConsumerProtocolMemberMetadata
+from aiokafka_lead.consumer.member_protocol import ConsumerProtocolMemberMetadata
 from aiokafka_lead.errors import DecodeError
 from aiokafka_lead.protocol.primitives import (
     I32,

@@ -35,6 +35,7 @@ from dataclasses import dataclass
 
 import anyio
 
+from aiokafka_lead.error_code import ErrorCode
 from aiokafka_lead.metadata.checks import node_problem, partitions_problem
 from aiokafka_lead.metadata.model import (
     NO_LEADER,
@@ -52,8 +53,6 @@ from aiokafka_lead.structs import TopicPartition
 
 log = logging.getLogger(__name__)
 
-UNKNOWN_TOPIC_OR_PARTITION = 3
-LEADER_NOT_AVAILABLE = 5
 
 Listener = Callable[[MetadataChange], None]
 
@@ -342,9 +341,9 @@ class MetadataStore:
             log.info("%s: topic %r is described validly again", snapshot.source, name)
         if topic.error_code:
             self._topic_errors[name] = topic.error_code
-            if topic.error_code == UNKNOWN_TOPIC_OR_PARTITION:
+            if topic.error_code == ErrorCode.UNKNOWN_TOPIC_OR_PARTITION:
                 self._drop_topic(name, change)
-            elif topic.error_code == LEADER_NOT_AVAILABLE:
+            elif topic.error_code == ErrorCode.LEADER_NOT_AVAILABLE:
                 self.request_refresh(f"leader not available: topic {name}")
             return
         self._topic_errors.pop(name, None)

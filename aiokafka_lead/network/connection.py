@@ -5,6 +5,11 @@ Lifecycle: :meth:`Connection.run` is started in the owner's task group with
 started, then reads responses until the connection closes. Requests are written under a
 send lock and answered by correlation id; at most ``max_in_flight`` wait at once.
 
+KIP-368: when the broker limits the SASL session (``SessionLifetimeMs``), the connection
+re-authenticates before it ends, between requests: new requests wait at a gate, the ones in
+flight are answered, SaslHandshake and SaslAuthenticate run again (with a fresh token from
+the OAUTHBEARER provider), then the gate opens. No request fails or changes order.
+
 Invariant: a request that is cancelled or times out after its first byte was written
 leaves the pipeline's state unknown, so the connection is marked broken and closed; every
 other waiter fails with a retriable :class:`KafkaConnectionError`. Nothing waits forever:
@@ -26,18 +31,23 @@ import anyio.to_thread
 from anyio.streams.tls import TLSStream
 
 from aiokafka_lead._version import __version__
+from aiokafka_lead.error_code import ErrorCode
 from aiokafka_lead.errors import (
     DecodeError,
     KafkaConnectionError,
     KafkaError,
     KafkaTimeoutError,
-    SaslAuthenticationFailedError,
-    UnsupportedSaslMechanismError,
     UnsupportedVersionError,
     error_for_code,
 )
+from aiokafka_lead.network.authenticate import (
+    MIN_REAUTH_INTERVAL_S,
+    authenticate,
+    new_mechanism,
+    reauth_delay_s,
+)
 from aiokafka_lead.network.config import ConnectionConfig
-from aiokafka_lead.network.sasl import SaslError, create_mechanism
+from aiokafka_lead.network.sasl import SaslMechanism
 from aiokafka_lead.protocol.framing import (
     FrameReader,
     decode_response,
@@ -47,17 +57,12 @@ from aiokafka_lead.protocol.framing import (
 from aiokafka_lead.protocol.messages import (
     ApiVersionsRequest,
     ApiVersionsResponse,
-    SaslAuthenticateRequest,
-    SaslAuthenticateResponse,
-    SaslHandshakeRequest,
-    SaslHandshakeResponse,
 )
 from aiokafka_lead.protocol.versions import ApiVersionTable, negotiate
 from aiokafka_lead.runtime import unwrap_group
 
 log = logging.getLogger(__name__)
 
-UNSUPPORTED_VERSION = 35
 #: frames at least this big are decoded in a worker thread (~20 ms of decoding on the loop)
 THREAD_DECODE_BYTES = 256 * 1024
 API_VERSIONS_MAX = 4
@@ -85,6 +90,18 @@ class _Pending:
     decode: Callable[[memoryview | bytes], Any] | None = None
 
 
+@dataclass(slots=True)
+class ConnectionStats:
+    """Counters shared by a client's connections (its pool's), for metrics and tests."""
+
+    #: SASL authentications when a connection opened
+    authentications: int = 0
+    #: KIP-368 re-authentications on live connections
+    reauthentications: int = 0
+    #: connections the broker closed (end of stream) while we still used them
+    closed_by_broker: int = 0
+
+
 class _TLSFailed(Exception):
     """The TCP connection was up but the TLS handshake failed."""
 
@@ -104,6 +121,7 @@ class Connection:
         *,
         node_id: int = -1,
         on_latency: Callable[[int, int, float], None] | None = None,
+        stats: ConnectionStats | None = None,
     ) -> None:
         self.host = host
         self.port = port
@@ -125,6 +143,14 @@ class Connection:
         #: finalized feature levels from ApiVersions v3+ (e.g. ``transaction.version``)
         self.finalized_features: dict[str, int] = {}
         self.last_used = time.monotonic()
+        self.stats = stats if stats is not None else ConnectionStats()
+        #: re-authentications of this connection (KIP-368)
+        self.reauthentications = 0
+        self._reauth_at: float | None = None  # monotonic time to re-authenticate at
+        self._gate: anyio.Event | None = None  # set while re-authenticating: new requests wait
+        self._active = 0  # requests past the gate and not finished
+        self._idle: anyio.Event | None = None  # set when _active drops to 0 during a gate
+        self._auth_started = 0.0  # monotonic time the last (re-)authentication began
 
     def __repr__(self) -> str:
         return f"<Connection node={self.node_id} {self.host}:{self.port}>"
@@ -176,6 +202,8 @@ class Connection:
                     raise
                 task_status.started()
                 started = True
+                if self._reauth_at is not None:
+                    tg.start_soon(self._reauth_loop)
         except BaseException as exc:
             # The task group wraps a handshake failure in an exception group; callers (the
             # pool) must see the KafkaError itself, e.g. a broker that died mid-handshake.
@@ -220,7 +248,7 @@ class Connection:
             client_software_name=CLIENT_SOFTWARE_NAME, client_software_version=__version__
         )
         response: ApiVersionsResponse = await self.send(request, version=version, negotiate=False)
-        if response.error_code == UNSUPPORTED_VERSION:
+        if response.error_code == ErrorCode.UNSUPPORTED_VERSION:
             broker_max = next(
                 (k.max_version for k in response.api_keys if k.api_key == ApiVersionsRequest.API_KEY),
                 0,
@@ -235,33 +263,61 @@ class Connection:
         self.finalized_features = {f.name: f.max_version_level for f in response.finalized_features or ()}
         if self._config.uses_sasl:
             await self._authenticate()
+            self.stats.authentications += 1
 
-    async def _authenticate(self) -> None:
-        cfg = self._config
-        assert cfg.sasl_plain_username is not None and cfg.sasl_plain_password is not None
-        mechanism = create_mechanism(cfg.sasl_mechanism, cfg.sasl_plain_username, cfg.sasl_plain_password)
-        hs: SaslHandshakeResponse = await self.send(SaslHandshakeRequest(mechanism=mechanism.name))
-        if hs.error_code and not hs.mechanisms:
-            raise UnsupportedSaslMechanismError(
-                f"{self.host}:{self.port} does not use SASL (it enables no mechanism): connect to its "
-                f"SASL listener, or use security_protocol 'PLAINTEXT' or 'SSL' for this one"
-            )
-        if hs.error_code:
-            raise UnsupportedSaslMechanismError(
-                f"broker does not enable SASL mechanism {mechanism.name}; enabled: {', '.join(hs.mechanisms)}"
-            )
-        message: bytes | None = mechanism.initial_response()
-        while message is not None:
-            resp: SaslAuthenticateResponse = await self.send(SaslAuthenticateRequest(auth_bytes=message))
-            if resp.error_code:
-                raise SaslAuthenticationFailedError(
-                    f"SASL {mechanism.name} authentication as {cfg.sasl_plain_username!r} failed: "
-                    f"{resp.error_message or 'no reason given'}"
-                )
+    async def _authenticate(self, mechanism: SaslMechanism | None = None) -> None:
+        started = self._auth_started = time.monotonic()
+        lifetime_ms = await authenticate(self._send_now, self._config, self.host, self.broker, mechanism)
+        self._reauth_at = started + reauth_delay_s(lifetime_ms) if lifetime_ms > 0 else None
+
+    async def _send_now(self, request: Any) -> Any:
+        """A request of the SASL exchange: not held at the re-authentication gate."""
+        return await self._send(request, touch=False)
+
+    async def _reauth_loop(self) -> None:
+        """KIP-368: re-authenticate before each session ends, for as long as the connection lives."""
+        while self._reauth_at is not None:
+            with anyio.move_on_after(max(self._reauth_at - time.monotonic(), 0)):
+                await self._closed.wait()
+            if self._closed.is_set():
+                return
             try:
-                message = mechanism.step(bytes(resp.auth_bytes))
-            except SaslError as exc:
-                raise SaslAuthenticationFailedError(str(exc)) from exc
+                await self._reauthenticate()
+            except Exception as exc:  # of any kind: this connection only
+                if not self._closed.is_set():
+                    log.warning("%s: re-authentication failed, closing the connection: %s", self.broker, exc)
+                    reason = exc if isinstance(exc, KafkaError) else KafkaConnectionError(repr(exc))
+                    await self._fail(reason)
+                return
+
+    async def _reauthenticate(self) -> None:
+        """Close the gate, let the requests in flight finish, authenticate again, open the gate.
+
+        The token is fetched first, while requests still flow (a slow identity provider holds
+        nothing up); if that fails, the requests in flight are still answered before the
+        connection closes."""
+        failure: Exception | None = None
+        mechanism: SaslMechanism | None = None
+        try:
+            mechanism = await new_mechanism(self._config, self.host, self.broker)
+        except Exception as exc:  # raised below, once nothing is in flight
+            failure = exc
+        gate = self._gate = anyio.Event()
+        try:
+            if self._active:  # bounded: every request in flight has a deadline of its own
+                self._idle = anyio.Event()
+                await self._idle.wait()
+            if failure is not None:
+                raise failure
+            # a short session (a token about to expire) must not make the broker refuse us
+            await anyio.sleep(max(self._auth_started + MIN_REAUTH_INTERVAL_S - time.monotonic(), 0))
+            await self._authenticate(mechanism)  # each of its requests bounded by request_timeout_ms
+        finally:
+            self._gate = self._idle = None
+            gate.set()
+        self.reauthentications += 1
+        self.stats.reauthentications += 1
+        log.debug("%s: re-authenticated (%d so far)", self.broker, self.reauthentications)
 
     async def close(self, reason: BaseException | None = None) -> None:
         """Close the connection and fail every waiter."""
@@ -319,6 +375,43 @@ class Connection:
         Raises KafkaConnectionError (retriable) if the connection fails, KafkaTimeoutError
         after ``timeout_ms`` (default request_timeout_ms; the connection is then closed).
         """
+        if self._gate is not None:  # re-authenticating: wait for the gate to open
+            with anyio.move_on_after(
+                (timeout_ms if timeout_ms is not None else self._config.request_timeout_ms) / 1000
+            ) as scope:
+                while (gate := self._gate) is not None:
+                    await gate.wait()
+            if scope.cancelled_caught:
+                raise KafkaTimeoutError(
+                    f"{_api_name(request.RESPONSE_CLASS)} request to {self.broker} timed out waiting "
+                    "for the connection's re-authentication"
+                )
+        self._active += 1
+        try:
+            return await self._send(
+                request,
+                version=version,
+                timeout_ms=timeout_ms,
+                expect_response=expect_response,
+                negotiate=negotiate,
+                decode=decode,
+            )
+        finally:
+            self._active -= 1
+            if not self._active and self._idle is not None:
+                self._idle.set()
+
+    async def _send(
+        self,
+        request: Any,
+        *,
+        version: int | None = None,
+        timeout_ms: float | None = None,
+        expect_response: bool = True,
+        negotiate: bool = True,
+        decode: Callable[[memoryview | bytes], Any] | None = None,
+        touch: bool = True,
+    ) -> Any:
         if self._closed.is_set():
             raise KafkaConnectionError(f"{self!r} is closed: {self._close_reason}")
         if version is None:
@@ -329,7 +422,8 @@ class Connection:
         pending = _Pending(request.RESPONSE_CLASS, version, decode=decode) if expect_response else None
         if pending is not None and request.API_KEY == ApiVersionsRequest.API_KEY and version > 0:
             pending.fallback_version = 0
-        self.last_used = time.monotonic()
+        if touch:
+            self.last_used = time.monotonic()
         async with self._window:
             written = False
             try:
@@ -384,6 +478,7 @@ class Connection:
                     else:
                         self._dispatch(frame)
         except anyio.EndOfStream:
+            self.stats.closed_by_broker += 1
             reason = f"the broker closed the connection{self._hint(closed=True)}"
             self._mark_closed(KafkaConnectionError(reason))
         except (OSError, anyio.BrokenResourceError, anyio.ClosedResourceError) as exc:

@@ -20,20 +20,18 @@ from __future__ import annotations
 import logging
 import random
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Protocol
 
 import anyio
 import anyio.abc
 
 from aiokafka_lead.backoff import ExponentialBackoff
 from aiokafka_lead.errors import KafkaConnectionError, KafkaError
-from aiokafka_lead.metadata import MetadataChange, MetadataStore
 from aiokafka_lead.network.config import ConnectionConfig
-from aiokafka_lead.network.connection import Connection
+from aiokafka_lead.network.connection import Connection, ConnectionStats
 from aiokafka_lead.ratelog import RateLimitedLog
-from aiokafka_lead.validation import parse_bootstrap
 
 log = logging.getLogger(__name__)
 
@@ -51,6 +49,40 @@ def _node_of(key: int) -> int:
     return key
 
 
+class Node(Protocol):
+    """A broker as the pool needs it: its id and address."""
+
+    @property
+    def node_id(self) -> int: ...
+
+    @property
+    def address(self) -> tuple[str, int]: ...
+
+
+class NodesChange(Protocol):
+    """What a metadata change says about brokers."""
+
+    @property
+    def nodes_changed(self) -> set[int]: ...
+
+    @property
+    def nodes_removed(self) -> set[int]: ...
+
+
+class NodeDirectory(Protocol):
+    """Where the pool finds broker addresses (the client's MetadataStore)."""
+
+    def node(self, node_id: int) -> Node | None: ...
+
+    def nodes(self) -> Sequence[Node]: ...
+
+    def request_refresh(self, reason: str) -> None: ...
+
+    def add_listener(self, listener: Callable[[NodesChange], None]) -> None: ...
+
+    def remove_listener(self, listener: Callable[[NodesChange], None]) -> None: ...
+
+
 @dataclass(slots=True)
 class _NodeState:
     lock: anyio.Lock = field(default_factory=anyio.Lock)
@@ -65,13 +97,13 @@ class BrokerPool:
 
     def __init__(
         self,
-        store: MetadataStore,
-        bootstrap_servers: str | Sequence[str],
+        store: NodeDirectory,
         config: ConnectionConfig,
         task_group: anyio.abc.TaskGroup,
+        stats: ConnectionStats | None = None,
     ) -> None:
         self._store = store
-        self._bootstrap = parse_bootstrap(bootstrap_servers)
+        self._bootstrap = config.bootstrap
         self._config = config
         self._tg = task_group
         self._nodes: dict[int, _NodeState] = {}
@@ -80,6 +112,8 @@ class BrokerPool:
         self._rebootstrap = False
         self._warn = RateLimitedLog(log)
         self.connects = 0
+        #: authentications, KIP-368 re-authentications, connections closed by brokers
+        self.stats = stats if stats is not None else ConnectionStats()
         store.add_listener(self._on_metadata_change)
 
     @property
@@ -134,7 +168,7 @@ class BrokerPool:
             return await self._dial(node_id, address, state)
 
     async def _dial(self, node_id: int, address: tuple[str, int], state: _NodeState) -> Connection:
-        conn = Connection(address[0], address[1], self._config, node_id=_node_of(node_id))
+        conn = Connection(address[0], address[1], self._config, node_id=_node_of(node_id), stats=self.stats)
         self.connects += 1
         try:
             await self._tg.start(conn.run)
@@ -212,7 +246,7 @@ class BrokerPool:
         return await conn.send(request, **kwargs)
 
     # --------------------------------------------------------------- maintenance
-    def _on_metadata_change(self, change: MetadataChange) -> None:
+    def _on_metadata_change(self, change: NodesChange) -> None:
         changed = change.nodes_changed | change.nodes_removed
         keys = {base - n for n in changed for base in (COORDINATOR_KEY_BASE, LANE_KEY_BASE)}
         for node_id in changed | keys:

@@ -30,7 +30,9 @@ import anyio.lowlevel
 from aiokafka_lead.errors import KafkaTimeoutError
 from aiokafka_lead.metadata import MetadataStore
 from aiokafka_lead.producer.batch import DeliveryHandle, ProducerBatch
-from aiokafka_lead.records import CompressionType, RecordBatchBuilder
+from aiokafka_lead.producer.config import ProducerConfig
+from aiokafka_lead.producer.retry_policy import NOT_YET, retry_ready_at
+from aiokafka_lead.records import RecordBatchBuilder
 from aiokafka_lead.structs import TopicPartition
 
 RECORD_OVERHEAD = 70  # varints, attributes and header-count per record, generously
@@ -63,30 +65,23 @@ BACKLOG_FACTOR = 16
 class RecordAccumulator:
     def __init__(
         self,
+        config: ProducerConfig,
         *,
-        batch_size: int,
-        linger_ms: float,
-        compression_type: CompressionType,
-        buffer_memory: int,
-        max_block_ms: float,
-        delivery_timeout_ms: float,
         on_batch_closed: Callable[[TopicPartition], None] = lambda tp: None,
-        backlog_batch_size: int | None = None,
-        partition_in_flight: int = 1,
     ) -> None:
+        batch_size = config.max_batch_size
         self.batch_size = batch_size
         # batches of one partition in flight at once (DESIGN.md invariant 24): more than one
         # only for the idempotent producer, whose sequences keep them in order across retries
-        self.partition_in_flight = max(1, partition_in_flight)
+        self.partition_in_flight = config.max_in_flight_requests_per_connection if config.idempotent else 1
         # A backlogged partition (its batch in flight, or a batch already waiting) may grow
         # its next batch this far, so each round trip carries more of the backlog (DESIGN.md 23).
-        backlog = backlog_batch_size if backlog_batch_size is not None else BACKLOG_FACTOR * batch_size
-        self.backlog_batch_size = max(batch_size, backlog)
-        self.linger_s = linger_ms / 1000
-        self.compression_type = compression_type
-        self.buffer_memory = buffer_memory
-        self.max_block_s = max_block_ms / 1000
-        self.delivery_timeout_s = delivery_timeout_ms / 1000
+        self.backlog_batch_size = max(batch_size, min(BACKLOG_FACTOR * batch_size, config.max_request_size))
+        self.linger_s = config.linger_ms / 1000
+        self.compression_type = config.compression
+        self.buffer_memory = config.buffer_memory
+        self.max_block_s = config.max_block_ms / 1000
+        self.delivery_timeout_s = config.delivery_timeout_ms / 1000
         self._on_batch_closed = on_batch_closed
         self._queues: dict[TopicPartition, deque[ProducerBatch]] = {}
         self._in_flight: dict[TopicPartition, list[ProducerBatch]] = {}
@@ -223,11 +218,14 @@ class RecordAccumulator:
     # -------------------------------------------------------------------- drain
     def _ready_at(self, batch: ProducerBatch, queue_len: int, store: MetadataStore, hints: bool) -> float:
         if batch.attempts:
-            if hints and store.leader_epoch(batch.tp) > batch.sent_epoch:
-                return 0.0  # KIP-951: the leader moved since this batch failed: retry now
-            if not hints and (store.last_refresh or 0.0) < batch.last_failure:
-                return float("inf")  # pre-KIP-951: wait for fresh metadata too
-            return batch.retry_at
+            return retry_ready_at(
+                retry_at=batch.retry_at,
+                hints=hints,
+                sent_epoch=batch.sent_epoch,
+                leader_epoch=store.leader_epoch(batch.tp),
+                last_refresh=store.last_refresh or 0.0,
+                last_failure=batch.last_failure,
+            )
         if batch.closed or queue_len > 1 or self._flushing or self.closed:
             return 0.0
         return batch.created_at + self.linger_s
@@ -277,7 +275,7 @@ class RecordAccumulator:
                 result.wake_in(0.05)
                 continue
             ready_at = self._ready_at(batch, len(queue), store, hints)
-            if ready_at == float("inf"):
+            if ready_at == NOT_YET:
                 result.wake_in(0.02)
                 continue
             if ready_at > now:

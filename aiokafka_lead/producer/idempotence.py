@@ -14,7 +14,6 @@ from __future__ import annotations
 import logging
 from collections.abc import Iterable
 
-from aiokafka_lead.backoff import ExponentialBackoff
 from aiokafka_lead.client import ClientCore
 from aiokafka_lead.errors import error_for_code
 from aiokafka_lead.producer.batch import ProducerBatch
@@ -28,10 +27,10 @@ MAX_SEQUENCE = 0x7FFFFFFF
 
 
 class IdempotenceState:
-    def __init__(self, core: ClientCore, *, timeout_ms: float, backoff: ExponentialBackoff) -> None:
+    def __init__(self, core: ClientCore, *, timeout_ms: float) -> None:
         self._core = core
         self._timeout_ms = timeout_ms
-        self._backoff = backoff
+        self._backoff = core.backoff
         self.producer_id = -1
         self.producer_epoch = -1
         self.needs_bump = False

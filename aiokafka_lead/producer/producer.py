@@ -7,8 +7,6 @@ asking for idempotence explicitly).
 
 from __future__ import annotations
 
-import itertools
-import ssl
 import time
 import warnings
 from collections.abc import Awaitable, Callable, Iterable, Sequence
@@ -20,8 +18,7 @@ import anyio.abc
 import anyio.lowlevel
 
 from aiokafka_lead.arguments import check_headers, check_partition, check_timestamp, check_topic
-from aiokafka_lead.backoff import ExponentialBackoff
-from aiokafka_lead.client import ClientCore, connection_config, guarded
+from aiokafka_lead.client import ClientCore, guarded
 from aiokafka_lead.errors import (
     IllegalOperation,
     KafkaTimeoutError,
@@ -31,12 +28,12 @@ from aiokafka_lead.errors import (
 )
 from aiokafka_lead.metadata import HintOutcome
 from aiokafka_lead.producer.accumulator import (
-    BACKLOG_FACTOR,
     RECORD_OVERHEAD,
     RecordAccumulator,
     estimate_record_size,
 )
 from aiokafka_lead.producer.batch import BatchAppendMetadata, DeliveryHandle
+from aiokafka_lead.producer.config import ProducerConfig, ProducerKeywords
 from aiokafka_lead.producer.idempotence import IdempotenceState
 from aiokafka_lead.producer.metrics import ProducerMetrics
 from aiokafka_lead.producer.partitioner import DefaultPartitioner, Partitioner
@@ -46,23 +43,13 @@ from aiokafka_lead.producer.txn_requests import TxnRequests
 from aiokafka_lead.records import RecordBatchBuilder
 from aiokafka_lead.runtime import ClientClosedError, ClientFailedError
 from aiokafka_lead.structs import ConsumerGroupMetadata, OffsetAndMetadata, TopicPartition
-from aiokafka_lead.validation import COMPRESSION, options_of, validate_options, warn_loop_argument
 
-_ids = itertools.count(1)
 Headers = Sequence[tuple[str, bytes | None]]
 #: per topic, what send() needs: (store version, all partitions, partitions with a known
 #: leader, the TopicPartition of each partition id)
 TopicView = tuple[int, list[int], list[int], dict[int, TopicPartition]]
 NO_HEADERS: tuple[tuple[str, bytes | None], ...] = ()
 YIELD_EVERY_MASK = 0x1FF  # send() gives the event loop a turn every 512 records at least
-
-
-def _acks(value: int | str) -> int:
-    if value in ("all", -1, "-1"):
-        return -1
-    if value in (0, 1, "0", "1"):
-        return int(value)
-    raise ValueError(f"acks must be 0, 1 or 'all', not {value!r}")
 
 
 class BatchBuilder:
@@ -110,108 +97,29 @@ class BatchBuilder:
         return self._builder.size_in_bytes()
 
 
-class AIOKafkaProducer:
+class AIOKafkaProducer(ProducerKeywords):
     """Asyncio Kafka producer (aiokafka-compatible)."""
 
-    def __init__(
-        self,
-        *,
-        bootstrap_servers: str | Sequence[str] = "localhost",
-        client_id: str | None = None,
-        metadata_max_age_ms: int = 300_000,
-        request_timeout_ms: int = 40_000,
-        api_version: str = "auto",
-        acks: int | str = "all",
-        key_serializer: Callable[[Any], bytes] | None = None,
-        value_serializer: Callable[[Any], bytes] | None = None,
-        compression_type: str | None = None,
-        max_batch_size: int = 16384,
-        partitioner: Partitioner | None = None,
-        max_request_size: int = 1_048_576,
-        linger_ms: int = 0,
-        retry_backoff_ms: int = 100,
-        retry_backoff_max_ms: int = 1000,
-        delivery_timeout_ms: int = 120_000,
-        buffer_memory: int = 32 * 1024 * 1024,
-        max_block_ms: int = 60_000,
-        max_in_flight_requests_per_connection: int = 5,
-        security_protocol: str = "PLAINTEXT",
-        ssl_context: ssl.SSLContext | None = None,
-        connections_max_idle_ms: int = 540_000,
-        enable_idempotence: bool | None = None,
-        transactional_id: str | None = None,
-        transaction_timeout_ms: int = 60_000,
-        sasl_mechanism: str = "PLAIN",
-        sasl_plain_username: str | None = None,
-        sasl_plain_password: str | None = None,
-        enable_leader_hints: bool = True,
-        connections_per_broker: int = 1,
-        loop: Any = None,
-        **unsupported: Any,
-    ) -> None:
+    def _configure(self, config: ProducerConfig) -> None:
+        """Build the producer's parts from its configuration (the constructor's keywords are
+        :class:`ProducerKeywords`')."""
         self._needs_close = False  # first: a constructor that fails leaves nothing to close
-        warn_loop_argument(loop)
-        del loop
-        validate_options("producer", options_of(locals()), unsupported)
-        if transactional_id is not None:
-            enable_idempotence = True  # validated above: not switched off
-        del api_version  # always negotiated
-        self._acks = _acks(acks)
-        if enable_idempotence is None:
-            enable_idempotence = self._acks == -1 and max_in_flight_requests_per_connection <= 5
-        self._idempotent = enable_idempotence
-        self._key_serializer = key_serializer
-        self._value_serializer = value_serializer
-        self._plain = key_serializer is None and value_serializer is None  # send()'s hot path
-        self._compression = COMPRESSION[compression_type]
-        self._max_batch_size = max_batch_size
-        self._max_request_size = max_request_size
-        self._max_block_ms = max_block_ms
-        self._request_timeout_ms = request_timeout_ms
-        self._leader_hints = enable_leader_hints
-        self._connections_per_broker = connections_per_broker
-        self._max_in_flight = max_in_flight_requests_per_connection
-        self._partitioner: Partitioner = partitioner or DefaultPartitioner()
+        self._config = config
+        self._idempotent = config.idempotent
+        self._key_serializer = config.key_serializer
+        self._value_serializer = config.value_serializer
+        self._plain = self._key_serializer is None and self._value_serializer is None  # send()'s hot path
+        self._partitioner: Partitioner = config.partitioner or DefaultPartitioner()
         self._default_partitioner = (
             self._partitioner if isinstance(self._partitioner, DefaultPartitioner) else None
         )
-        self._backoff = ExponentialBackoff(retry_backoff_ms, max(retry_backoff_max_ms, retry_backoff_ms))
         self._topics: set[str] = set()
         self._metrics = ProducerMetrics()
         self._core = ClientCore(
-            "AIOKafkaProducer",
-            bootstrap_servers=bootstrap_servers,
-            config=connection_config(
-                client_id=client_id or f"aiokafka-lead-producer-{next(_ids)}",
-                request_timeout_ms=request_timeout_ms,
-                security_protocol=security_protocol,
-                ssl_context=ssl_context,
-                sasl_mechanism=sasl_mechanism,
-                sasl_plain_username=sasl_plain_username,
-                sasl_plain_password=sasl_plain_password,
-                connections_max_idle_ms=connections_max_idle_ms,
-                max_in_flight=max_in_flight_requests_per_connection,
-            ),
-            metadata_max_age_ms=metadata_max_age_ms,
-            retry_backoff_ms=retry_backoff_ms,
-            retry_backoff_max_ms=retry_backoff_max_ms,
-            topics=lambda: self._topics,
-            allow_auto_topic_creation=True,
+            "AIOKafkaProducer", config, topics=lambda: self._topics, allow_auto_topic_creation=True
         )
-        self._acc = RecordAccumulator(
-            batch_size=max_batch_size,
-            linger_ms=linger_ms,
-            compression_type=self._compression,
-            buffer_memory=buffer_memory,
-            max_block_ms=max_block_ms,
-            delivery_timeout_ms=delivery_timeout_ms,
-            on_batch_closed=self._batch_closed,
-            backlog_batch_size=min(BACKLOG_FACTOR * max_batch_size, max_request_size),
-            partition_in_flight=self._max_in_flight if enable_idempotence else 1,
-        )
+        self._acc = RecordAccumulator(config, on_batch_closed=self._batch_closed)
         self._ids: IdempotenceState | None = None
-        self._transactional_id = transactional_id
-        self._transaction_timeout_ms = transaction_timeout_ms
         self._txn: TransactionManager | None = None
         self._appended = 0
         self._closed = False
@@ -226,31 +134,17 @@ class AIOKafkaProducer:
     # ----------------------------------------------------------------- lifecycle
     async def _setup(self, tg: anyio.abc.TaskGroup) -> None:
         if self._idempotent:
-            self._ids = IdempotenceState(self._core, timeout_ms=self._max_block_ms, backoff=self._backoff)
-            if self._transactional_id is None:
+            self._ids = IdempotenceState(self._core, timeout_ms=self._config.max_block_ms)
+            if self._config.transactional_id is None:
                 await self._ids.init()
-        if self._transactional_id is not None and self._ids is not None:
-            requests = TxnRequests(
-                self._core,
-                transactional_id=self._transactional_id,
-                transaction_timeout_ms=self._transaction_timeout_ms,
-                max_block_ms=self._max_block_ms,
-                request_timeout_ms=self._request_timeout_ms,
-                backoff=self._backoff,
-            )
-            self._txn = TransactionManager(requests, self._ids, self._acc)
+        if self._config.transactional_id is not None and self._ids is not None:
+            self._txn = TransactionManager(TxnRequests(self._core, self._config), self._ids, self._acc)
             await self._txn.init()
             await tg.start(self._txn.run)
         sender = Sender(
             self._core,
             self._acc,
-            acks=self._acks,
-            request_timeout_ms=self._request_timeout_ms,
-            max_request_size=self._max_request_size,
-            backoff=self._backoff,
-            leader_hints=self._leader_hints,
-            connections_per_broker=self._connections_per_broker,
-            max_in_flight=self._max_in_flight,
+            self._config,
             idempotence=self._ids,
             metrics=self._metrics,
             transaction=self._txn,
@@ -336,13 +230,15 @@ class AIOKafkaProducer:
         store = self._core.store
         if topic not in self._topics or store.partitions_for_topic(topic) is None:
             self._topics.add(topic)
-            await self._core.wait_for_topics([topic], self._max_block_ms)
+            await self._core.wait_for_topics([topic], self._config.max_block_ms)
         parts = store.partitions_for_topic(topic)
         if parts is None:
             code = store.topic_error(topic)
             if code:
                 raise error_for_code(code, f"metadata for topic {topic!r}")
-            raise KafkaTimeoutError(f"topic {topic!r} not present in metadata after {self._max_block_ms} ms")
+            raise KafkaTimeoutError(
+                f"topic {topic!r} not present in metadata after {self._config.max_block_ms} ms"
+            )
         return parts
 
     async def _topic_view(self, topic: str) -> TopicView:
@@ -400,9 +296,9 @@ class AIOKafkaProducer:
             header_list = NO_HEADERS
             size = RECORD_OVERHEAD + (len(key_bytes) if key_bytes else 0)
             size += len(value_bytes) if value_bytes else 0
-        if size > self._max_request_size:
+        if size > self._config.max_request_size:
             raise MessageSizeTooLargeError(
-                f"the record is ~{size} bytes, larger than max_request_size={self._max_request_size}"
+                f"the record is ~{size} bytes, larger than max_request_size={self._config.max_request_size}"
             )
         view = self._views.get(topic)
         if view is None or view[0] != self._store.version:
@@ -447,7 +343,7 @@ class AIOKafkaProducer:
 
     def create_batch(self) -> BatchBuilder:
         return BatchBuilder(
-            RecordBatchBuilder(self._compression, self._max_batch_size),
+            RecordBatchBuilder(self._config.compression, self._config.max_batch_size),
             self._key_serializer,
             self._value_serializer,
         )
@@ -460,7 +356,7 @@ class AIOKafkaProducer:
         check_partition(partition)
         if batch.record_count() == 0:
             raise ValueError("the batch is empty")
-        if batch.size() > self._max_request_size:
+        if batch.size() > self._config.max_request_size:
             raise MessageSizeTooLargeError(f"the batch is {batch.size()} bytes, over max_request_size")
         parts = await self.partitions_for(topic)
         if partition not in parts:
@@ -518,10 +414,14 @@ class AIOKafkaProducer:
 
     # ----------------------------------------------------------------- insight
     def metrics(self) -> dict[str, Any]:
-        """Counters: records, retries, leader hints applied/ignored by reason, refreshes by reason."""
+        """Counters: records, retries, leader hints applied/ignored by reason, refreshes by reason,
+        SASL re-authentications (KIP-368) and connections closed by brokers."""
         store = self._core.store
         m = self._metrics
+        conns = self._core.connection_stats
         return {
+            "sasl_reauthentications": conns.reauthentications,
+            "connections_closed_by_broker": conns.closed_by_broker,
             "records_sent": m.records_sent,
             "records_failed": m.records_failed,
             "batches_sent": m.batches_sent,

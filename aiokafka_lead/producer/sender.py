@@ -18,8 +18,8 @@ from typing import TYPE_CHECKING, Any
 import anyio
 import anyio.abc
 
-from aiokafka_lead.backoff import ExponentialBackoff
 from aiokafka_lead.client import ClientCore
+from aiokafka_lead.error_code import ErrorCode
 from aiokafka_lead.errors import (
     DecodeError,
     KafkaConnectionError,
@@ -29,8 +29,10 @@ from aiokafka_lead.errors import (
     error_for_code,
 )
 from aiokafka_lead.metadata import BrokerNode, LeaderHint, MetadataChange
+from aiokafka_lead.producer import retry_policy as policy
 from aiokafka_lead.producer.accumulator import RecordAccumulator
 from aiokafka_lead.producer.batch import ProducerBatch
+from aiokafka_lead.producer.config import ProducerConfig
 from aiokafka_lead.producer.idempotence import IdempotenceState
 from aiokafka_lead.producer.lanes import NodeLanes
 from aiokafka_lead.producer.metrics import ProducerMetrics
@@ -42,44 +44,33 @@ if TYPE_CHECKING:
 
 log = logging.getLogger(__name__)
 
-NOT_LEADER_OR_FOLLOWER = 6
-MESSAGE_TOO_LARGE = 10
-OUT_OF_ORDER_SEQUENCE_NUMBER = 45
-DUPLICATE_SEQUENCE_NUMBER = 46
-UNKNOWN_PRODUCER_ID = 59
-LOST_PRODUCER_STATE = (OUT_OF_ORDER_SEQUENCE_NUMBER, UNKNOWN_PRODUCER_ID)
-
 
 class Sender:
     def __init__(
         self,
         core: ClientCore,
         accumulator: RecordAccumulator,
+        config: ProducerConfig,
         *,
-        acks: int,
-        request_timeout_ms: int,
-        max_request_size: int,
-        backoff: ExponentialBackoff,
-        leader_hints: bool,
-        connections_per_broker: int = 1,
-        max_in_flight: int = 5,
         idempotence: IdempotenceState | None,
         metrics: ProducerMetrics,
         transaction: TransactionManager | None = None,
     ) -> None:
         self._core = core
         self._acc = accumulator
-        self._acks = acks
-        self._timeout_ms = request_timeout_ms
-        self._max_request_size = max_request_size
-        self._backoff = backoff
-        self._hints = leader_hints
+        self._acks = config.acks_code
+        self._timeout_ms = config.request_timeout_ms
+        self._max_request_size = config.max_request_size
+        self._backoff = core.backoff
+        self._hints = config.enable_leader_hints
         self._ids = idempotence
         self._metrics = metrics
         self._txn = transaction
         self._in_flight = 0
         # in flight per node and connection (lanes.py)
-        self._lanes = NodeLanes(connections_per_broker, max_in_flight=max_in_flight)
+        self._lanes = NodeLanes(
+            config.connections_per_broker, max_in_flight=config.max_in_flight_requests_per_connection
+        )
         self._node_failures: dict[int, int] = {}  # requests failed in a row, per node
         self._warn = RateLimitedLog(log)
 
@@ -187,21 +178,27 @@ class Sender:
         force_retry: bool = False,
         behind_earlier: bool = False,
     ) -> None:
-        """``behind_earlier``: the broker refused ``batch`` only because an earlier batch of its
-        partition is not written yet; it goes again as soon as that one is (no backoff)."""
-        if not (error.retriable or force_retry):
+        """Apply :func:`.retry_policy.decide_retry` to a failed batch: fail it, expire it, or requeue it."""
+        decision = policy.decide_retry(
+            retriable=error.retriable,
+            force=force_retry,
+            behind_earlier=behind_earlier,
+            failures=batch.attempts,
+            age_s=now - batch.created_at,
+            delivery_timeout_s=self._acc.delivery_timeout_s,
+            backoff=self._backoff,
+        )
+        if decision.action is policy.RetryAction.FAIL:
             self._fail(batch, error)
             return
-        if now - batch.created_at >= self._acc.delivery_timeout_s:
+        if decision.action is policy.RetryAction.EXPIRE:
             self._fail(batch, KafkaTimeoutError(self._expiry_message(batch, error)), expired=True)
             return
         batch.attempts += 1
         batch.last_error = error
-        if behind_earlier:
-            batch.retry_at = now  # last_failure unchanged: no metadata refresh to wait for
-        else:
+        if decision.wait_for_metadata:
             batch.last_failure = now
-            batch.retry_at = now + self._backoff.delay_s(batch.attempts - 1)
+        batch.retry_at = now + decision.delay_s
         self._metrics.batches_retried += 1
         self._metrics.errors[type(error).__name__] += 1
         self._acc.requeue(batch)
@@ -249,23 +246,19 @@ class Sender:
                     expect_response=self._acks != 0,
                     timeout_ms=self._wait_ms(batches),
                 )
-            except DecodeError as exc:
-                # the broker may well have written the batches: the outcome is unknown, as after
-                # a cut connection, and handled like one (an idempotent resend keeps its sequence
-                # numbers, so the broker writes it once)
-                unknown = KafkaConnectionError(f"{exc}; the outcome is unknown, as after a cut connection")
-                self._node_failed(node_id, unknown)
-                now = time.monotonic()
-                for batch in batches:
-                    self._retry_or_fail(batch, unknown, now)
-                return
             except KafkaError as exc:
-                if exc.retriable:
+                failure = policy.classify_request_failure(
+                    undecodable=isinstance(exc, DecodeError), retriable=exc.retriable
+                )
+                error: KafkaError = exc
+                if failure.outcome_unknown:
+                    error = KafkaConnectionError(f"{exc}; the outcome is unknown, as after a cut connection")
+                if failure.refresh_metadata:
                     store.request_refresh(f"produce to node {node_id} failed: {type(exc).__name__}")
-                self._node_failed(node_id, exc)
+                self._node_failed(node_id, error)
                 now = time.monotonic()
                 for batch in batches:
-                    self._retry_or_fail(batch, exc, now)
+                    self._retry_or_fail(batch, error, now)
                 return
             latency = time.monotonic() - started
             self._metrics.latency(node_id, latency)
@@ -324,7 +317,7 @@ class Sender:
         self._fail(
             batch,
             error_for_code(
-                MESSAGE_TOO_LARGE,
+                ErrorCode.MESSAGE_TOO_LARGE,
                 f"the record is {batch.builder.size_in_bytes()} bytes as a batch, more than "
                 f"{batch.tp.topic}-{batch.tp.partition} accepts (the topic's max.message.bytes or the "
                 f"broker's message.max.bytes); nothing else was affected: {broker_message}",
@@ -344,17 +337,23 @@ class Sender:
             (t.name, p.index): p for t in response.responses for p in t.partition_responses
         }
         hints: list[LeaderHint] = []
-        failed: list[tuple[ProducerBatch, KafkaError, bool, bool]] = []
+        failed: list[tuple[ProducerBatch, KafkaError, policy.PartitionDecision]] = []
         refresh_reasons: list[str] = []
         for batch in batches:
             part = by_tp.get((batch.tp.topic, batch.tp.partition))
             if part is None:
-                failed.append(
-                    (batch, KafkaProtocolError(f"node {node_id} did not answer for {batch.tp}"), True, False)
-                )
+                missing = KafkaProtocolError(f"node {node_id} did not answer for {batch.tp}")
+                failed.append((batch, missing, policy.MISSING_PARTITION))
                 continue
             code = part.error_code
-            if code in (0, DUPLICATE_SEQUENCE_NUMBER):
+            decision = policy.classify_partition(
+                code,
+                record_count=batch.record_count,
+                earlier_unresolved=bool(code) and self._acc.earlier_unresolved(batch),
+                idempotent=self._ids is not None,
+                transactional=self._txn is not None,
+            )
+            if decision.verdict is policy.Verdict.WRITTEN:
                 batch.complete(part.base_offset, part.log_append_time_ms, part.log_start_offset)
                 if self._txn is not None:
                     self._txn.batch_acknowledged(batch.tp)
@@ -362,30 +361,24 @@ class Sender:
                     self._ids.acknowledged(batch)
                 self._done(batch)
                 continue
-            if code == MESSAGE_TOO_LARGE and batch.record_count > 1:
+            if decision.verdict is policy.Verdict.SPLIT:
                 self._split(batch, node_id)
                 continue
             message = (
                 part.error_message or f"Produce to {batch.tp.topic}-{batch.tp.partition} on node {node_id}"
             )
-            if code == MESSAGE_TOO_LARGE:
+            if decision.verdict is policy.Verdict.TOO_LARGE:
                 self._too_large(batch, message)
                 continue
             error = error_for_code(code, message)
-            if code == NOT_LEADER_OR_FOLLOWER:
+            if decision.apply_leader_hint:
                 leader = part.current_leader
                 hints.append(
                     LeaderHint(batch.tp.topic, batch.tp.partition, leader.leader_id, leader.leader_epoch)
                 )
-            elif error.invalid_metadata:
+            if decision.refresh_metadata:
                 refresh_reasons.append(f"produce {type(error).__name__}")
-            elif code == OUT_OF_ORDER_SEQUENCE_NUMBER and self._acc.earlier_unresolved(batch):
-                # pipelined behind a batch that failed or is still out: not lost state
-                failed.append((batch, error, True, True))
-                continue
-            # a transactional producer aborts instead (the transaction manager bumps the epoch)
-            lost_state = code in LOST_PRODUCER_STATE and self._ids is not None and self._txn is None
-            if lost_state and self._ids is not None:
+            if decision.bump_epoch and self._ids is not None:
                 log.warning(
                     "node %d answered %s for %s-%d (base sequence %d, %d in flight): its producer "
                     "state for us is lost; bumping the epoch (KIP-360), the batch is retried after it",
@@ -397,7 +390,7 @@ class Sender:
                     self._acc.in_flight_count(batch.tp),
                 )
                 self._ids.needs_bump = True  # retried after the epoch bump (KIP-360)
-            failed.append((batch, error, lost_state, False))
+            failed.append((batch, error, decision))
         if hints:
             if self._hints:
                 endpoints = [BrokerNode(e.node_id, e.host, e.port, e.rack) for e in response.node_endpoints]
@@ -407,5 +400,7 @@ class Sender:
         for reason in dict.fromkeys(refresh_reasons):
             store.request_refresh(reason)
         now = time.monotonic()
-        for batch, err, force, behind in failed:  # after the hints: the next drain sees the new epoch
-            self._retry_or_fail(batch, err, now, force_retry=force, behind_earlier=behind)
+        for batch, err, how in failed:  # after the hints: the next drain sees the new epoch
+            self._retry_or_fail(
+                batch, err, now, force_retry=how.force_retry, behind_earlier=how.behind_earlier
+            )

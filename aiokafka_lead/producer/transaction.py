@@ -8,6 +8,10 @@ States and transitions follow the Java client's ``TransactionManager``::
                                         ABORTABLE_ERROR --abort--> ABORTING --> READY
     any state --fatal error--> FATAL_ERROR (every later call raises the cause)
 
+``TRANSITIONS`` is that diagram as a table; the state changes only through
+``TransactionManager._transition``, which refuses anything else. Which error is fatal and
+which abortable is decided in :mod:`.retry_policy`.
+
 * Fatal: the producer was fenced by a newer instance with the same transactional id
   (PRODUCER_FENCED, INVALID_PRODUCER_EPOCH from a coordinator), authorization failures,
   INVALID_TXN_STATE, an unsupported version. The producer can only be stopped.
@@ -38,6 +42,7 @@ from typing import TYPE_CHECKING, Any
 import anyio
 import anyio.abc
 
+from aiokafka_lead.error_code import ErrorCode
 from aiokafka_lead.errors import (
     ERROR_CLASSES,
     IllegalOperation,
@@ -49,6 +54,13 @@ from aiokafka_lead.errors import (
 )
 from aiokafka_lead.producer.batch import ProducerBatch
 from aiokafka_lead.producer.idempotence import IdempotenceState
+from aiokafka_lead.producer.retry_policy import (
+    EndFailure,
+    end_txn_failure,
+    is_fatal,
+    skips_end_txn,
+    txn_batch_failure,
+)
 from aiokafka_lead.producer.txn_requests import TV1_PRODUCE_MAX, TxnRequests
 from aiokafka_lead.structs import ConsumerGroupMetadata, OffsetAndMetadata, TopicPartition
 from aiokafka_lead.validation import commit_offsets_argument
@@ -57,26 +69,6 @@ if TYPE_CHECKING:
     from aiokafka_lead.producer.accumulator import RecordAccumulator
 
 log = logging.getLogger(__name__)
-
-#: error codes after which the producer cannot continue (Java's fatal errors)
-FATAL_CODES = frozenset({
-    31,  # CLUSTER_AUTHORIZATION_FAILED
-    35,  # UNSUPPORTED_VERSION
-    43,  # UNSUPPORTED_FOR_MESSAGE_FORMAT
-    47,  # INVALID_PRODUCER_EPOCH (from a coordinator; from Produce it is abortable, KIP-588)
-    48,  # INVALID_TXN_STATE
-    50,  # INVALID_TRANSACTION_TIMEOUT
-    52,  # TRANSACTION_COORDINATOR_FENCED
-    53,  # TRANSACTIONAL_ID_AUTHORIZATION_FAILED
-    90,  # PRODUCER_FENCED
-})
-#: fatal even when a Produce response carries them
-FATAL_PRODUCE_CODES = frozenset({31, 53, 90})
-#: after these the producer's sequences are unknown: the abort also bumps the epoch (KIP-360)
-#: (OUT_OF_ORDER_SEQUENCE_NUMBER, INVALID_PRODUCER_ID_MAPPING, UNKNOWN_PRODUCER_ID)
-BUMP_CODES = frozenset({45, 49, 59})
-INVALID_PRODUCER_ID_MAPPING = 49
-
 
 class TransactionAbortedError(KafkaError):
     """The record was part of a transaction that was aborted before it was sent."""
@@ -91,6 +83,20 @@ class TxnState(enum.Enum):
     ABORTABLE_ERROR = "abortable_error"
     FATAL_ERROR = "fatal_error"
 
+
+_S = TxnState
+#: state -> the states it may change to; anything else is a bug, raised as IllegalStateError
+#: (the public calls check their state first and raise the errors aiokafka raises)
+TRANSITIONS: dict[TxnState, frozenset[TxnState]] = {
+    _S.UNINITIALIZED: frozenset({_S.READY, _S.FATAL_ERROR}),
+    _S.READY: frozenset({_S.IN_TRANSACTION, _S.FATAL_ERROR}),
+    _S.IN_TRANSACTION: frozenset({_S.COMMITTING, _S.ABORTING, _S.ABORTABLE_ERROR, _S.FATAL_ERROR}),
+    # a commit or abort that ran out of time may be called again: the state stays
+    _S.COMMITTING: frozenset({_S.COMMITTING, _S.READY, _S.ABORTABLE_ERROR, _S.FATAL_ERROR}),
+    _S.ABORTING: frozenset({_S.ABORTING, _S.READY, _S.FATAL_ERROR}),
+    _S.ABORTABLE_ERROR: frozenset({_S.ABORTING, _S.FATAL_ERROR}),
+    _S.FATAL_ERROR: frozenset(),
+}
 
 _IN_TRANSACTION = TxnState.IN_TRANSACTION  # a member lookup costs ~0.1 us on 3.11: send() checks per record
 
@@ -132,6 +138,15 @@ class TransactionManager:
     @property
     def transactional_id(self) -> str:
         return self._req.transactional_id
+
+    def _transition(self, to: TxnState) -> None:
+        """The one place the state changes, along :data:`TRANSITIONS`."""
+        if to not in TRANSITIONS[self.state]:
+            raise IllegalStateError(
+                f"transactional id {self.transactional_id!r}: no transition from state "
+                f"{self.state.value} to {to.value}"
+            )
+        self.state = to
 
     # ----------------------------------------------------------------- checks
     def _raise_if_failed(self, what: str) -> None:
@@ -179,7 +194,7 @@ class TransactionManager:
     def _fatal(self, error: BaseException) -> BaseException:
         if self.state is not TxnState.FATAL_ERROR:
             log.error("transactional id %s: fatal error %r", self.transactional_id, error)
-            self.state = TxnState.FATAL_ERROR
+            self._transition(TxnState.FATAL_ERROR)
             self.last_error = error
         return error
 
@@ -188,13 +203,13 @@ class TransactionManager:
             self._bump_after_abort = True  # as Java: the abort also bumps the epoch (KIP-360)
         if self.state in (TxnState.IN_TRANSACTION, TxnState.COMMITTING):
             log.warning("transactional id %s: transaction must abort: %r", self.transactional_id, error)
-            self.state = TxnState.ABORTABLE_ERROR
+            self._transition(TxnState.ABORTABLE_ERROR)
             self.last_error = error
         return error
 
     def _judge(self, error: BaseException) -> BaseException:
         """Move to the fatal or abortable state for a coordinator-side error; returns it."""
-        if _code(error) in FATAL_CODES:
+        if is_fatal(_code(error)):
             return self._fatal(error)
         return self._abortable(error)
 
@@ -239,12 +254,12 @@ class TransactionManager:
 
     def batch_failed(self, batch: ProducerBatch, error: BaseException) -> None:
         """The sender failed a batch of the transaction for good."""
-        code = _code(error)
-        if code in BUMP_CODES or isinstance(error, KafkaTimeoutError):
+        failure = txn_batch_failure(_code(error), timed_out=isinstance(error, KafkaTimeoutError))
+        if failure.bump_after_abort:
             self._bump_after_abort = True  # its sequence may or may not have been written
         if self.state is TxnState.ABORTING:
             return
-        if code in FATAL_PRODUCE_CODES:
+        if failure.fatal:
             self._fatal(error)
         else:
             self._abortable(error)
@@ -260,7 +275,7 @@ class TransactionManager:
         except KafkaError as exc:
             raise self._judge(exc) from None
         self._ids.adopt(pid, epoch, transactional=True)
-        self.state = TxnState.READY
+        self._transition(TxnState.READY)
         log.info(
             "transactional id %s: producer id %d epoch %d, transaction version %d",
             self.transactional_id, pid, epoch, self.version,
@@ -272,7 +287,7 @@ class TransactionManager:
         if latest is not None and latest != self.version:  # nothing is pending between transactions
             log.info("transactional id %s: transaction version now %d", self.transactional_id, latest)
             self.version = latest
-        self.state = TxnState.IN_TRANSACTION
+        self._transition(TxnState.IN_TRANSACTION)
         self._started = False
 
     async def run(self, *, task_status: anyio.abc.TaskStatus[None] = anyio.TASK_STATUS_IGNORED) -> None:
@@ -311,7 +326,8 @@ class TransactionManager:
                 self._pending.discard(tp)
                 self._started = True
         if failed:
-            real = [c for c in failed.values() if c != 55]  # OPERATION_NOT_ATTEMPTED: a sibling failed
+            # OPERATION_NOT_ATTEMPTED: a sibling failed; name the real cause
+            real = [c for c in failed.values() if c != ErrorCode.OPERATION_NOT_ATTEMPTED]
             tp0, code = next((tp, c) for tp, c in failed.items() if not real or c in real)
             error = error_for_code(code, f"AddPartitionsToTxn {tp0.topic}-{tp0.partition}")
             self._fail_pending(list(failed), self._judge(error))
@@ -361,7 +377,7 @@ class TransactionManager:
         if not self._retrying_completion(TxnState.COMMITTING):
             self._require("commit_transaction()", TxnState.IN_TRANSACTION)
         started = time.monotonic()
-        self.state = TxnState.COMMITTING
+        self._transition(TxnState.COMMITTING)
         self._busy = True
         try:
             await self._settle()
@@ -379,7 +395,7 @@ class TransactionManager:
             self._raise_if_failed("abort_transaction()")
         if not self._retrying_completion(TxnState.ABORTING):
             self._require("abort_transaction()", TxnState.IN_TRANSACTION, TxnState.ABORTABLE_ERROR)
-        self.state = TxnState.ABORTING
+        self._transition(TxnState.ABORTING)
         self._busy = True
         try:
             if not self._adding:
@@ -394,12 +410,8 @@ class TransactionManager:
 
     async def _end(self, *, commit: bool) -> None:
         pid, epoch = self._ids.producer_id, self._ids.producer_epoch
-        # INVALID_PRODUCER_ID_MAPPING: the coordinator would reject EndTxn; the bump aborts
-        skip_end = (
-            not commit
-            and self.last_error is not None
-            and _code(self.last_error) == INVALID_PRODUCER_ID_MAPPING
-        )
+        last = self.last_error
+        skip_end = skips_end_txn(_code(last) if last is not None else None, commit=commit)
         try:
             if self._started and not skip_end:
                 pid, epoch = await self._req.end_txn(
@@ -408,10 +420,12 @@ class TransactionManager:
             if not commit and self._bump_after_abort:
                 pid, epoch = await self._req.init_producer_id(pid, epoch)  # KIP-360 epoch bump
         except KafkaError as exc:
-            if _code(exc) in FATAL_CODES:
+            timed_out = isinstance(exc, KafkaTimeoutError)
+            failure = end_txn_failure(_code(exc), commit=commit, retriable=exc.retriable, timed_out=timed_out)
+            if failure is EndFailure.FATAL:
                 raise self._fatal(exc) from None
-            if commit and not (exc.retriable or isinstance(exc, KafkaTimeoutError)):
-                raise self._abortable(exc) from None  # e.g. TRANSACTION_ABORTABLE (KIP-890)
+            if failure is EndFailure.ABORTABLE:
+                raise self._abortable(exc) from None
             raise  # retries ran out of time: the same call may be made again
         if (pid, epoch) != (self._ids.producer_id, self._ids.producer_epoch) or self._bump_after_abort:
             self._ids.adopt(pid, epoch, transactional=True)
@@ -420,7 +434,7 @@ class TransactionManager:
         self._started = False
         self._bump_after_abort = False
         self.last_error = None
-        self.state = TxnState.READY
+        self._transition(TxnState.READY)
 
     def metrics(self) -> dict[str, Any]:
         lat = sorted(self.commit_latency_ms)

@@ -22,11 +22,11 @@ from typing import Any, TypeVar
 
 import anyio
 
-from aiokafka_lead.backoff import ExponentialBackoff
 from aiokafka_lead.client import ClientCore
-from aiokafka_lead.consumer.offsets import OffsetLookup
+from aiokafka_lead.error_code import COORDINATOR_MOVED
 from aiokafka_lead.errors import ConcurrentTransactionsError, KafkaConnectionError, error_for_code
 from aiokafka_lead.network.connection import Connection
+from aiokafka_lead.producer.config import ProducerConfig
 from aiokafka_lead.protocol.messages import (
     AddOffsetsToTxnRequest,
     AddPartitionsToTxnRequest,
@@ -35,6 +35,7 @@ from aiokafka_lead.protocol.messages import (
     ProduceRequest,
     TxnOffsetCommitRequest,
 )
+from aiokafka_lead.requests.lookup import Lookups
 from aiokafka_lead.retry import call_with_retries
 from aiokafka_lead.structs import ConsumerGroupMetadata, OffsetAndMetadata, TopicPartition
 
@@ -45,7 +46,6 @@ T = TypeVar("T")
 TRANSACTION_KEY = 1  # FindCoordinator key type of a transactional id
 GROUP_KEY = 0
 #: coordinator errors: look the coordinator up again before the retry
-COORDINATOR_MOVED = frozenset({15, 16})  # COORDINATOR_NOT_AVAILABLE, NOT_COORDINATOR
 ADD_PARTITIONS_CLIENT_MAX = 3  # v4+ batch several transactions: brokers only
 TV2_END_TXN = 5  # EndTxn v5 returns the bumped epoch (KIP-890 part 2)
 TV2_PRODUCE = 12  # Produce v12 adds partitions to the transaction implicitly
@@ -75,19 +75,15 @@ class TxnRequests:
     def __init__(
         self,
         core: ClientCore,
-        *,
-        transactional_id: str,
-        transaction_timeout_ms: int,
-        max_block_ms: float,
-        request_timeout_ms: int,
-        backoff: ExponentialBackoff,
+        config: ProducerConfig,
     ) -> None:
+        assert config.transactional_id is not None
         self._core = core
-        self.transactional_id = transactional_id
-        self._txn_timeout_ms = transaction_timeout_ms
-        self._max_block_ms = max_block_ms
-        self._backoff = backoff
-        self._lookup = OffsetLookup(core, backoff, request_timeout_ms)
+        self.transactional_id = config.transactional_id
+        self._txn_timeout_ms = config.transaction_timeout_ms
+        self._max_block_ms = config.max_block_ms
+        self._backoff = core.backoff
+        self._lookup = Lookups(core)
         self.coordinator_id: int | None = None
         self.coordinator_lookups = 0
         self.retries: dict[str, int] = {}

@@ -48,43 +48,39 @@ class MemoryRecords:
     def __len__(self) -> int:
         return len(self._buf)
 
-    def __iter__(self) -> Iterator[AnyRecordBatch]:
+    def _framed(self) -> Iterator[tuple[int, int, int]]:
+        """``(position, base offset, magic)`` of each complete batch, its framing checked: a
+        negative length, a v2 batch shorter than its header or an unknown magic raises; a
+        partial trailing batch ends the iteration."""
         buf = self._buf
         end = len(buf)
         pos = 0
-        topic = self.topic
-        partition = self.partition
-        limit = self._max_decompressed_size
         while end - pos >= LOG_OVERHEAD:
             base_offset, length = _LENGTH.unpack_from(buf, pos)
             if length < 0:
-                raise DecodeError(
-                    f"negative batch length {length} "
-                    f"(topic={topic}, partition={partition}, offset={base_offset})"
-                )
+                raise self._error(f"negative batch length {length}", base_offset)
             batch_end = pos + LOG_OVERHEAD + length
             if batch_end > end or end - pos <= _MAGIC_OFFSET:
                 return  # partial trailing batch
             magic = buf[pos + _MAGIC_OFFSET]
-            batch: AnyRecordBatch
-            if magic == 2:
-                if length < HEADER_SIZE - LOG_OVERHEAD:
-                    raise DecodeError(
-                        f"record batch length {length} below the header size "
-                        f"(topic={topic}, partition={partition}, offset={base_offset})"
-                    )
-                batch = RecordBatch(buf, pos, topic=topic, partition=partition, max_decompressed_size=limit)
-            elif magic in (0, 1):
-                batch = LegacyRecordBatch(
-                    buf, pos, topic=topic, partition=partition, max_decompressed_size=limit
-                )
-            else:
-                raise DecodeError(
-                    f"unknown record batch magic {magic} "
-                    f"(topic={topic}, partition={partition}, offset={base_offset})"
-                )
-            yield batch
+            if magic == 2 and length < HEADER_SIZE - LOG_OVERHEAD:
+                raise self._error(f"record batch length {length} below the header size", base_offset)
+            if magic not in (0, 1, 2):
+                raise self._error(f"unknown record batch magic {magic}", base_offset)
+            yield pos, base_offset, magic
             pos = batch_end
+
+    def _error(self, what: str, base_offset: int) -> DecodeError:
+        return DecodeError(f"{what} (topic={self.topic}, partition={self.partition}, offset={base_offset})")
+
+    def __iter__(self) -> Iterator[AnyRecordBatch]:
+        buf = self._buf
+        topic = self.topic
+        partition = self.partition
+        limit = self._max_decompressed_size
+        for pos, _, magic in self._framed():
+            decoder = RecordBatch if magic == 2 else LegacyRecordBatch
+            yield decoder(buf, pos, topic=topic, partition=partition, max_decompressed_size=limit)
 
     def batches(self) -> list[AnyRecordBatch]:
         return list(self)
@@ -103,34 +99,10 @@ class MemoryRecords:
         Reads only the fields it needs from each header (nothing is decoded or checked
         beyond what :meth:`__iter__` checks), so it is cheap even for many small batches.
         """
-        buf = self._buf
-        end = len(buf)
-        pos = 0
         last = None
-        while end - pos >= LOG_OVERHEAD:
-            base_offset, length = _LENGTH.unpack_from(buf, pos)
-            if length < 0:
-                raise DecodeError(
-                    f"negative batch length {length} "
-                    f"(topic={self.topic}, partition={self.partition}, offset={base_offset})"
-                )
-            batch_end = pos + LOG_OVERHEAD + length
-            if batch_end > end or end - pos <= _MAGIC_OFFSET:
-                break  # partial trailing batch
-            magic = buf[pos + _MAGIC_OFFSET]
+        for pos, base_offset, magic in self._framed():
             if magic == 2:
-                if length < HEADER_SIZE - LOG_OVERHEAD:
-                    raise DecodeError(
-                        f"record batch length {length} below the header size "
-                        f"(topic={self.topic}, partition={self.partition}, offset={base_offset})"
-                    )
-                last = base_offset + _LAST_DELTA.unpack_from(buf, pos + _LAST_DELTA_OFFSET)[0]
-            elif magic in (0, 1):
-                last = base_offset  # a legacy wrapper carries its last inner offset
+                last = base_offset + _LAST_DELTA.unpack_from(self._buf, pos + _LAST_DELTA_OFFSET)[0]
             else:
-                raise DecodeError(
-                    f"unknown record batch magic {magic} "
-                    f"(topic={self.topic}, partition={self.partition}, offset={base_offset})"
-                )
-            pos = batch_end
+                last = base_offset  # a legacy wrapper carries its last inner offset
         return None if last is None else last + 1

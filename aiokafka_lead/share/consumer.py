@@ -10,155 +10,60 @@ take records from the fetcher's buffer and record acknowledgements (``acks.py``)
 from __future__ import annotations
 
 import logging
-import ssl
 import warnings
-from collections.abc import AsyncIterator, Callable, Iterable, Mapping, Sequence
+from collections.abc import AsyncIterator, Iterable, Mapping
 from types import TracebackType
-from typing import Generic, Self
+from typing import Self
 
 import anyio
 import anyio.abc
 
 from aiokafka_lead.arguments import check_topic
-from aiokafka_lead.backoff import ExponentialBackoff
-from aiokafka_lead.client import ClientCore, connection_config, guarded
-from aiokafka_lead.consumer.offsets import OffsetLookup
+from aiokafka_lead.client import ClientCore, guarded
 from aiokafka_lead.errors import ConsumerStoppedError, IllegalStateError, KafkaError, KafkaTimeoutError
 from aiokafka_lead.metadata import MetadataChange
+from aiokafka_lead.requests.groups import GroupRequests
 from aiokafka_lead.runtime import ClientClosedError
 from aiokafka_lead.share.acks import AckLedger
-from aiokafka_lead.share.fetcher import AckResult, ShareFetcher
+from aiokafka_lead.share.config import ShareConsumerConfig, ShareConsumerKeywords
+from aiokafka_lead.share.fetcher import ShareFetcher
 from aiokafka_lead.share.member import ShareGroupMember
 from aiokafka_lead.share.records import AcknowledgeType, ShareConsumerRecord
-from aiokafka_lead.share.session import BATCH_OPTIMIZED, RECORD_LIMIT, FetchSettings
 from aiokafka_lead.structs import KT, VT, TopicPartition
 
 log = logging.getLogger(__name__)
 
-ACKNOWLEDGEMENT_MODES = ("implicit", "explicit")
-ACQUIRE_MODES = {"batch_optimized": BATCH_OPTIMIZED, "record_limit": RECORD_LIMIT}
 
-
-class AIOKafkaShareConsumer(Generic[KT, VT]):
+class AIOKafkaShareConsumer(ShareConsumerKeywords[KT, VT]):
     """A share-group consumer (brokers with the share APIs and ``share.version`` finalized).
 
-    ``acknowledgement_mode``: "implicit" (every record a poll delivered and the application
-    did not acknowledge is accepted by the next poll or ``commit()``) or "explicit" (each
-    delivered record must be acknowledged before the next poll). ``share_acquire_mode``:
-    "batch_optimized" (the broker may hand out whole batches beyond ``max_poll_records``)
-    or "record_limit" (KIP-1206: never more than ``max_poll_records`` acquired per fetch).
-    ``acknowledgement_commit_callback(offsets, error)`` is called with the outcome of every
-    acknowledgement sent in the background ({partition: offsets}, None on success).
+    Its keywords are :class:`ShareConsumerKeywords`' (declared in ``share/config.py``).
     """
 
-    def __init__(
-        self,
-        *topics: str,
-        group_id: str,
-        bootstrap_servers: str | Sequence[str] = "localhost",
-        client_id: str = "aiokafka-lead-share-consumer",
-        key_deserializer: Callable[[bytes], KT] | None = None,
-        value_deserializer: Callable[[bytes], VT] | None = None,
-        acknowledgement_mode: str = "implicit",
-        share_acquire_mode: str = "batch_optimized",
-        max_poll_records: int = 500,
-        fetch_max_wait_ms: int = 500,
-        fetch_min_bytes: int = 1,
-        fetch_max_bytes: int = 52_428_800,
-        request_timeout_ms: int = 40_000,
-        retry_backoff_ms: int = 100,
-        retry_backoff_max_ms: int = 1000,
-        metadata_max_age_ms: int = 300_000,
-        connections_max_idle_ms: int = 540_000,
-        security_protocol: str = "PLAINTEXT",
-        ssl_context: ssl.SSLContext | None = None,
-        sasl_mechanism: str = "PLAIN",
-        sasl_plain_username: str | None = None,
-        sasl_plain_password: str | None = None,
-        client_rack: str | None = None,
-        acknowledgement_commit_callback: AckResult | None = None,
-    ) -> None:
-        self._state = "stopped"
-        if not isinstance(group_id, str) or not group_id:
-            raise ValueError(
-                "group_id must be a non-empty string: a share consumer always belongs to a share group"
-            )
-        if acknowledgement_mode not in ACKNOWLEDGEMENT_MODES:
-            raise ValueError(
-                f"acknowledgement_mode must be one of {ACKNOWLEDGEMENT_MODES}, not {acknowledgement_mode!r}"
-            )
-        if share_acquire_mode not in ACQUIRE_MODES:
-            raise ValueError(
-                f"share_acquire_mode must be one of {tuple(ACQUIRE_MODES)}, not {share_acquire_mode!r}"
-            )
-        for name, value in (
-            ("max_poll_records", max_poll_records),
-            ("fetch_max_bytes", fetch_max_bytes),
-            ("request_timeout_ms", request_timeout_ms),
-        ):
-            if not isinstance(value, int) or isinstance(value, bool) or value < 1:
-                raise ValueError(f"{name} must be a positive int, not {value!r}")
-        for name, value in (("fetch_max_wait_ms", fetch_max_wait_ms), ("fetch_min_bytes", fetch_min_bytes)):
-            if not isinstance(value, int) or isinstance(value, bool) or value < 0:
-                raise ValueError(f"{name} must be an int >= 0, not {value!r}")
-        self._group_id = group_id
-        self._max_poll_records = max_poll_records
-        self._request_timeout_ms = request_timeout_ms
-        self._explicit = acknowledgement_mode == "explicit"
-        self._backoff = ExponentialBackoff(retry_backoff_ms, max(retry_backoff_max_ms, retry_backoff_ms))
+    def _configure(self, topics: tuple[str, ...], config: ShareConsumerConfig) -> None:
+        """Build the share consumer's parts from its configuration."""
+        self._state = "stopped"  # first: a constructor that fails leaves nothing to close
+        self._config = config
+        self._group_id = config.group
+        self._max_poll_records = config.max_poll_records
+        self._request_timeout_ms = config.request_timeout_ms
+        self._explicit = config.explicit
         self._errors: list[KafkaError] = []
         #: set when an error is reported (start() waits on it with the join)
         self._attention = anyio.Event()
-        self._callback = acknowledgement_commit_callback
-        self._core = ClientCore(
-            "AIOKafkaShareConsumer",
-            bootstrap_servers=bootstrap_servers,
-            config=connection_config(
-                client_id=client_id,
-                request_timeout_ms=request_timeout_ms,
-                security_protocol=security_protocol,
-                ssl_context=ssl_context,
-                sasl_mechanism=sasl_mechanism,
-                sasl_plain_username=sasl_plain_username,
-                sasl_plain_password=sasl_plain_password,
-                connections_max_idle_ms=connections_max_idle_ms,
-            ),
-            metadata_max_age_ms=metadata_max_age_ms,
-            retry_backoff_ms=retry_backoff_ms,
-            retry_backoff_max_ms=retry_backoff_max_ms,
-            topics=lambda: sorted(self._member.topics),
-        )
+        self._callback = config.acknowledgement_commit_callback
+        self._core = ClientCore("AIOKafkaShareConsumer", config, topics=lambda: sorted(self._member.topics))
         self._core.extra_setup = self._setup
-        lookup = OffsetLookup(self._core, self._backoff, request_timeout_ms)
         self._ledger = AckLedger(explicit=self._explicit)
         self._member = ShareGroupMember(
             self._core,
-            lookup,
-            group_id=group_id,
-            client_rack=client_rack,
-            request_timeout_ms=request_timeout_ms,
-            backoff=self._backoff,
+            GroupRequests(self._core),
+            config,
             on_assignment=self._wake_fetcher,
             report_error=self._report_error,
         )
         self._fetcher = ShareFetcher(
-            self._core,
-            self._member,
-            self._ledger,
-            FetchSettings(
-                group_id=group_id,
-                max_wait_ms=fetch_max_wait_ms,
-                min_bytes=fetch_min_bytes,
-                max_bytes=fetch_max_bytes,
-                max_records=max_poll_records,
-                batch_size=max_poll_records,
-                acquire_mode=ACQUIRE_MODES[share_acquire_mode],
-            ),
-            request_timeout_ms=request_timeout_ms,
-            backoff=self._backoff,
-            key_deserializer=key_deserializer,
-            value_deserializer=value_deserializer,
-            on_ack_result=self._ack_result,
+            self._core, self._member, self._ledger, config, on_ack_result=self._ack_result
         )
         if topics:
             self.subscribe(topics)

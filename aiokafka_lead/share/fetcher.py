@@ -21,20 +21,21 @@ import logging
 import time
 import uuid
 from collections import deque
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from typing import Any
 
 import anyio
 import anyio.abc
 
-from aiokafka_lead.backoff import ExponentialBackoff
 from aiokafka_lead.client import ClientCore
+from aiokafka_lead.error_code import ErrorCode
 from aiokafka_lead.errors import KafkaConnectionError, KafkaError, KafkaTimeoutError, error_for_code
 from aiokafka_lead.metadata.model import BrokerNode, LeaderHint
 from aiokafka_lead.protocol.messages import ShareAcknowledgeResponse, ShareFetchResponse
 from aiokafka_lead.ratelog import RateLimitedLog
 from aiokafka_lead.records import MemoryRecords
 from aiokafka_lead.share.acks import AckLedger
+from aiokafka_lead.share.config import AckResult, ShareConsumerConfig
 from aiokafka_lead.share.member import ShareGroupMember
 from aiokafka_lead.share.records import AcknowledgeType, ShareConsumerRecord
 from aiokafka_lead.share.session import FetchSettings, ShareSession
@@ -42,18 +43,21 @@ from aiokafka_lead.structs import TopicPartition
 
 log = logging.getLogger(__name__)
 
-SHARE_SESSION_NOT_FOUND = 122
-INVALID_SHARE_SESSION_EPOCH = 123
-SESSION_ERRORS = frozenset({SHARE_SESSION_NOT_FOUND, INVALID_SHARE_SESSION_EPOCH})
+SESSION_ERRORS = frozenset({ErrorCode.SHARE_SESSION_NOT_FOUND, ErrorCode.INVALID_SHARE_SESSION_EPOCH})
 #: partition errors that mean "ask the metadata where it lives now"
-MOVED = frozenset({3, 5, 6, 74, 100})
+MOVED = frozenset(
+    {
+        ErrorCode.UNKNOWN_TOPIC_OR_PARTITION,
+        ErrorCode.LEADER_NOT_AVAILABLE,
+        ErrorCode.NOT_LEADER_OR_FOLLOWER,
+        ErrorCode.FENCED_LEADER_EPOCH,
+        ErrorCode.UNKNOWN_TOPIC_ID,
+    }
+)
 
 #: far more offsets than a broker acquires for one partition in one answer (Kafka bounds a
 #: partition's locks by group.share.partition.max.record.locks, 2000 by default)
 MAX_ACQUIRED = 100_000
-
-AckResult = Callable[[Mapping[TopicPartition, set[int]], KafkaError | None], None]
-
 
 class AckRound:
     """Acknowledgements sent with one ShareFetch, and their outcomes once it is answered."""
@@ -72,22 +76,26 @@ class ShareFetcher:
         core: ClientCore,
         member: ShareGroupMember,
         ledger: AckLedger,
-        settings: FetchSettings,
+        config: ShareConsumerConfig,
         *,
-        request_timeout_ms: int,
-        backoff: ExponentialBackoff,
-        key_deserializer: Callable[[bytes], Any] | None,
-        value_deserializer: Callable[[bytes], Any] | None,
         on_ack_result: AckResult,
     ) -> None:
         self._core = core
         self._member = member
         self._ledger = ledger
-        self.settings = settings
-        self._request_timeout_ms = request_timeout_ms
-        self._backoff = backoff
-        self._kd = key_deserializer
-        self._vd = value_deserializer
+        self.settings = FetchSettings(
+            group_id=config.group,
+            max_wait_ms=config.fetch_max_wait_ms,
+            min_bytes=config.fetch_min_bytes,
+            max_bytes=config.fetch_max_bytes,
+            max_records=config.max_poll_records,
+            batch_size=config.max_poll_records,
+            acquire_mode=config.acquire_mode,
+        )
+        self._request_timeout_ms = config.request_timeout_ms
+        self._backoff = core.backoff
+        self._kd = config.key_deserializer
+        self._vd = config.value_deserializer
         self._on_ack_result = on_ack_result
         self.sessions: dict[int, ShareSession] = {}
         self._locks: dict[int, anyio.Lock] = {}

@@ -18,22 +18,19 @@ from collections.abc import Callable
 import anyio
 import anyio.abc
 
-from aiokafka_lead.backoff import ExponentialBackoff
 from aiokafka_lead.client import ClientCore
-from aiokafka_lead.consumer.consumer_protocol import new_member_id
-from aiokafka_lead.consumer.group_common import COORDINATOR_MOVED, CoordinatorLink
-from aiokafka_lead.consumer.offsets import OffsetLookup
+from aiokafka_lead.error_code import COORDINATOR_MOVED, ErrorCode
 from aiokafka_lead.errors import KafkaError, UnsupportedVersionError, error_for_code
 from aiokafka_lead.protocol.messages import ShareGroupHeartbeatRequest, ShareGroupHeartbeatResponse
+from aiokafka_lead.requests.coordinator import CoordinatorLink, new_member_id
+from aiokafka_lead.requests.groups import GroupRequests
+from aiokafka_lead.share.config import ShareConsumerConfig
 from aiokafka_lead.structs import TopicPartition
 
 log = logging.getLogger(__name__)
 
 HEARTBEAT = ShareGroupHeartbeatRequest.API_KEY
-COORDINATOR_LOAD_IN_PROGRESS = 14
-UNKNOWN_MEMBER_ID = 25
-FENCED_MEMBER_EPOCH = 110
-FENCED = frozenset({UNKNOWN_MEMBER_ID, FENCED_MEMBER_EPOCH})
+FENCED = frozenset({ErrorCode.UNKNOWN_MEMBER_ID, ErrorCode.FENCED_MEMBER_EPOCH})
 LEAVE_EPOCH = -1
 #: until the broker says otherwise (Kafka's group.share.heartbeat.interval.ms default)
 DEFAULT_HEARTBEAT_MS = 5000
@@ -45,21 +42,18 @@ class ShareGroupMember:
     def __init__(
         self,
         core: ClientCore,
-        lookup: OffsetLookup,
+        lookup: GroupRequests,
+        config: ShareConsumerConfig,
         *,
-        group_id: str,
-        client_rack: str | None,
-        request_timeout_ms: int,
-        backoff: ExponentialBackoff,
         on_assignment: Callable[[], None],
         report_error: Callable[[KafkaError], None],
     ) -> None:
         self._core = core
-        self._link = CoordinatorLink(core, lookup, group_id)
-        self.group_id = group_id
-        self._rack = client_rack
-        self._request_timeout_ms = request_timeout_ms
-        self._backoff = backoff
+        self.group_id = config.group
+        self._link = CoordinatorLink(core, lookup, self.group_id)
+        self._rack = config.client_rack
+        self._request_timeout_ms = config.request_timeout_ms
+        self._backoff = core.backoff
         self._on_assignment = on_assignment
         self._report_error = report_error
         self.member_id = new_member_id()
@@ -208,7 +202,7 @@ class ShareGroupMember:
         if code in FENCED:
             self._fence(f"heartbeat: {type(err).__name__}")
             return 0.0
-        if err.retriable or code == COORDINATOR_LOAD_IN_PROGRESS:
+        if err.retriable or code == ErrorCode.COORDINATOR_LOAD_IN_PROGRESS:
             log.info("share group %s: heartbeat: %r", self.group_id, err)
             return self._backoff.delay_s(1)
         self._fail(err)

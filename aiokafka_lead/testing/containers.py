@@ -40,7 +40,7 @@ from testcontainers.core.container import DockerContainer
 from testcontainers.core.docker_client import DockerClient
 from testcontainers.core.network import Network
 
-from . import kafka_image
+from . import docker_engine
 from .cluster import config, jars, probe, tools
 from .cluster.cluster import _new_cluster_id
 from .cluster.config import NodePorts, SecurityFiles
@@ -124,11 +124,11 @@ def image_available(image: str, *, pull: bool) -> bool:
 def default_image() -> str:
     """``$KAFKA_IMAGE``; else the official image, unless it is not in the engine and the
     project's locally built one (``make kafka-image``) is: then that one."""
-    explicit = os.environ.get(kafka_image.IMAGE_ENV, "").strip()
+    explicit = os.environ.get(docker_engine.IMAGE_ENV, "").strip()
     if explicit:
         return explicit
-    official = kafka_image.DEFAULT_IMAGE
-    local = kafka_image.local_tag()
+    official = docker_engine.DEFAULT_IMAGE
+    local = docker_engine.local_tag()
     if not image_available(official, pull=False) and image_available(local, pull=False):
         return local
     return official
@@ -223,7 +223,7 @@ class KafkaContainer(DockerContainer):
                 hint = (
                     f"\n{self.image} is not available here; without a registry, build the "
                     f"project's image (`make kafka-image`) and set "
-                    f"{kafka_image.IMAGE_ENV}={kafka_image.local_tag()}"
+                    f"{docker_engine.IMAGE_ENV}={docker_engine.local_tag()}"
                 )
             raise KafkaContainerError(
                 f"node {self.node_id}: could not start {self.image}: {exc}{hint}"

@@ -30,10 +30,8 @@ import time
 from pathlib import Path
 
 from .cluster import jars
+from .docker_engine import DEFAULT_IMAGE, IMAGE_ENV, docker_problem, local_tag
 
-#: The image the fixtures and docker-compose.yml use unless ``KAFKA_IMAGE`` says otherwise.
-DEFAULT_IMAGE = f"apache/kafka:{jars.DEFAULT_KAFKA_VERSION}"
-IMAGE_ENV = "KAFKA_IMAGE"
 REGISTRY_BASE = "debian:bookworm-slim"
 DEBOOTSTRAP_BASE = "aiokafka-lead/debian:bookworm"
 DEBIAN_SUITE = "bookworm"
@@ -44,33 +42,9 @@ class ImageBuildError(RuntimeError):
     """The image could not be built; the message says what to do."""
 
 
-def local_tag(version: str = jars.DEFAULT_KAFKA_VERSION) -> str:
-    return f"aiokafka-lead/kafka:{version}"
-
-
 def docker_context_dir() -> Path:
     """``docker/kafka`` of the source tree (the Dockerfile is not part of the wheel)."""
     return Path(__file__).resolve().parents[2] / "docker" / "kafka"
-
-
-def docker_problem(timeout: float = 20.0) -> str | None:
-    """None when a Docker engine answers; otherwise why not (the CLI alone is not enough)."""
-    if shutil.which("docker") is None:
-        return "the docker command is not installed"
-    try:
-        proc = subprocess.run(
-            ["docker", "info", "--format", "{{.ServerVersion}}"],
-            check=False,
-            capture_output=True,
-            text=True,
-            timeout=timeout,
-        )
-    except subprocess.TimeoutExpired:
-        return f"`docker info` did not answer within {timeout:.0f}s"
-    if proc.returncode != 0 or not proc.stdout.strip():
-        detail = (proc.stderr or proc.stdout).strip().splitlines()
-        return "no Docker engine answers `docker info`" + (f": {detail[-1]}" if detail else "")
-    return None
 
 
 def image_exists(image: str) -> bool:
@@ -302,6 +276,9 @@ def main(argv: list[str] | None = None) -> int:
         return 1
     print(tag)
     return 0
+
+
+__all__ = ["DEFAULT_IMAGE", "IMAGE_ENV", "ImageBuildError", "docker_problem", "ensure", "local_tag"]
 
 
 if __name__ == "__main__":

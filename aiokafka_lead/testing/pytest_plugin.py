@@ -14,6 +14,8 @@ With ``AIOKAFKA_LEAD_CLUSTER=docker`` they are Docker containers of ``$KAFKA_IMA
 ``versioned_cluster(tmp_path_factory, version, brokers)`` starts a cluster of another Kafka
 version with the jar harness (PLAINTEXT, the testing profile), for a fixture parametrized
 over versions (tests/integration/test_compat.py).
+
+The plugin registers the fixtures above and nothing else (no hooks, no markers).
 """
 
 from __future__ import annotations
@@ -103,7 +105,7 @@ def docker_unavailable() -> str | None:
         import testcontainers  # noqa: F401
     except ImportError:
         return "testcontainers is not installed (pip install 'aiokafka_lead[docker]')"
-    from aiokafka_lead.testing.kafka_image import docker_problem
+    from aiokafka_lead.testing.docker_engine import docker_problem
 
     return docker_problem()
 
@@ -156,26 +158,3 @@ def kafka_node_control(kafka_cluster: AnyCluster) -> KafkaCluster | KafkaContain
     if isinstance(kafka_cluster, ExternalCluster):
         pytest.skip(f"needs node control; {BOOTSTRAP_ENV} points at an external cluster")
     return kafka_cluster
-
-
-SECURITY_MARKER = "security_listeners"
-_SECURITY_SKIP = (
-    "needs the SSL/SASL listeners of the jar harness's cluster; "
-    f"the Docker cluster ({CLUSTER_ENV}=docker) serves PLAINTEXT only"
-)
-
-
-def pytest_configure(config: pytest.Config) -> None:
-    config.addinivalue_line(
-        "markers",
-        f"{SECURITY_MARKER}: needs the cluster's SSL/SASL listeners (skipped with {CLUSTER_ENV}=docker)",
-    )
-
-
-def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
-    if not docker_mode():
-        return
-    skip = pytest.mark.skip(reason=_SECURITY_SKIP)
-    for item in items:
-        if item.get_closest_marker(SECURITY_MARKER) is not None:
-            item.add_marker(skip)

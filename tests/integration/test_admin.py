@@ -18,6 +18,7 @@ from aiokafka_lead.admin import (
     NewTopic,
     OffsetSpec,
 )
+from aiokafka_lead.error_code import ErrorCode as E
 from aiokafka_lead.errors import (
     InvalidReplicationFactorError,
     TopicAlreadyExistsError,
@@ -102,7 +103,7 @@ async def test_elect_leaders_moves_leadership_confirmed_by_kafka(
     assert seen_by_kafka == {tp.partition: leader for tp, leader in moved.items()}
     # a second election is not needed: ELECTION_NOT_NEEDED counts as success
     results = await admin.elect_leaders("preferred", list(moved))
-    assert all(r.ok and r.error_code == 84 for r in results.values())
+    assert all(r.ok and r.error_code == E.ELECTION_NOT_NEEDED for r in results.values())
 
 
 def run_cli(*args: str) -> subprocess.CompletedProcess[str]:

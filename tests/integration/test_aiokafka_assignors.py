@@ -18,6 +18,7 @@ from aiokafka_lead.coordinator.protocol import (
 )
 from aiokafka_lead.structs import TopicPartition
 from tests.integration.conftest import unique
+from tests.support.waiting import eventually
 
 pytestmark = pytest.mark.integration
 
@@ -31,11 +32,6 @@ def member(bootstrap: str, group: str, strategy: Any) -> AIOKafkaConsumer[bytes,
         heartbeat_interval_ms=300,
         partition_assignment_strategy=(strategy,),
     )
-
-
-async def wait_for(predicate: Any) -> None:
-    while not predicate():  # noqa: ASYNC110 - assignments change in the consumers' own tasks
-        await anyio.sleep(0.05)
 
 
 def tps(topic: str, n: int) -> set[TopicPartition]:
@@ -84,7 +80,7 @@ async def test_custom_aiokafka_style_assignor_decides(kafka_cluster: Any, admin:
         ):
             c1.subscribe([topic])
             c2.subscribe([topic])
-            await wait_for(lambda: {len(c1.assignment()), len(c2.assignment())} == {1, 4})
+            await eventually(lambda: {len(c1.assignment()), len(c2.assignment())} == {1, 4})
             first, second = sorted([c1, c2], key=lambda c: c.group_metadata().member_id)
             assert first.assignment() == {TopicPartition(topic, 0)}
             assert second.assignment() == tps(topic, 5) - {TopicPartition(topic, 0)}
@@ -101,18 +97,18 @@ async def test_sticky_assignor_in_a_real_group(kafka_cluster: Any, admin: AdminC
     with anyio.fail_after(90):
         async with member(bootstrap, group, StickyPartitionAssignor) as c1:
             c1.subscribe([topic])
-            await wait_for(lambda: c1.assignment() == tps(topic, 6))
+            await eventually(lambda: c1.assignment() == tps(topic, 6))
             async with member(bootstrap, group, StickyPartitionAssignor) as c2:
                 c2.subscribe([topic])
-                await wait_for(lambda: len(c1.assignment()) == 3 and len(c2.assignment()) == 3)
+                await eventually(lambda: len(c1.assignment()) == 3 and len(c2.assignment()) == 3)
                 assert c1.assignment() | c2.assignment() == tps(topic, 6)
                 before = {1: c1.assignment(), 2: c2.assignment()}
                 async with member(bootstrap, group, StickyPartitionAssignor) as c3:
                     c3.subscribe([topic])
-                    await wait_for(lambda: all(len(c.assignment()) == 2 for c in (c1, c2, c3)))
+                    await eventually(lambda: all(len(c.assignment()) == 2 for c in (c1, c2, c3)))
                     # the leader's sticky plan: each old member gave one partition to c3
                     assert c1.assignment() <= before[1] and c2.assignment() <= before[2]
                     during = {1: c1.assignment(), 2: c2.assignment()}
-                await wait_for(lambda: len(c1.assignment()) == 3 and len(c2.assignment()) == 3)
+                await eventually(lambda: len(c1.assignment()) == 3 and len(c2.assignment()) == 3)
                 assert during[1] <= c1.assignment() and during[2] <= c2.assignment()
     await admin.delete_topics([topic])

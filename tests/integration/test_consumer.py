@@ -17,7 +17,7 @@ import anyio
 import pytest
 
 from aiokafka_lead.admin import AdminClient, NewTopic
-from aiokafka_lead.client import ClientCore, connection_config
+from aiokafka_lead.client import ClientCore
 from aiokafka_lead.consumer import (
     AIOKafkaConsumer,
     CommitFailedError,
@@ -25,7 +25,9 @@ from aiokafka_lead.consumer import (
     ConsumerStoppedError,
     IllegalStateError,
 )
+from aiokafka_lead.error_code import ErrorCode as E
 from aiokafka_lead.errors import KafkaError
+from aiokafka_lead.network.config import ConnectionConfig
 from aiokafka_lead.protocol.messages import ProduceRequest
 from aiokafka_lead.records import RecordBatchBuilder
 from aiokafka_lead.structs import TopicPartition
@@ -41,10 +43,13 @@ class RawProducer:
         self.topics = set(topics)
         self.core = ClientCore(
             "test-producer",
-            bootstrap_servers=bootstrap,
-            config=connection_config(client_id="test-producer", request_timeout_ms=15_000),
+            ConnectionConfig(
+                bootstrap_servers=bootstrap,
+                client_id="test-producer",
+                request_timeout_ms=15_000,
+                retry_backoff_ms=50,
+            ),
             topics=lambda: self.topics,
-            retry_backoff_ms=50,
         )
         self.sent: dict[TopicPartition, list[bytes]] = {}
 
@@ -78,14 +83,14 @@ class RawProducer:
         with anyio.fail_after(60):
             while True:
                 leader = store.leader_for(tp)
-                code = -1
+                code: int = E.UNKNOWN_SERVER_ERROR
                 if leader is not None:
                     try:
                         response = await self.core.send(leader.node_id, request)
                         code = response.responses[0].partition_responses[0].error_code
                     except KafkaError:
-                        code = -1
-                if code == 0:
+                        code = E.UNKNOWN_SERVER_ERROR
+                if code == E.NONE:
                     self.sent.setdefault(tp, []).extend(values)
                     return
                 await anyio.sleep(0.05)
@@ -226,12 +231,6 @@ def group_member(bootstrap: str, group: str, **kwargs: Any) -> AIOKafkaConsumer[
     return AIOKafkaConsumer(bootstrap_servers=bootstrap, group_id=group, **kwargs)
 
 
-async def wait_for(predicate: Any, seconds: float) -> None:
-    with anyio.fail_after(seconds):
-        while not predicate():  # noqa: ASYNC110 - assignments change in several tasks
-            await anyio.sleep(0.05)
-
-
 async def test_group_of_three_survives_join_leave_and_kill(
     kafka_cluster: Any, admin: AdminClient
 ) -> None:
@@ -283,25 +282,30 @@ async def test_group_of_three_survives_join_leave_and_kill(
                     await c.start()
                     c.subscribe([topic])
                     tg.start_soon(work, c)
-                await wait_for(
-                    lambda: len(c1.assignment()) + len(c2.assignment()) == 6 and c2.assignment(), 30
-                )
+                with anyio.fail_after(30):
+                    await eventually(
+                        lambda: len(c1.assignment()) + len(c2.assignment()) == 6 and c2.assignment()
+                    )
                 await c3.start()  # a member joins
                 c3.subscribe([topic])
                 tg.start_soon(work, c3)
-                await wait_for(lambda: [len(c.assignment()) for c in (c1, c2, c3)] == [2, 2, 2], 30)
+                with anyio.fail_after(30):
+                    await eventually(lambda: [len(c.assignment()) for c in (c1, c2, c3)] == [2, 2, 2])
                 await c2.stop()  # one leaves (commits, LeaveGroup)
-                await wait_for(
-                    lambda: len(c1.assignment()) + len(c3.assignment()) == 6 and c3.assignment(), 30
-                )
+                with anyio.fail_after(30):
+                    await eventually(
+                        lambda: len(c1.assignment()) + len(c3.assignment()) == 6 and c3.assignment()
+                    )
                 await c3._abandon()  # one is killed: no commit, no LeaveGroup; its session must expire
-                await wait_for(lambda: len(c1.assignment()) == 6, 40)
+                with anyio.fail_after(40):
+                    await eventually(lambda: len(c1.assignment()) == 6)
                 stop_producing.set()
                 await produced.wait()
                 ends = {
                     tp: info.offset for tp, info in (await admin.list_offsets(dict.fromkeys(tps, -1))).items()
                 }
-                await wait_for(lambda: all(committed_max.get(tp, 0) >= ends[tp] for tp in tps), 30)
+                with anyio.fail_after(30):
+                    await eventually(lambda: all(committed_max.get(tp, 0) >= ends[tp] for tp in tps))
                 committed = await admin.list_consumer_group_offsets(group)
                 await c1.stop()
                 tg.cancel_scope.cancel()
@@ -323,7 +327,8 @@ async def test_cooperative_sticky_keeps_unaffected_partitions(
     with anyio.fail_after(60):
         async with group_member(bootstrap, group, **opts) as c1:
             c1.subscribe([topic], listener=t1)
-            await wait_for(lambda: c1.assignment() == tps, 30)
+            with anyio.fail_after(30):
+                await eventually(lambda: c1.assignment() == tps)
             history: list[set[TopicPartition]] = []
             async with group_member(bootstrap, group, **opts) as c2:
                 c2.subscribe([topic])
@@ -336,7 +341,8 @@ async def test_cooperative_sticky_keeps_unaffected_partitions(
                 assert t1.revoked == [tps - kept]
                 assert t1.lost == []
                 assert c1.assignment().isdisjoint(c2.assignment())
-            await wait_for(lambda: c1.assignment() == tps, 30)
+            with anyio.fail_after(30):
+                await eventually(lambda: c1.assignment() == tps)
             assert len(t1.revoked) == 1  # getting partitions back revokes nothing
     await admin.delete_topics([topic])
 
@@ -354,7 +360,8 @@ async def test_pattern_subscription_picks_up_a_new_topic(
             group_member(bootstrap, unique("g"), metadata_max_age_ms=500) as c,
         ):
             c.subscribe(pattern=f"{prefix}-.*")
-            await wait_for(lambda: c.assignment() == {TopicPartition(first, 0)}, 30)
+            with anyio.fail_after(30):
+                await eventually(lambda: c.assignment() == {TopicPartition(first, 0)})
             await producer.send(TopicPartition(first, 0), [b"one"])
             assert (await c.getone()).value == b"one"
             await c.commit()  # the rebalance for the new topic must not replay it

@@ -20,6 +20,7 @@ from aiokafka_lead.consumer import AIOKafkaConsumer, ConsumerRebalanceListener, 
 from aiokafka_lead.consumer.consumer_protocol import ConsumerGroupMember
 from aiokafka_lead.structs import TopicPartition
 from tests.integration.conftest import unique
+from tests.support.waiting import eventually
 
 GROUPS_TOOL = "org.apache.kafka.tools.consumer.group.ConsumerGroupCommand"
 AUTO_COMMIT_MS = 1000
@@ -35,12 +36,6 @@ def member(bootstrap: str, group: str, **kwargs: Any) -> AIOKafkaConsumer[bytes,
 def membership(c: AIOKafkaConsumer[Any, Any]) -> ConsumerGroupMember:
     assert isinstance(c.coordinator, ConsumerGroupMember)
     return c.coordinator
-
-
-async def wait_for(predicate: Any, seconds: float) -> None:
-    with anyio.fail_after(seconds):
-        while not predicate():  # noqa: ASYNC110 - assignments change in several tasks
-            await anyio.sleep(0.05)
 
 
 class Changes(ConsumerRebalanceListener):
@@ -99,20 +94,25 @@ async def test_group_of_three_on_twelve_partitions_survives_join_leave_and_kill(
                 await c.start()
                 c.subscribe([topic])
                 tg.start_soon(work, name, c)
-            await wait_for(lambda: sizes(c1, c2) == [6, 6], 40)
+            with anyio.fail_after(40):
+                await eventually(lambda: sizes(c1, c2) == [6, 6])
             await c3.start()  # a member joins
             c3.subscribe([topic])
             tg.start_soon(work, "c3", c3)
-            await wait_for(lambda: sizes(c1, c2, c3) == [4, 4, 4], 40)
+            with anyio.fail_after(40):
+                await eventually(lambda: sizes(c1, c2, c3) == [4, 4, 4])
             await c2.stop()  # one leaves: commits, revokes, heartbeats with epoch -1
-            await wait_for(lambda: sizes(c1, c3) == [6, 6], 40)
+            with anyio.fail_after(40):
+                await eventually(lambda: sizes(c1, c3) == [6, 6])
             await c3._abandon()  # one is killed: no commit, no leave; its session expires
             killed_at = time.monotonic()
-            await wait_for(lambda: sizes(c1) == [12], 60)
+            with anyio.fail_after(60):
+                await eventually(lambda: sizes(c1) == [12])
             stop.set()
             listed = await admin.list_offsets(dict.fromkeys(tps, -1))
             ends = {tp.partition: info.offset for tp, info in listed.items()}
-            await wait_for(lambda: all((p, end - 1) in seen for p, end in ends.items()), 30)
+            with anyio.fail_after(30):
+                await eventually(lambda: all((p, end - 1) in seen for p, end in ends.items()))
             await c1.stop()
             tg.cancel_scope.cancel()
     skipped = [(p, o) for p, end in ends.items() for o in range(end) if (p, o) not in seen]
@@ -138,7 +138,8 @@ async def test_kafka_group_command_describes_our_consumer_group(
     ):
         a.subscribe([topic])
         b.subscribe([topic])
-        await wait_for(lambda: len(a.assignment()) == 3 and len(b.assignment()) == 3, 40)
+        with anyio.fail_after(40):
+            await eventually(lambda: len(a.assignment()) == 3 and len(b.assignment()) == 3)
 
         def run(*args: str) -> str:
             out: str = kafka_cluster.run_tool(GROUPS_TOOL, "--bootstrap-server", bootstrap, *args)
@@ -212,7 +213,8 @@ async def test_a_member_on_librdkafka_shares_the_group(
         async with anyio.create_task_group() as tg, member(bootstrap, group, client_id="ours") as ours:
             tg.start_soon(produce_until, bootstrap, topic, 6, stop)
             ours.subscribe([topic])
-            await wait_for(lambda: len(ours.assignment()) == 6, 40)
+            with anyio.fail_after(40):
+                await eventually(lambda: len(ours.assignment()) == 6)
 
             async def consume() -> None:
                 while True:
@@ -222,12 +224,14 @@ async def test_a_member_on_librdkafka_shares_the_group(
 
             tg.start_soon(consume)
             tg.start_soon(anyio.to_thread.run_sync, librdkafka_member)
-            await wait_for(lambda: len(ours.assignment()) == 3 and len(theirs[0]) == 3, 60)
+            with anyio.fail_after(60):
+                await eventually(lambda: len(ours.assignment()) == 3 and len(theirs[0]) == 3)
             assert not ours.assignment() & theirs[0]
             stop.set()
             listed = await admin.list_offsets(dict.fromkeys(tps, -1))
             ends = {tp.partition: info.offset for tp, info in listed.items()}
-            await wait_for(lambda: all((p, end - 1) in seen for p, end in ends.items()), 30)
+            with anyio.fail_after(30):
+                await eventually(lambda: all((p, end - 1) in seen for p, end in ends.items()))
             [described] = await admin.describe_consumer_groups([group])
             assert sorted(m.client_id for m in described.members) == ["ours", "rdkafka"]
             done.set()
@@ -253,21 +257,24 @@ async def test_static_member_restarted_within_the_session_keeps_its_partitions(
         static = member(bootstrap, group, group_instance_id="worker-1")
         await static.start()
         static.subscribe([topic])
-        await wait_for(lambda: len(other.assignment()) == 3 and len(static.assignment()) == 3, 40)
+        with anyio.fail_after(40):
+            await eventually(lambda: len(other.assignment()) == 3 and len(static.assignment()) == 3)
         before, kept = set(static.assignment()), set(other.assignment())
         calls = len(changes.calls)
         await static.stop()  # leaves with epoch -2: its partitions wait for it
         # one heartbeat of the other member later (5 s at most, inside the 10 s session): after
         # a plain leave (-1) the broker would have given it all six partitions by now
         beats = membership(other).heartbeats
-        await wait_for(lambda: membership(other).heartbeats >= beats + 1, 30)
+        with anyio.fail_after(30):
+            await eventually(lambda: membership(other).heartbeats >= beats + 1)
         [described] = await admin.describe_consumer_groups([group])
         targets = {m.group_instance_id: m.target_partitions for m in described.members}
         assert targets == {None: frozenset(kept), "worker-1": frozenset(before)}
         again = member(bootstrap, group, group_instance_id="worker-1")
         await again.start()
         again.subscribe([topic])
-        await wait_for(lambda: again.assignment() == before, 30)
+        with anyio.fail_after(30):
+            await eventually(lambda: again.assignment() == before)
         assert other.assignment() == kept and changes.calls[calls:] == []
         await again.stop()
     await admin.delete_topics([topic])
@@ -281,10 +288,12 @@ async def test_a_pattern_goes_to_the_broker_and_picks_up_a_new_topic(
     await admin.create_topics([NewTopic(f"{prefix}-a", 2, 3), NewTopic(f"{prefix}-other", 1, 3)])
     async with member(bootstrap, unique("g"), metadata_max_age_ms=1000) as c:
         c.subscribe(pattern=f"{prefix}-[ab]")
-        await wait_for(lambda: {tp.topic for tp in c.assignment()} == {f"{prefix}-a"}, 40)
+        with anyio.fail_after(40):
+            await eventually(lambda: {tp.topic for tp in c.assignment()} == {f"{prefix}-a"})
         await admin.create_topics([NewTopic(f"{prefix}-b", 2, 3)])
         # the broker matches the regex (RE2/J) and assigns the new topic's partitions
-        await wait_for(lambda: {tp.topic for tp in c.assignment()} == {f"{prefix}-a", f"{prefix}-b"}, 60)
+        with anyio.fail_after(60):
+            await eventually(lambda: {tp.topic for tp in c.assignment()} == {f"{prefix}-a", f"{prefix}-b"})
         assert len(c.assignment()) == 4
         [described] = await admin.describe_consumer_groups([membership(c).group_id])
         assert described.members[0].subscribed_topic_regex == f"{prefix}-[ab]"

@@ -17,6 +17,7 @@ import pytest
 
 from aiokafka_lead.admin import AdminClient
 from aiokafka_lead.admin.types import NewTopic
+from aiokafka_lead.error_code import ErrorCode as E
 from aiokafka_lead.network.config import ConnectionConfig
 from aiokafka_lead.network.connection import Connection
 from aiokafka_lead.protocol.messages import (
@@ -62,8 +63,8 @@ MASKED = {
 #: node id lists: only their length is compared
 NODE_LISTS = {"replica_nodes", "isr_nodes", "offline_replicas"}
 GROUP = "fake-vs-real-group"
-#: COORDINATOR_LOAD_IN_PROGRESS, COORDINATOR_NOT_AVAILABLE: a fresh cluster warming up
-RETRY_LATER = (14, 15)
+#: a fresh cluster warming up
+RETRY_LATER = (E.COORDINATOR_LOAD_IN_PROGRESS, E.COORDINATOR_NOT_AVAILABLE)
 TIMESTAMP = 1_700_000_000_000
 
 
@@ -416,7 +417,7 @@ async def test_fake_answers_like_a_real_broker(kafka_cluster_1: Any) -> None:
 
     # ApiVersions: the ranges differ (a real broker has many more APIs); what matters is
     # that a client negotiates the same version of every API the fake implements.
-    assert fake["api_versions"].error_code == real["api_versions"].error_code == 0
+    assert fake["api_versions"].error_code == real["api_versions"].error_code == E.NONE
     fake_table, real_table = negotiate(fake["api_versions"]), negotiate(real["api_versions"])
     for api_key, version in fake_table:
         assert real_table.version_for(api_key) == version, api_key

@@ -18,6 +18,7 @@ import pytest
 
 from aiokafka_lead.admin import AdminClient
 from aiokafka_lead.admin.types import NewTopic
+from aiokafka_lead.error_code import ErrorCode as E
 from aiokafka_lead.network.connection import Connection
 from aiokafka_lead.protocol.messages import (
     EndTxnRequest,
@@ -34,8 +35,6 @@ from tests.integration.test_fake_vs_real import RETRY_LATER, TIMESTAMP, fetch, n
 pytestmark = pytest.mark.integration
 
 TXN = "fake-vs-real-txn"
-CONCURRENT_TRANSACTIONS = 51
-NOT_COORDINATOR = 16
 
 
 def txn_batch(producer_id: int, epoch: int, sequence: int, *values: bytes) -> bytes:
@@ -83,10 +82,10 @@ def batches(response: Any) -> list[tuple[Any, ...]]:
     ]
 
 
-#: what a real broker may answer while the previous step's transaction work completes
-#: 16: NOT_COORDINATOR while a fresh cluster's __transaction_state partition gets its leader;
-#: 19: NOT_ENOUGH_REPLICAS (how a broker reports a KIP-890 verification that must be retried)
-BUSY = (*RETRY_LATER, NOT_COORDINATOR, CONCURRENT_TRANSACTIONS, 19)
+#: what a real broker may answer while the previous step's transaction work completes:
+#: NOT_COORDINATOR while a fresh cluster's __transaction_state partition gets its leader;
+#: NOT_ENOUGH_REPLICAS (how a broker reports a KIP-890 verification that must be retried)
+BUSY = (*RETRY_LATER, E.NOT_COORDINATOR, E.CONCURRENT_TRANSACTIONS, E.NOT_ENOUGH_REPLICAS)
 
 
 def produced(response: Any) -> bool:
@@ -150,7 +149,7 @@ async def scenario(conn: Connection, topic: str) -> dict[str, Any]:
     )
     init = InitProducerIdRequest(transactional_id=TXN, transaction_timeout_ms=60_000)
     out["init"] = first = await until(conn, init, settled, version=5)
-    assert first.error_code == 0, first
+    assert first.error_code == E.NONE, first
     pid, epoch = first.producer_id, first.producer_epoch
 
     # an open transaction holds the last stable offset back

@@ -24,7 +24,6 @@ from aiokafka_lead.admin import AdminClient, NewTopic
 from aiokafka_lead.admin.types import ConfigResource
 from aiokafka_lead.bench import share_java
 from aiokafka_lead.cli import main
-from aiokafka_lead.consumer.consumer_protocol import new_member_id
 from aiokafka_lead.errors import (
     GroupIdNotFoundError,
     IllegalStateError,
@@ -39,6 +38,7 @@ from aiokafka_lead.protocol.messages import (
     ShareFetchRequest,
     ShareGroupHeartbeatRequest,
 )
+from aiokafka_lead.requests.coordinator import new_member_id
 from aiokafka_lead.share import AcknowledgeType, AIOKafkaShareConsumer, ShareConsumerRecord
 from aiokafka_lead.structs import TopicPartition
 from aiokafka_lead.testing.cluster.cluster import KafkaCluster

@@ -20,6 +20,7 @@ import pytest
 from aiokafka_lead import AIOKafkaProducer
 from aiokafka_lead.admin import AdminClient, NewTopic
 from aiokafka_lead.testing.leaders import rotate_leadership
+from aiokafka_lead.testing.oidc import running_oidc_server
 from tests.integration.conftest import unique
 
 pytestmark = pytest.mark.integration
@@ -230,3 +231,28 @@ def test_a_save_mode_other_than_append_is_refused_clearly(spark: Any, mode: str,
     writer = df.write.format("aiokafka_lead").option("kafka.bootstrap.servers", "127.0.0.1:1")
     with pytest.raises(Exception, match=message):
         writer.option("topic", "never-written").mode(mode).save()
+
+
+@pytest.mark.security_listeners
+def test_batch_read_over_oauthbearer_with_java_oidc_options(spark: Any, kafka_cluster: Any) -> None:
+    """kafka.* OIDC client-credentials options: every executor gets its token from the
+    endpoint and reads over the SASL listener (the cluster's unsecured validator)."""
+    bootstrap = kafka_cluster.bootstrap()
+    topic = make_topic(bootstrap, 1)
+    produce(bootstrap, topic, [(0, None, f"o{i}".encode()) for i in range(20)])
+    with running_oidc_server(clients={"spark": "spark-secret"}, unsigned=True) as oidc:
+        df = reader(
+            spark,
+            kafka_cluster.bootstrap("SASL_PLAINTEXT"),
+            subscribe=topic,
+            **{
+                "kafka.security.protocol": "SASL_PLAINTEXT",
+                "kafka.sasl.mechanism": "OAUTHBEARER",
+                "kafka.sasl.oauthbearer.token.endpoint.url": oidc.token_url,
+                "kafka.sasl.oauthbearer.client.credentials.client.id": "spark",
+                "kafka.sasl.oauthbearer.client.credentials.client.secret": "spark-secret",
+            },
+        )
+        values = sorted(bytes(r.value).decode() for r in df.select("value").collect())
+        assert oidc.issued >= 1
+    assert values == sorted(f"o{i}" for i in range(20))

@@ -28,6 +28,11 @@ DELIBERATE: dict[tuple[str, str, str], int] = {
     },
     # 5: a bad call fails at once with the library's error (aiokafka: an assert, or later)
     (
+        "oauthbearer-without-a-provider",
+        "producer without sasl_oauth_token_provider: AIOKafkaProducer",
+        "producer without sasl_oauth_token_provider: raised KafkaConfigurationError",
+    ): 5,
+    (
         "argument-checks",
         "getmany(non-TopicPartition): raised AssertionError",
         "getmany(non-TopicPartition): raised TypeError",

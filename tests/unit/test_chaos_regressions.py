@@ -14,7 +14,8 @@ from aiokafka_lead.errors import KafkaConnectionError
 from aiokafka_lead.runtime import ClientFailedError, TaskGroupHost
 from aiokafka_lead.structs import TopicPartition
 from aiokafka_lead.testing.fake import Close, FakeCluster
-from tests.unit.consumer.util import DEADLINE, OFFSET_FOR_LEADER_EPOCH, consume, consumer, produce, wait_until
+from tests.support.waiting import eventually
+from tests.unit.consumer.util import DEADLINE, OFFSET_FOR_LEADER_EPOCH, consume, consumer, produce
 
 TP0 = TopicPartition("t", 0)
 TP1 = TopicPartition("t", 1)
@@ -41,7 +42,7 @@ async def test_failed_position_validation_backs_off_instead_of_killing_the_consu
                 fc.move_leader(TP1, 3, hint="current")
                 produce(fc, TP0, [b"b0"])
                 produce(fc, TP1, [b"b1"])
-                await wait_until(lambda: fc.count(OFFSET_FOR_LEADER_EPOCH, since=mark) >= 3)
+                await eventually(lambda: fc.count(OFFSET_FOR_LEADER_EPOCH, since=mark) >= 3)
                 records = await consume(c, 2)
                 assert sorted(r.value for r in records) == [b"b0", b"b1"]
                 assert {r.leader_epoch for r in records} == {1}
@@ -63,7 +64,7 @@ async def test_a_client_whose_background_task_died_says_so() -> None:
     host = TaskGroupHost("consumer")
     with anyio.fail_after(DEADLINE):
         await host.start(setup)
-        await wait_until(lambda: not host.running)
+        await eventually(lambda: not host.running)
         with pytest.raises(ClientFailedError, match="background task raised KafkaConnectionError") as info:
             host.require_running()
         assert info.value.__cause__ is host.failure()

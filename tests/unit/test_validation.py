@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import importlib.util
 import ssl
 import sys
 from typing import Any
@@ -10,12 +11,14 @@ import pytest
 
 from aiokafka_lead import AIOKafkaAdminClient, AIOKafkaConsumer, AIOKafkaProducer
 from aiokafka_lead.errors import KafkaConfigurationError, UnsupportedCodecError
+from aiokafka_lead.share import AIOKafkaShareConsumer
 from aiokafka_lead.validation import parse_bootstrap
 
 CLIENTS: dict[str, Any] = {
     "producer": AIOKafkaProducer,
     "consumer": AIOKafkaConsumer,
     "admin": AIOKafkaAdminClient,
+    "share": lambda **kwargs: AIOKafkaShareConsumer(group_id="g", **kwargs),
 }
 
 
@@ -56,6 +59,9 @@ BAD_NUMBERS = [
     ("producer", "max_in_flight_requests_per_connection", 0),
     ("consumer", "session_timeout_ms", 0),
     ("consumer", "fetch_max_wait_ms", -1),
+    ("share", "fetch_max_wait_ms", -1),
+    ("share", "fetch_max_bytes", 0),
+    ("share", "request_timeout_ms", 0),
     ("consumer", "max_partition_fetch_bytes", 0),
     ("consumer", "auto_commit_interval_ms", 0),
     ("consumer", "max_poll_records", 0),
@@ -112,11 +118,31 @@ SECURITY = [
     (
         {
             "security_protocol": "SASL_PLAINTEXT",
-            "sasl_mechanism": "GSSAPI",
+            "sasl_mechanism": "KERBEROS",
             "sasl_plain_username": "u",
             "sasl_plain_password": "p",
         },
-        "sasl_mechanism must be one of PLAIN, SCRAM-SHA-256, SCRAM-SHA-512",
+        "sasl_mechanism must be one of PLAIN, SCRAM-SHA-256, SCRAM-SHA-512, OAUTHBEARER, GSSAPI",
+    ),
+    (
+        {"security_protocol": "SASL_PLAINTEXT", "sasl_mechanism": "OAUTHBEARER"},
+        "needs sasl_oauth_token_provider",
+    ),
+    (
+        {
+            "security_protocol": "SASL_PLAINTEXT",
+            "sasl_mechanism": "OAUTHBEARER",
+            "sasl_oauth_token_provider": "a-token",
+        },
+        "must implement token",
+    ),
+    (
+        {
+            "security_protocol": "SASL_PLAINTEXT",
+            "sasl_mechanism": "GSSAPI",
+            "sasl_kerberos_service_name": "",
+        },
+        "sasl_kerberos_service_name must be a non-empty string",
     ),
     ({"sasl_plain_username": "u", "sasl_plain_password": "p"}, "does not use SASL"),
 ]
@@ -129,6 +155,16 @@ def test_tls_and_sasl_settings_that_cannot_work_are_refused(
 ) -> None:
     with pytest.raises(KafkaConfigurationError, match=message):
         CLIENTS[kind](**options)
+
+
+@pytest.mark.parametrize("kind", CLIENTS)
+def test_gssapi_without_its_package_names_the_extra(kind: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    real_find_spec = importlib.util.find_spec
+    monkeypatch.setattr(
+        importlib.util, "find_spec", lambda name, *a: None if name == "gssapi" else real_find_spec(name, *a)
+    )
+    with pytest.raises(KafkaConfigurationError, match=r"pip install 'aiokafka_lead\[gssapi\]'"):
+        CLIENTS[kind](security_protocol="SASL_PLAINTEXT", sasl_mechanism="GSSAPI")
 
 
 @pytest.mark.parametrize(

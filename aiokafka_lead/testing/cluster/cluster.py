@@ -78,6 +78,12 @@ class KafkaCluster:
         proxied: bool = False,
         request_log: bool = False,
         stop_at_exit: bool = False,
+        oauth_jwks_url: str | None = None,
+        oauth_audience: str | None = None,
+        oauth_issuer: str | None = None,
+        kerberos_keytab: str | os.PathLike[str] | None = None,
+        kerberos_principal: str | None = None,
+        jvm_properties: dict[str, str] | None = None,
     ) -> None:
         """``profile`` names the broker settings on top of Kafka's defaults
         (``config.PROFILES``); ``extra_properties`` override single settings on every node,
@@ -85,7 +91,14 @@ class KafkaCluster:
         ``proxied`` every node gets one more PLAINTEXT listener, ``PROXIED``, advertised at a
         port of its own where something in between (``aiokafka_lead.testing.netem``) must
         forward to the listener's real port (``ports(n).client["PROXIED"]``). ``request_log``
-        writes every request with its timings to ``logs/requests.log`` of each node."""
+        writes every request with its timings to ``logs/requests.log`` of each node.
+        ``oauth_jwks_url``: with "OAUTHBEARER" among ``sasl_mechanisms``, the SASL listeners
+        check signed JWTs against this JWKS endpoint (and ``oauth_audience`` and
+        ``oauth_issuer``, the ``aud`` and ``iss`` they must name); without it Kafka's
+        unsecured validator takes unsigned tokens. With "GSSAPI": the broker's
+        ``kerberos_keytab`` and ``kerberos_principal`` (``service/host@REALM``); the KDC is
+        found through ``jvm_properties`` (``{"java.security.krb5.conf": path}``), system
+        properties given to every node's JVM."""
         if brokers < 1:
             raise ValueError("a cluster needs at least one node")
         self.directory = Path(directory).resolve()
@@ -106,6 +119,12 @@ class KafkaCluster:
             raise ValueError(f"node_properties for nodes {unknown}: the nodes are 1..{brokers}")
         self.proxied = proxied
         self.request_log = request_log
+        self.oauth_jwks_url = oauth_jwks_url
+        self.oauth_audience = oauth_audience
+        self.oauth_issuer = oauth_issuer
+        self.kerberos_keytab = None if kerberos_keytab is None else Path(kerberos_keytab)
+        self.kerberos_principal = kerberos_principal
+        self.jvm_properties: dict[str, str] = dict(jvm_properties or {})
         self.cluster_id = _new_cluster_id()
         self.ca_file: Path | None = None
         self._keystore: Path | None = None
@@ -140,6 +159,12 @@ class KafkaCluster:
             node_properties={int(k): v for k, v in state.get("node_properties", {}).items()},
             profile=state.get("profile", "testing"),  # every cluster ran the testing one before
             proxied=state.get("proxied", False),
+            oauth_jwks_url=state.get("oauth_jwks_url"),
+            oauth_audience=state.get("oauth_audience"),
+            oauth_issuer=state.get("oauth_issuer"),
+            kerberos_keytab=state.get("kerberos_keytab"),
+            kerberos_principal=state.get("kerberos_principal"),
+            jvm_properties=state.get("jvm_properties", {}),
         )
         self.cluster_id = state["cluster_id"]
         self.ca_file = Path(state["ca_file"]) if state["ca_file"] else None
@@ -166,6 +191,12 @@ class KafkaCluster:
             "node_properties": {str(k): v for k, v in self.node_properties.items()},
             "profile": self.profile,
             "proxied": self.proxied,
+            "oauth_jwks_url": self.oauth_jwks_url,
+            "oauth_audience": self.oauth_audience,
+            "oauth_issuer": self.oauth_issuer,
+            "kerberos_keytab": str(self.kerberos_keytab) if self.kerberos_keytab else None,
+            "kerberos_principal": self.kerberos_principal,
+            "jvm_properties": self.jvm_properties,
             "ca_file": str(self.ca_file) if self.ca_file else None,
             "keystore": str(self._keystore) if self._keystore else None,
             "nodes": {
@@ -423,6 +454,11 @@ class KafkaCluster:
             truststore=self.ca_file,
             users=self.users,
             sasl_mechanisms=self.sasl_mechanisms,
+            oauth_jwks_url=self.oauth_jwks_url,
+            oauth_audience=self.oauth_audience,
+            oauth_issuer=self.oauth_issuer,
+            kerberos_keytab=self.kerberos_keytab,
+            kerberos_principal=self.kerberos_principal,
         )
 
     def _write_node_config(self, node_id: int) -> None:
@@ -466,6 +502,8 @@ class KafkaCluster:
             log_flag.format(path=ndir / log_name),
             f"-Dkafka.logs.dir={ndir / 'logs'}",
             node.marker_flag(marker),
+            *([f"-D{config.OAUTH_ALLOWED_URLS}={self.oauth_jwks_url}"] if self.oauth_jwks_url else []),
+            *(f"-D{key}={value}" for key, value in self.jvm_properties.items()),
             "-cp",
             node.classpath(self.libs),
             "kafka.Kafka",

@@ -21,7 +21,9 @@ INTERNAL_LISTENER = "INTERNAL"
 CONTROLLER_LISTENER = "CONTROLLER"
 #: A PLAINTEXT client listener advertised at a proxy's port (network emulation).
 PROXIED_LISTENER = "PROXIED"
-DEFAULT_SASL_MECHANISMS = ("SCRAM-SHA-256", "SCRAM-SHA-512", "PLAIN")
+#: OAUTHBEARER here takes Kafka's unsecured validator (unsigned JWTs: ``alg`` "none"), unless a
+#: cluster is given a JWKS URL to check signed tokens against
+DEFAULT_SASL_MECHANISMS = ("SCRAM-SHA-256", "SCRAM-SHA-512", "PLAIN", "OAUTHBEARER")
 
 
 @dataclass
@@ -49,6 +51,16 @@ class SecurityFiles:
     truststore: Path | None = None
     users: Mapping[str, str] = field(default_factory=dict)
     sasl_mechanisms: tuple[str, ...] = DEFAULT_SASL_MECHANISMS
+    #: OAUTHBEARER: the JWKS URL signed tokens are checked against (Kafka's
+    #: OAuthBearerValidatorCallbackHandler); None: Kafka's unsecured validator (unsigned JWTs)
+    oauth_jwks_url: str | None = None
+    #: OAUTHBEARER: the ``aud`` claim tokens must carry (with ``oauth_jwks_url``)
+    oauth_audience: str | None = None
+    #: OAUTHBEARER: the ``iss`` claim tokens must carry (Kafka 4.4 requires one)
+    oauth_issuer: str | None = None
+    #: GSSAPI: the broker's keytab and Kerberos principal (``kafka/host@REALM``)
+    kerberos_keytab: Path | None = None
+    kerberos_principal: str | None = None
 
 
 def _ephemeral_range() -> tuple[int, int]:
@@ -259,9 +271,43 @@ def node_properties(
                         "org.apache.kafka.common.security.plain.PlainLoginModule required "
                         f"{plain_users};"
                     )
+                elif mech == "GSSAPI":
+                    if security.kerberos_keytab is None or security.kerberos_principal is None:
+                        raise ValueError("a GSSAPI listener needs kerberos_keytab and kerberos_principal")
+                    module = (
+                        "com.sun.security.auth.module.Krb5LoginModule required useKeyTab=true "
+                        f'storeKey=true keyTab="{security.kerberos_keytab}" '
+                        f'principal="{security.kerberos_principal}";'
+                    )
+                    service = security.kerberos_principal.split("/", 1)[0]
+                    props[f"{prefix}.gssapi.sasl.kerberos.service.name"] = service
+                    props["sasl.kerberos.service.name"] = service
+                elif mech == "OAUTHBEARER":
+                    module = "org.apache.kafka.common.security.oauthbearer.OAuthBearerLoginModule required;"
+                    props.update(oauthbearer_settings(f"{prefix}.oauthbearer", security))
                 else:
                     raise ValueError(f"unsupported SASL mechanism {mech!r}")
                 props[f"{prefix}.{mech.lower()}.sasl.jaas.config"] = module
+    return props
+
+
+OAUTH_VALIDATOR = "org.apache.kafka.common.security.oauthbearer.OAuthBearerValidatorCallbackHandler"
+#: the JVM system property listing the URLs a broker may fetch for OAUTHBEARER (Kafka 3.9.1+)
+OAUTH_ALLOWED_URLS = "org.apache.kafka.sasl.oauthbearer.allowed.urls"
+
+
+def oauthbearer_settings(prefix: str, security: SecurityFiles) -> dict[str, str]:
+    """A listener's OAUTHBEARER validation: signed JWTs against a JWKS endpoint, if given."""
+    if security.oauth_jwks_url is None:
+        return {}
+    props = {
+        f"{prefix}.sasl.server.callback.handler.class": OAUTH_VALIDATOR,
+        "sasl.oauthbearer.jwks.endpoint.url": security.oauth_jwks_url,
+    }
+    if security.oauth_audience is not None:
+        props["sasl.oauthbearer.expected.audience"] = security.oauth_audience
+    if security.oauth_issuer is not None:
+        props["sasl.oauthbearer.expected.issuer"] = security.oauth_issuer
     return props
 
 

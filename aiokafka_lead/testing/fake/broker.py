@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING
 import anyio
 import anyio.abc
 
+from aiokafka_lead.error_code import ErrorCode
 from aiokafka_lead.errors import DecodeError, UnsupportedVersionError
 from aiokafka_lead.protocol.framing import (
     FrameReader,
@@ -43,7 +44,6 @@ if TYPE_CHECKING:
 log = logging.getLogger(__name__)
 
 API_VERSIONS = 18
-UNSUPPORTED_VERSION = 35
 _STREAM_ERRORS = (
     anyio.EndOfStream,
     anyio.BrokenResourceError,
@@ -156,7 +156,7 @@ class FakeBroker:
                 raise _CloseConnection  # what Java brokers do with an unparseable request
             # Like Java brokers (KIP-511): a v0 body naming only ApiVersions' own range.
             own = [k for k in self.api_versions() if k.api_key == API_VERSIONS]
-            body = ApiVersionsResponse(error_code=UNSUPPORTED_VERSION, api_keys=own)
+            body = ApiVersionsResponse(error_code=ErrorCode.UNSUPPORTED_VERSION, api_keys=own)
             await stream.send(encode_response(body, 0, head.correlation_id))
             return
         header, request = decode_request(frame)

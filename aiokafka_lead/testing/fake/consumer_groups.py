@@ -25,12 +25,10 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 
+from aiokafka_lead.error_code import ErrorCode
+
 TP = tuple[str, int]
 
-UNKNOWN_MEMBER_ID = 25
-FENCED_MEMBER_EPOCH = 110
-UNRELEASED_INSTANCE_ID = 111
-STALE_MEMBER_EPOCH = 113
 LEAVE_EPOCH = -1
 STATIC_LEAVE_EPOCH = -2
 
@@ -115,20 +113,20 @@ class ConsumerGroup:
     def epoch_error(self, member: ConsumerMember, epoch: int, owned: set[TP] | None) -> int:
         """Kafka's heartbeat epoch rule: the previous epoch is accepted only with a subset."""
         if epoch == member.epoch:
-            return 0
+            return ErrorCode.NONE
         if epoch == member.previous_epoch and owned is not None and owned <= member.assigned:
-            return 0
-        return FENCED_MEMBER_EPOCH
+            return ErrorCode.NONE
+        return ErrorCode.FENCED_MEMBER_EPOCH
 
     def commit_error(self, member_id: str, epoch: int) -> int:
         member = self.members.get(member_id)
         if member is None or member.departed:
-            return UNKNOWN_MEMBER_ID
+            return ErrorCode.UNKNOWN_MEMBER_ID
         if epoch < member.epoch:
-            return STALE_MEMBER_EPOCH
+            return ErrorCode.STALE_MEMBER_EPOCH
         if epoch > member.epoch:
-            return FENCED_MEMBER_EPOCH
-        return 0
+            return ErrorCode.FENCED_MEMBER_EPOCH
+        return ErrorCode.NONE
 
     def remove(self, member_id: str) -> bool:
         if self.members.pop(member_id, None) is None:

@@ -14,18 +14,12 @@ import time
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
+from aiokafka_lead.error_code import ErrorCode
 from aiokafka_lead.testing.fake.groups import CommittedOffset
 
 if TYPE_CHECKING:
     from aiokafka_lead.testing.fake.cluster import FakeCluster
 
-NONE = 0
-UNKNOWN_TOPIC_OR_PARTITION = 3
-INVALID_PRODUCER_EPOCH = 47
-INVALID_TXN_STATE = 48
-INVALID_PRODUCER_ID_MAPPING = 49
-CONCURRENT_TRANSACTIONS = 51
-PRODUCER_FENCED = 90
 TV2_END_TXN = 5
 TV2_PRODUCE = 12
 EMPTY, ONGOING, COMPLETE_COMMIT, COMPLETE_ABORT = "Empty", "Ongoing", "CompleteCommit", "CompleteAbort"
@@ -70,50 +64,52 @@ class TxnCoordinator:
         if txn is None:
             txn = Transaction(transactional_id, self._cluster.next_producer_id(), 0, timeout_ms)
             self.transactions[transactional_id] = txn
-            return NONE, txn.producer_id, txn.producer_epoch
+            return ErrorCode.NONE, txn.producer_id, txn.producer_epoch
         if producer_id >= 0 and (producer_id, producer_epoch) != (txn.producer_id, txn.producer_epoch):
-            return PRODUCER_FENCED, -1, -1  # a KIP-360 bump from an instance fenced meanwhile
+            return ErrorCode.PRODUCER_FENCED, -1, -1  # a KIP-360 bump from an instance fenced meanwhile
         txn.timeout_ms = timeout_ms
         txn.producer_epoch += 1
         if txn.state == ONGOING:
             self._complete(txn, commit=False)
         txn.state = EMPTY
         txn.last_end = None
-        return NONE, txn.producer_id, txn.producer_epoch
+        return ErrorCode.NONE, txn.producer_id, txn.producer_epoch
+
+    def _verified(self, transactional_id: str, producer_id: int, producer_epoch: int) -> Transaction | int:
+        """The producer's transaction, or the error its producer id and epoch earn."""
+        txn = self.transactions.get(transactional_id)
+        error = self._check_epoch(txn, producer_id, producer_epoch)
+        return error if error or txn is None else txn
 
     def _check_epoch(self, txn: Transaction | None, producer_id: int, producer_epoch: int) -> int:
         if txn is None or txn.producer_id != producer_id:
-            return INVALID_PRODUCER_ID_MAPPING
+            return ErrorCode.INVALID_PRODUCER_ID_MAPPING
         if producer_epoch < txn.producer_epoch:
-            return PRODUCER_FENCED
+            return ErrorCode.PRODUCER_FENCED
         if producer_epoch > txn.producer_epoch:
-            return INVALID_PRODUCER_EPOCH
-        return NONE
+            return ErrorCode.INVALID_PRODUCER_EPOCH
+        return ErrorCode.NONE
 
     def add_partitions(
         self, transactional_id: str, producer_id: int, producer_epoch: int, partitions: list[tuple[str, int]]
     ) -> int:
-        txn = self.transactions.get(transactional_id)
-        error = self._check_epoch(txn, producer_id, producer_epoch)
-        if error:
-            return error
-        assert txn is not None
+        txn = self._verified(transactional_id, producer_id, producer_epoch)
+        if isinstance(txn, int):
+            return txn
         for tp in partitions:
             if self._cluster.find_partition(*tp) is None:
-                return UNKNOWN_TOPIC_OR_PARTITION
+                return ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
         txn.partitions.update(partitions)
         txn.state = ONGOING
-        return NONE
+        return ErrorCode.NONE
 
     def add_offsets(self, transactional_id: str, producer_id: int, producer_epoch: int, group_id: str) -> int:
-        txn = self.transactions.get(transactional_id)
-        error = self._check_epoch(txn, producer_id, producer_epoch)
-        if error:
-            return error
-        assert txn is not None
+        txn = self._verified(transactional_id, producer_id, producer_epoch)
+        if isinstance(txn, int):
+            return txn
         txn.offsets.setdefault(group_id, {})
         txn.state = ONGOING
-        return NONE
+        return ErrorCode.NONE
 
     def txn_offset_commit(
         self,
@@ -125,18 +121,16 @@ class TxnCoordinator:
         *,
         implicit: bool,
     ) -> int:
-        txn = self.transactions.get(transactional_id)
-        error = self._check_epoch(txn, producer_id, producer_epoch)
-        if error:
-            return error
-        assert txn is not None
+        txn = self._verified(transactional_id, producer_id, producer_epoch)
+        if isinstance(txn, int):
+            return txn
         if group_id not in txn.offsets:
             if not implicit:
-                return INVALID_TXN_STATE  # version 1 needs AddOffsetsToTxn first
+                return ErrorCode.INVALID_TXN_STATE  # version 1 needs AddOffsetsToTxn first
             txn.offsets[group_id] = {}
             txn.state = ONGOING
         txn.offsets[group_id].update(offsets)
-        return NONE
+        return ErrorCode.NONE
 
     def produce_check(self, transactional_id: str | None, producer_id: int, producer_epoch: int,
                       tp: tuple[str, int], version: int) -> int:
@@ -144,18 +138,18 @@ class TxnCoordinator:
         it added already (KIP-890 part 1 verification)."""
         txn = self.transactions.get(transactional_id or "")
         error = self._check_epoch(txn, producer_id, producer_epoch)
-        if error == PRODUCER_FENCED:
-            return INVALID_PRODUCER_EPOCH  # what a partition leader answers a fenced producer
+        if error == ErrorCode.PRODUCER_FENCED:
+            return ErrorCode.INVALID_PRODUCER_EPOCH  # what a partition leader answers a fenced producer
         if error:
             return error
         assert txn is not None
         if tp in txn.partitions:
-            return NONE
+            return ErrorCode.NONE
         if version >= TV2_PRODUCE and self.transaction_version >= 2:
             txn.partitions.add(tp)
             txn.state = ONGOING
-            return NONE
-        return INVALID_TXN_STATE
+            return ErrorCode.NONE
+        return ErrorCode.INVALID_TXN_STATE
 
     def end_txn(
         self, transactional_id: str, producer_id: int, producer_epoch: int, commit: bool, version: int
@@ -166,20 +160,20 @@ class TxnCoordinator:
         if txn is not None and tv2 and txn.last_end == (producer_epoch, commit) and (
             txn.producer_epoch == producer_epoch + 1
         ):
-            return NONE, txn.producer_id, txn.producer_epoch  # a retry of the last EndTxn
+            return ErrorCode.NONE, txn.producer_id, txn.producer_epoch  # a retry of the last EndTxn
         error = self._check_epoch(txn, producer_id, producer_epoch)
         if error:
             return error, -1, -1
         assert txn is not None
         if txn.state != ONGOING and not (tv2 and not commit):
             if not tv2 and txn.state == (COMPLETE_COMMIT if commit else COMPLETE_ABORT):
-                return NONE, txn.producer_id, txn.producer_epoch  # a retry (version 1)
-            return INVALID_TXN_STATE, -1, -1
+                return ErrorCode.NONE, txn.producer_id, txn.producer_epoch  # a retry (version 1)
+            return ErrorCode.INVALID_TXN_STATE, -1, -1
         if tv2:
             txn.producer_epoch += 1  # KIP-890: every EndTxn bumps the epoch
             txn.last_end = (producer_epoch, commit)
         self._complete(txn, commit=commit)
-        return NONE, txn.producer_id, txn.producer_epoch
+        return ErrorCode.NONE, txn.producer_id, txn.producer_epoch
 
     def _complete(self, txn: Transaction, *, commit: bool) -> None:
         now = int(time.time() * 1000)

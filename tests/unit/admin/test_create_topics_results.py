@@ -10,6 +10,7 @@ import anyio
 import pytest
 
 from aiokafka_lead.admin import AIOKafkaAdminClient, NewTopic
+from aiokafka_lead.error_code import ErrorCode
 from aiokafka_lead.errors import KafkaProtocolError, KafkaTimeoutError
 from aiokafka_lead.protocol.framing import RequestHeader
 from aiokafka_lead.protocol.messages import (
@@ -19,8 +20,6 @@ from aiokafka_lead.protocol.messages import (
     MetadataResponse,
 )
 from tests.support.script_server import ScriptServer, script_server
-
-UNKNOWN_TOPIC_OR_PARTITION = 3
 
 
 class Controller:
@@ -55,7 +54,8 @@ class Controller:
         if name in self.created and self.visible:
             partition = MetadataResponse.MetadataResponsePartition(partition_index=0, leader_id=1)
             return MetadataResponse.MetadataResponseTopic(name=name, partitions=[partition])
-        return MetadataResponse.MetadataResponseTopic(name=name, error_code=UNKNOWN_TOPIC_OR_PARTITION)
+        unknown = ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
+        return MetadataResponse.MetadataResponseTopic(name=name, error_code=unknown)
 
 
 async def create(controller: Controller, timeout_ms: int) -> None:

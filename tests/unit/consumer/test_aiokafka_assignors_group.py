@@ -15,7 +15,8 @@ from aiokafka_lead.coordinator.protocol import (
 )
 from aiokafka_lead.structs import TopicPartition
 from aiokafka_lead.testing.fake import FakeCluster
-from tests.unit.consumer.util import DEADLINE, consumer, wait_until
+from tests.support.waiting import eventually
+from tests.unit.consumer.util import DEADLINE, consumer
 
 
 def group_consumer(fc: FakeCluster, **kwargs: Any) -> Any:
@@ -71,12 +72,12 @@ async def test_aiokafka_style_assignor_decides_the_assignment() -> None:
             async with group_consumer(fc, **opts) as c1, group_consumer(fc, **opts) as c2:
                 c1.subscribe(["t"])
                 c2.subscribe(["t"])
-                await wait_until(lambda: c1.assignment() | c2.assignment() == parts("t", 3))
-                await wait_until(
+                await eventually(lambda: c1.assignment() | c2.assignment() == parts("t", 3))
+                await eventually(
                     lambda: len(c1.group_metadata().member_id) and len(c2.group_metadata().member_id)
                 )
                 last, first = sorted([c1, c2], key=member_id, reverse=True)
-                await wait_until(lambda: last.assignment() == parts("t", 3) and first.assignment() == set())
+                await eventually(lambda: last.assignment() == parts("t", 3) and first.assignment() == set())
                 # the leader saw both members' user data; each member got its own assignment user data
                 assert any(
                     kind == "assign" and [u for _, u in seen] == [b"meta", b"meta"] for kind, seen in calls
@@ -95,17 +96,17 @@ async def test_sticky_assignor_keeps_partitions_across_rebalances() -> None:
             opts = {"partition_assignment_strategy": (StickyPartitionAssignor,)}
             async with group_consumer(fc, **opts) as c1:
                 c1.subscribe(["t"])
-                await wait_until(lambda: c1.assignment() == parts("t", 6))
+                await eventually(lambda: c1.assignment() == parts("t", 6))
                 async with group_consumer(fc, **opts) as c2:
                     c2.subscribe(["t"])
-                    await wait_until(lambda: len(c1.assignment()) == 3 and len(c2.assignment()) == 3)
+                    await eventually(lambda: len(c1.assignment()) == 3 and len(c2.assignment()) == 3)
                     assert c1.assignment() | c2.assignment() == parts("t", 6)
                     before = {1: c1.assignment(), 2: c2.assignment()}
                     async with group_consumer(fc, **opts) as c3:
                         c3.subscribe(["t"])
-                        await wait_until(lambda: all(len(c.assignment()) == 2 for c in (c1, c2, c3)))
+                        await eventually(lambda: all(len(c.assignment()) == 2 for c in (c1, c2, c3)))
                         assert c1.assignment() <= before[1] and c2.assignment() <= before[2]
                         during = {1: c1.assignment(), 2: c2.assignment()}
                     # c3 left: c1 and c2 keep what they had and share c3's partitions
-                    await wait_until(lambda: len(c1.assignment()) == 3 and len(c2.assignment()) == 3)
+                    await eventually(lambda: len(c1.assignment()) == 3 and len(c2.assignment()) == 3)
                     assert during[1] <= c1.assignment() and during[2] <= c2.assignment()

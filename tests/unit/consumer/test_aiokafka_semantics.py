@@ -15,14 +15,15 @@ import pytest
 
 from aiokafka_lead import AIOKafkaConsumer, ConsumerRebalanceListener
 from aiokafka_lead.consumer.errors import ConsumerStoppedError, IllegalStateError
+from aiokafka_lead.error_code import ErrorCode
 from aiokafka_lead.errors import InvalidSessionTimeoutError
 from aiokafka_lead.structs import TopicPartition
 from aiokafka_lead.testing.fake import FakeCluster
 from aiokafka_lead.testing.fake.intercept import Error
-from tests.unit.consumer.util import DEADLINE, consumer, produce, wait_until
+from tests.support.waiting import eventually
+from tests.unit.consumer.util import DEADLINE, consumer, produce
 
 JOIN_GROUP = 11
-INVALID_SESSION_TIMEOUT = 26
 
 
 class Calls(ConsumerRebalanceListener):
@@ -71,7 +72,7 @@ async def test_a_join_error_is_raised_by_start() -> None:
     with anyio.fail_after(DEADLINE):
         async with FakeCluster(brokers=1) as fc:
             fc.create_topic("t", partitions=1)
-            fc.intercept(JOIN_GROUP, lambda *_: Error(INVALID_SESSION_TIMEOUT), times=None)
+            fc.intercept(JOIN_GROUP, lambda *_: Error(ErrorCode.INVALID_SESSION_TIMEOUT), times=None)
             c = group_consumer(fc, "t")
             with pytest.raises(InvalidSessionTimeoutError):
                 await c.start()
@@ -259,7 +260,7 @@ async def test_position_after_seek_to_end_of_a_prefetched_partition() -> None:
             async with consumer(fc) as c:
                 c.assign([tp0, tp1])
                 assert len((await c.getmany(tp0, timeout_ms=5000))[tp0]) == 2
-                await wait_until(lambda: tp1 in c.fetcher._buffer)
+                await eventually(lambda: tp1 in c.fetcher._buffer)
                 await c.seek_to_end(tp1)
                 assert await c.position(tp1, timeout_ms=3000) == 3
 

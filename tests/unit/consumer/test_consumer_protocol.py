@@ -17,10 +17,12 @@ from aiokafka_lead.admin import AdminClient
 from aiokafka_lead.consumer import AIOKafkaConsumer, ConsumerRebalanceListener
 from aiokafka_lead.consumer.consumer_protocol import ConsumerGroupMember
 from aiokafka_lead.consumer.coordinator import GroupCoordinator
+from aiokafka_lead.error_code import ErrorCode as E
 from aiokafka_lead.errors import KafkaError, UnreleasedInstanceIdError, UnsupportedVersionError
 from aiokafka_lead.structs import OffsetAndMetadata, TopicPartition
 from aiokafka_lead.testing.fake import Error, FakeCluster
-from tests.unit.consumer.util import DEADLINE, consume, consumer, produce, wait_until
+from tests.support.waiting import eventually
+from tests.unit.consumer.util import DEADLINE, consume, consumer, produce
 
 HEARTBEAT, OFFSET_COMMIT, OFFSET_FETCH, FIND_COORDINATOR = 68, 8, 9, 10
 
@@ -90,7 +92,7 @@ async def test_join_sends_full_state_then_a_new_member_moves_only_what_it_takes(
             l1 = Recorder()
             async with member(fc, enable_auto_commit=True, auto_commit_interval_ms=60_000) as c1:
                 c1.subscribe(["t"], listener=l1)
-                await wait_until(lambda: c1.assignment() == everything)
+                await eventually(lambda: c1.assignment() == everything)
                 first = heartbeats(fc)[0]
                 m1 = group_member(c1)
                 assert (first.member_epoch, first.member_id) == (0, m1.member_id)
@@ -100,8 +102,8 @@ async def test_join_sends_full_state_then_a_new_member_moves_only_what_it_takes(
                 async with member(fc) as c2:
                     l2 = Recorder()
                     c2.subscribe(["t"], listener=l2)
-                    await wait_until(lambda: c2.assignment() == parts("t", 2, 3))
-                    await wait_until(lambda: c1.assignment() == parts("t", 0, 1))
+                    await eventually(lambda: c2.assignment() == parts("t", 2, 3))
+                    await eventually(lambda: c1.assignment() == parts("t", 0, 1))
                     # c1 gave up exactly the two partitions that moved, after committing them,
                     # and only then did c2 get them: c2 starts at the committed offsets
                     assert l1.calls == [("assigned", everything), ("revoked", parts("t", 2, 3))]
@@ -114,7 +116,7 @@ async def test_join_sends_full_state_then_a_new_member_moves_only_what_it_takes(
                     assert sorted((r.partition, r.offset) for r in got) == [(2, 2), (3, 2)]
                     assert fc.groups.consumer_groups["g"].state == "Stable"
                 # c2 left with epoch -1: c1 takes its partitions back
-                await wait_until(lambda: c1.assignment() == everything)
+                await eventually(lambda: c1.assignment() == everything)
             leaves = [h.member_epoch for h in heartbeats(fc) if h.member_epoch < 0]
             assert leaves == [-1, -1]
             assert not fc.groups.consumer_groups["g"].members
@@ -127,11 +129,11 @@ async def test_fenced_member_gives_everything_up_then_rejoins_with_the_same_id()
             listener = Recorder()
             async with member(fc) as c:
                 c.subscribe(["t"], listener=listener)
-                await wait_until(lambda: c.assignment() == parts("t", 0, 1))
+                await eventually(lambda: c.assignment() == parts("t", 0, 1))
                 m = group_member(c)
                 member_id, epoch = m.member_id, m.member_epoch
-                fc.intercept(HEARTBEAT, lambda *_: Error(110))  # FENCED_MEMBER_EPOCH, once
-                await wait_until(lambda: len(listener.calls) == 3)
+                fc.intercept(HEARTBEAT, lambda *_: Error(E.FENCED_MEMBER_EPOCH))  # once
+                await eventually(lambda: len(listener.calls) == 3)
                 assert listener.calls == [
                     ("assigned", parts("t", 0, 1)),
                     ("lost", parts("t", 0, 1)),
@@ -155,7 +157,7 @@ async def test_session_expiry_unknown_member_rejoins_and_commits_carry_the_new_e
                 await consume(c, 1)
                 m = group_member(c)
                 fc.groups.expire_member("g", m.member_id)
-                await wait_until(lambda: m.fencings == 1 and m.in_group and c.assignment() == {tp})
+                await eventually(lambda: m.fencings == 1 and m.in_group and c.assignment() == {tp})
                 assert ("lost", {tp}) in listener.calls
                 await c.commit({tp: OffsetAndMetadata(1, "", -1)})
                 commit = fc.requests.select(api_key=OFFSET_COMMIT)[-1].request
@@ -171,7 +173,7 @@ async def test_commit_at_a_stale_epoch_is_retried_after_the_next_heartbeat() -> 
             tp = TopicPartition("t", 0)
             async with member(fc) as c:
                 c.subscribe(["t"])
-                await wait_until(lambda: c.assignment() == {tp})
+                await eventually(lambda: c.assignment() == {tp})
                 m = group_member(c)
                 old = m.member_epoch
                 # the broker moved the member to a new epoch; the answer saying so was lost
@@ -190,10 +192,10 @@ async def test_static_member_leaves_with_minus_two_and_gets_its_partitions_back(
             fc.create_topic("t", partitions=2)
             async with member(fc) as other:
                 other.subscribe(["t"])
-                await wait_until(lambda: other.assignment() == parts("t", 0, 1))
+                await eventually(lambda: other.assignment() == parts("t", 0, 1))
                 async with member(fc, group_instance_id="w1") as c:
                     c.subscribe(["t"])
-                    await wait_until(lambda: c.assignment() == parts("t", 1))
+                    await eventually(lambda: c.assignment() == parts("t", 1))
                     first_id = group_member(c).member_id
                 assert [h.member_epoch for h in heartbeats(fc) if h.member_id == first_id][-1] == -2
                 # the static member's partition waits for it: nobody else gets it meanwhile
@@ -202,7 +204,7 @@ async def test_static_member_leaves_with_minus_two_and_gets_its_partitions_back(
                 assert other.assignment() == parts("t", 0)
                 async with member(fc, group_instance_id="w1") as again:
                     again.subscribe(["t"])
-                    await wait_until(lambda: again.assignment() == parts("t", 1))
+                    await eventually(lambda: again.assignment() == parts("t", 1))
                     assert group_member(again).member_id != first_id
                     assert other.assignment() == parts("t", 0)
                     # a second live member with the same instance id is refused, fatally
@@ -220,13 +222,13 @@ async def test_coordinator_move_is_followed_without_losing_the_membership() -> N
             fc.create_topic("t", partitions=2)
             async with member(fc) as c:
                 c.subscribe(["t"])
-                await wait_until(lambda: c.assignment() == parts("t", 0, 1))
+                await eventually(lambda: c.assignment() == parts("t", 0, 1))
                 m = group_member(c)
                 old = m.coordinator_id
                 new = next(n for n in (1, 2, 3) if n != old)
                 finds = fc.count(FIND_COORDINATOR)
                 fc.set_coordinator("g", new)
-                await wait_until(lambda: m.coordinator_id == new)
+                await eventually(lambda: m.coordinator_id == new)
                 await fc.wait_for(lambda: fc.requests.count(api_key=HEARTBEAT, node_id=new) >= 2)
                 assert m.fencings == 0 and c.assignment() == parts("t", 0, 1)
                 assert fc.count(FIND_COORDINATOR) - finds <= 2  # the member + maybe an offset look-up
@@ -239,12 +241,12 @@ async def test_regex_goes_to_the_broker_and_new_topics_are_assigned() -> None:
             fc.create_topic("payments", partitions=1)
             async with member(fc, metadata_max_age_ms=200) as c:
                 c.subscribe(pattern="orders-.*")
-                await wait_until(lambda: c.assignment() == parts("orders-eu", 0))
+                await eventually(lambda: c.assignment() == parts("orders-eu", 0))
                 assert heartbeats(fc)[0].subscribed_topic_regex == "orders-.*"
                 assert heartbeats(fc)[0].subscribed_topic_names is None
                 fc.create_topic("orders-us", partitions=1)
                 # the broker matches the new topic; the member resolves its id from metadata
-                await wait_until(lambda: c.assignment() == parts("orders-eu", 0) | parts("orders-us", 0))
+                await eventually(lambda: c.assignment() == parts("orders-eu", 0) | parts("orders-us", 0))
 
 
 async def test_v0_broker_gets_client_side_matched_names_and_assigns_the_member_id() -> None:
@@ -254,12 +256,12 @@ async def test_v0_broker_gets_client_side_matched_names_and_assigns_the_member_i
             fc.create_topic("payments", partitions=1)
             async with member(fc, metadata_max_age_ms=200) as c:
                 c.subscribe(pattern="orders-.*")
-                await wait_until(lambda: c.assignment() == parts("orders-eu", 0))
+                await eventually(lambda: c.assignment() == parts("orders-eu", 0))
                 first = heartbeats(fc)[0]
                 assert (first.member_id, first.subscribed_topic_regex) == ("", None)
                 assert group_member(c).member_id  # handed out by the broker
                 fc.create_topic("orders-us", partitions=1)
-                await wait_until(lambda: c.assignment() == parts("orders-eu", 0) | parts("orders-us", 0))
+                await eventually(lambda: c.assignment() == parts("orders-eu", 0) | parts("orders-us", 0))
                 assert heartbeats(fc)[-1].subscribed_topic_names == ["orders-eu", "orders-us"]
 
 
@@ -272,9 +274,9 @@ async def test_member_that_stops_polling_leaves_and_rejoins_on_the_next_poll() -
             async with member(fc, max_poll_interval_ms=300) as c:
                 c.subscribe(["t"], listener=listener)
                 await c.getmany(timeout_ms=10)
-                await wait_until(lambda: c.assignment() == parts("t", 0, 1))
+                await eventually(lambda: c.assignment() == parts("t", 0, 1))
                 await fc.wait_for(lambda: any(h.member_epoch == -1 for h in heartbeats(fc)))
-                await wait_until(lambda: not c.assignment())
+                await eventually(lambda: not c.assignment())
                 assert listener.calls[-1] == ("lost", parts("t", 0, 1))
                 produce(fc, TopicPartition("t", 0), [b"after"])
                 record = await c.getone()
@@ -291,9 +293,9 @@ async def test_admin_describes_a_consumer_group_with_its_members_and_assignments
                 member(fc, client_id="second") as c2,
             ):
                 c1.subscribe(["t"])
-                await wait_until(lambda: len(c1.assignment()) == 3)
+                await eventually(lambda: len(c1.assignment()) == 3)
                 c2.subscribe(["t"])
-                await wait_until(lambda: len(c1.assignment()) == 2 and len(c2.assignment()) == 1)
+                await eventually(lambda: len(c1.assignment()) == 2 and len(c2.assignment()) == 1)
                 await fc.wait_for(lambda: fc.groups.consumer_groups["g"].state == "Stable")
                 [described] = await admin.describe_consumer_groups(["g"])
                 assert (described.group_type, described.state, described.protocol) == (
@@ -318,7 +320,7 @@ async def test_heartbeats_follow_the_interval_the_broker_sets() -> None:
             fc.create_topic("t", partitions=1)
             async with member(fc) as c:
                 c.subscribe(["t"])
-                await wait_until(lambda: bool(c.assignment()))
+                await eventually(lambda: bool(c.assignment()))
                 # after the join and the heartbeat reporting the partition, the broker's pace
                 await fc.wait_for(lambda: sum(1 for h in heartbeats(fc) if h.topic_partitions) >= 4)
                 times = [r.time for r in fc.requests.select(api_key=HEARTBEAT) if r.request.topic_partitions]
@@ -335,18 +337,18 @@ async def test_subscription_change_and_unsubscribe_then_subscribe_again() -> Non
             listener = Recorder()
             async with member(fc) as c:
                 c.subscribe(["a"], listener=listener)
-                await wait_until(lambda: c.assignment() == parts("a", 0, 1))
+                await eventually(lambda: c.assignment() == parts("a", 0, 1))
                 c.subscribe(["b"], listener=listener)
-                await wait_until(lambda: c.assignment() == parts("b", 0))
+                await eventually(lambda: c.assignment() == parts("b", 0))
                 assert listener.calls[-2:] == [("revoked", parts("a", 0, 1)), ("assigned", parts("b", 0))]
                 m = group_member(c)
                 member_id = m.member_id
                 c.unsubscribe()
                 await fc.wait_for(lambda: heartbeats(fc)[-1].member_epoch == -1)
-                await wait_until(lambda: not m.in_group)
+                await eventually(lambda: not m.in_group)
                 assert not fc.groups.consumer_groups["g"].members
                 c.subscribe(["a"], listener=listener)
-                await wait_until(lambda: c.assignment() == parts("a", 0, 1))
+                await eventually(lambda: c.assignment() == parts("a", 0, 1))
                 sent = heartbeats(fc)
                 after_leave = sent[[h.member_epoch for h in sent].index(-1) + 1]
                 assert (after_leave.member_epoch, after_leave.member_id) == (0, member_id)
@@ -361,17 +363,18 @@ async def test_offset_fetch_carries_the_member_epoch_and_is_retried_when_it_is_s
             produce(fc, tp1, [b"a", b"b", b"c"])
             async with member(fc) as c1:
                 c1.subscribe(["t"])
-                await wait_until(lambda: c1.assignment() == parts("t", 0, 1))
+                await eventually(lambda: c1.assignment() == parts("t", 0, 1))
                 await c1.commit({tp1: OffsetAndMetadata(2, "", -1)})
                 first = group_member(c1).member_id
 
                 def stale_once_for_the_new_member(node_id: int, header: Any, request: Any) -> Any:
-                    return None if request.groups[0].member_id in (None, first) else Error(113)
+                    stale = request.groups[0].member_id not in (None, first)
+                    return Error(E.STALE_MEMBER_EPOCH) if stale else None
 
                 fc.intercept(OFFSET_FETCH, stale_once_for_the_new_member)  # STALE_MEMBER_EPOCH
                 async with member(fc) as c2:
                     c2.subscribe(["t"])
-                    await wait_until(lambda: c2.assignment() == {tp1})
+                    await eventually(lambda: c2.assignment() == {tp1})
                     [record] = await consume(c2, 1)
                     assert (record.offset, record.value) == (2, b"c")
                     m2 = group_member(c2)
@@ -398,7 +401,7 @@ async def test_a_broker_that_advertises_but_does_not_run_the_consumer_protocol_i
     with anyio.fail_after(DEADLINE):
         async with FakeCluster(brokers=1) as fc:
             fc.create_topic("t", partitions=1)
-            fc.intercept(HEARTBEAT, lambda node_id, header, request: Error(35), times=None)
+            fc.intercept(HEARTBEAT, lambda node_id, header, request: Error(E.UNSUPPORTED_VERSION), times=None)
             async with member(fc) as c:
                 c.subscribe(["t"])
                 with pytest.raises(

@@ -6,10 +6,12 @@ import anyio
 import pytest
 
 from aiokafka_lead.consumer import ConsumerStoppedError, NoOffsetForPartitionError, OffsetAndTimestamp
+from aiokafka_lead.error_code import ErrorCode as E
 from aiokafka_lead.errors import OffsetOutOfRangeError
 from aiokafka_lead.protocol.messages import ListOffsetsResponse
 from aiokafka_lead.structs import TopicPartition
 from aiokafka_lead.testing.fake import Error, FakeCluster, Respond
+from tests.support.waiting import eventually
 from tests.unit.consumer.util import (
     DEADLINE,
     LIST_OFFSETS,
@@ -17,7 +19,6 @@ from tests.unit.consumer.util import (
     consume,
     consumer,
     produce,
-    wait_until,
 )
 
 TP0 = TopicPartition("t", 0)
@@ -52,7 +53,9 @@ async def test_offset_not_available_is_retried_without_metadata() -> None:
             produce(fc, TP0, [b"a", b"b", b"c"])
             async with consumer(fc, auto_offset_reset="latest") as c:
                 since = fc.now()
-                hook = fc.intercept(LIST_OFFSETS, lambda node, header, request: Error(78), times=3)
+                hook = fc.intercept(
+                    LIST_OFFSETS, lambda node, header, request: Error(E.OFFSET_NOT_AVAILABLE), times=3
+                )
                 c.assign([TP0])
                 assert await c.position(TP0) == 3
                 assert hook.fired == 3
@@ -208,7 +211,7 @@ async def test_stop_ends_async_for_in_another_task() -> None:
 
             async with anyio.create_task_group() as tg:
                 tg.start_soon(loop)
-                await wait_until(lambda: seen == [b"a"])
+                await eventually(lambda: seen == [b"a"])
                 await c.stop()  # the loop is waiting for the next record: it ends cleanly
             with pytest.raises(ConsumerStoppedError):
                 await c.getmany()

@@ -9,7 +9,8 @@ import anyio
 from aiokafka_lead.consumer import ConsumerRebalanceListener
 from aiokafka_lead.structs import OffsetAndMetadata, TopicPartition
 from aiokafka_lead.testing.fake import Delay, FakeCluster
-from tests.unit.consumer.util import DEADLINE, consume, consumer, produce, wait_until
+from tests.support.waiting import eventually
+from tests.unit.consumer.util import DEADLINE, consume, consumer, produce
 
 FIND_COORDINATOR, JOIN_GROUP, LEAVE_GROUP, HEARTBEAT = 10, 11, 13, 12
 
@@ -50,10 +51,10 @@ async def test_two_members_split_partitions_then_one_leaves() -> None:
                 produce(fc, tp, [b"a", b"b"])
             async with group_consumer(fc, "g") as c1:
                 c1.subscribe(["t"])
-                await wait_until(lambda: c1.assignment() == set(tps))
+                await eventually(lambda: c1.assignment() == set(tps))
                 async with group_consumer(fc, "g") as c2:
                     c2.subscribe(["t"])
-                    await wait_until(lambda: len(c1.assignment()) == 1 and len(c2.assignment()) == 1)
+                    await eventually(lambda: len(c1.assignment()) == 1 and len(c2.assignment()) == 1)
                     assert c1.assignment() | c2.assignment() == set(tps)
                     r1 = await consume(c1, 2)
                     r2 = await consume(c2, 2)
@@ -63,7 +64,7 @@ async def test_two_members_split_partitions_then_one_leaves() -> None:
                     mine = next(iter(c2.assignment()))
                     assert await c2.committed(mine) == 2
                 # c2 left: c1 gets everything back and starts from c2's commit
-                await wait_until(lambda: c1.assignment() == set(tps))
+                await eventually(lambda: c1.assignment() == set(tps))
                 for tp in tps:
                     produce(fc, tp, [b"c"])
                 got = await consume(c1, 2)
@@ -80,15 +81,15 @@ async def test_cooperative_sticky_keeps_unaffected_partitions() -> None:
             opts = {"partition_assignment_strategy": ["cooperative-sticky"]}
             async with group_consumer(fc, "g", **opts) as c1:
                 c1.subscribe(["t"], listener=listener)
-                await wait_until(lambda: c1.assignment() == set(tps))
+                await eventually(lambda: c1.assignment() == set(tps))
                 async with group_consumer(fc, "g", **opts) as c2:
                     c2.subscribe(["t"])
-                    await wait_until(lambda: len(c1.assignment()) == 2 and len(c2.assignment()) == 2)
+                    await eventually(lambda: len(c1.assignment()) == 2 and len(c2.assignment()) == 2)
                     # c1 only ever gave up the two partitions that moved; it never lost the other two
                     assert len(listener.revoked) == 1 and len(listener.revoked[0]) == 2
                     assert c1.assignment() == set(tps) - listener.revoked[0]
                     assert listener.lost == []
-                await wait_until(lambda: c1.assignment() == set(tps))
+                await eventually(lambda: c1.assignment() == set(tps))
 
 
 async def test_static_member_does_not_leave_on_close_and_commits_with_epoch() -> None:
@@ -113,7 +114,7 @@ async def test_coordinator_move_is_followed_at_once() -> None:
             fc.create_topic("t", partitions=1)
             async with group_consumer(fc, "g") as c:
                 c.subscribe(["t"])
-                await wait_until(lambda: bool(c.assignment()))
+                await eventually(lambda: bool(c.assignment()))
                 coordinator = c.coordinator
                 assert coordinator is not None
                 old = coordinator.coordinator_id
@@ -121,8 +122,8 @@ async def test_coordinator_move_is_followed_at_once() -> None:
                 finds = fc.count(FIND_COORDINATOR)
                 fc.set_coordinator("g", new)
                 # the group state moves with it in a real cluster; the member rejoins there
-                await wait_until(lambda: coordinator.coordinator_id == new)
-                await wait_until(lambda: bool(c.assignment()) and coordinator.in_group)
+                await eventually(lambda: coordinator.coordinator_id == new)
+                await eventually(lambda: bool(c.assignment()) and coordinator.in_group)
                 assert fc.count(FIND_COORDINATOR) - finds <= 3
                 await c.commit({TopicPartition("t", 0): 0})
 
@@ -135,7 +136,7 @@ async def test_member_that_stops_polling_leaves_and_rejoins_on_next_poll() -> No
             async with group_consumer(fc, "g", max_poll_interval_ms=300, rebalance_timeout_ms=2000) as c:
                 c.subscribe(["t"], listener=listener)
                 await c.getmany(timeout_ms=10)
-                await wait_until(lambda: len(c.assignment()) == 2)
+                await eventually(lambda: len(c.assignment()) == 2)
                 # the application is busy elsewhere: no poll for longer than max_poll_interval_ms
                 await fc.wait_for(lambda: fc.count(LEAVE_GROUP) == 1)
                 assert not c.assignment()
@@ -177,7 +178,7 @@ async def test_a_join_group_held_by_the_broker_does_not_stall_fetches_from_that_
             opts = {"partition_assignment_strategy": ["cooperative-sticky"]}
             async with group_consumer(fc, "g", **opts) as c:
                 c.subscribe(["t"])
-                await wait_until(lambda: c.assignment() == {tp})
+                await eventually(lambda: c.assignment() == {tp})
                 produce(fc, tp, [b"before"])
                 assert (await c.getone()).value == b"before"
                 fc.intercept(JOIN_GROUP, lambda *_: Delay(3.0))

@@ -11,6 +11,7 @@ from aiokafka_lead.consumer import LogTruncationError
 from aiokafka_lead.metadata import HintOutcome
 from aiokafka_lead.structs import TopicPartition
 from aiokafka_lead.testing.fake import FakeCluster
+from tests.support.waiting import eventually
 from tests.unit.consumer.util import (
     DEADLINE,
     FETCH,
@@ -18,7 +19,6 @@ from tests.unit.consumer.util import (
     consume,
     consumer,
     produce,
-    wait_until,
 )
 
 TP = TopicPartition("t", 0)
@@ -134,7 +134,7 @@ async def test_diverging_epoch_in_fetch_response_is_handled() -> None:
                 c.seek(TP, 0)
                 await consume(c, 5)
                 fc.truncate(TP, 3)
-                await wait_until(lambda: bool(c.positions.truncations))
+                await eventually(lambda: bool(c.positions.truncations))
                 produce(fc, TP, [b"x"])
                 assert [(r.offset, r.value) for r in await consume(c, 1)] == [(3, b"x")]
                 assert c.positions.truncations == [(TP, 3, 5)]

@@ -10,14 +10,15 @@ from typing import Any
 
 import anyio
 
+from aiokafka_lead.error_code import ErrorCode
 from aiokafka_lead.protocol.messages import FetchRequest, FetchResponse
 from aiokafka_lead.structs import TopicPartition
 from aiokafka_lead.testing.fake import FakeCluster, Respond, rack_aware_selector
-from tests.unit.consumer.util import DEADLINE, FETCH, LIST_OFFSETS, consume, consumer, produce, wait_until
+from tests.support.waiting import eventually
+from tests.unit.consumer.util import DEADLINE, FETCH, LIST_OFFSETS, consume, consumer, produce
 
 TP0 = TopicPartition("t", 0)
 TP1 = TopicPartition("t", 1)
-KAFKA_STORAGE_ERROR = 56
 
 
 @asynccontextmanager
@@ -119,7 +120,7 @@ async def test_an_error_from_the_replica_sends_the_partition_back_to_its_leader(
             await consume(c, 1)
             assert c.metrics()["preferred_read_replicas"] == {TP0: 2}
             since = fc.now()
-            fc.intercept(FETCH, partition_error_on(2, KAFKA_STORAGE_ERROR))
+            fc.intercept(FETCH, partition_error_on(2, ErrorCode.KAFKA_STORAGE_ERROR))
             produce(fc, TP0, [b"a1"])
             assert [r.value for r in await consume(c, 1)] == [b"a1"]
             assert c.metrics()["read_replica_fallbacks"] == {"KAFKA_STORAGE_ERROR": 1}
@@ -181,7 +182,7 @@ async def test_a_lost_replica_sends_its_partitions_back_to_their_leaders() -> No
             c.assign([TP0, TP1])
             await consume(c, 2)
             assert c.metrics()["preferred_read_replicas"] == {TP0: 2, TP1: 2}
-            await wait_until(lambda: bool(c.fetcher.in_flight_partitions()))  # long poll on node 2
+            await eventually(lambda: bool(c.fetcher.in_flight_partitions()))  # long poll on node 2
             stopped = fc.now()
             await fc.stop_node(2)
             produce(fc, TP0, [b"a1"])
@@ -204,7 +205,7 @@ async def test_a_leader_naming_a_lost_replica_is_asked_again_without_the_rack() 
             c.assign([TP0])
             await consume(c, 1)
             assert c.metrics()["preferred_read_replicas"] == {TP0: 2}
-            await wait_until(lambda: bool(c.fetcher.in_flight_partitions()))
+            await eventually(lambda: bool(c.fetcher.in_flight_partitions()))
             stopped = fc.now()
             await fc.stop_node(2)
             produce(fc, TP0, [b"a1"])
@@ -214,7 +215,7 @@ async def test_a_leader_naming_a_lost_replica_is_asked_again_without_the_rack() 
             assert racks[:2] == ["b", ""]  # named the lost replica, then asked without the rack
             assert c.metrics()["read_replica_fallbacks"]["named replica unreachable"] == 1
             # once the replica's backoff ends the rack is sent again (and the replica retried)
-            await wait_until(lambda: fc.count(FETCH, node_id=1, since=stopped) > 2 and any(
+            await eventually(lambda: fc.count(FETCH, node_id=1, since=stopped) > 2 and any(
                 r.request.rack_id == "b" for r in fc.requests.select(FETCH, node_id=1, since=stopped)[2:]
             ))
 
@@ -249,7 +250,7 @@ async def test_the_choice_expires_and_the_leader_decides_again() -> None:
             assert c.metrics()["preferred_read_replicas"] == {TP0: 2}
             fc.brokers[3].rack = "b"
             fc.brokers[2].rack = "x"  # the leader's selector would now pick node 3
-            await wait_until(lambda: c.metrics()["preferred_read_replicas"] == {TP0: 3})
+            await eventually(lambda: c.metrics()["preferred_read_replicas"] == {TP0: 3})
             assert c.metrics()["read_replica_fallbacks"]["expired"] >= 1
             produce(fc, TP0, [b"a1"])
             assert [r.value for r in await consume(c, 1)] == [b"a1"]

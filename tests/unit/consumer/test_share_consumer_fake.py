@@ -13,6 +13,7 @@ from aiokafka_lead.errors import (
     ClientFailedError,
     IllegalStateError,
     InvalidRecordStateError,
+    KafkaConfigurationError,
     UnsupportedVersionError,
 )
 from aiokafka_lead.protocol.messages import ShareFetchResponse
@@ -20,7 +21,8 @@ from aiokafka_lead.share import AcknowledgeType, AIOKafkaShareConsumer, ShareCon
 from aiokafka_lead.structs import TopicPartition
 from aiokafka_lead.testing.fake import FakeCluster, Respond
 from aiokafka_lead.testing.fake.share_groups import State
-from tests.unit.consumer.util import DEADLINE, produce, wait_until
+from tests.support.waiting import eventually
+from tests.unit.consumer.util import DEADLINE, produce
 
 HEARTBEAT, SHARE_FETCH, SHARE_ACKNOWLEDGE = 76, 78, 79
 SHARE_SESSION_NOT_FOUND, INVALID_SHARE_SESSION_EPOCH = 122, 123
@@ -150,7 +152,7 @@ async def test_a_fenced_member_rejoins_at_epoch_zero(fc: FakeCluster) -> None:
             await take(c, 1)
             assert await c.commit() == {TP0: None}
             fc.shares.expire_member("g", c.member_id)
-            await wait_until(lambda: c._member.fencings == 1 and c.member_epoch > 0)
+            await eventually(lambda: c._member.fencings == 1 and c.member_epoch > 0)
             assert c.assignment() == {TP0}
             produce(fc, TP0, [b"b"])
             [r] = await take(c, 1)
@@ -198,7 +200,7 @@ async def test_a_failed_background_task_fails_every_call_with_its_cause(
     """The fault matrix's rule (tests/unit/test_failure_containment.py) for the share consumer."""
     with anyio.fail_after(DEADLINE):
         async with share(fc) as c:
-            await wait_until(lambda: c.assignment() == {TP0})
+            await eventually(lambda: c.assignment() == {TP0})
             armed = anyio.Event()
             target, name = (c._fetcher, "_plan") if task == "fetcher" else (c._member, "_heartbeat")
             original = getattr(target, name)
@@ -300,16 +302,27 @@ async def test_start_against_brokers_without_share_groups_raises_a_clear_error()
     ("kwargs", "message"),
     [
         ({"group_id": ""}, "group_id must be a non-empty string"),
+        ({"group_id": None}, "group_id must be a non-empty string"),
         ({"acknowledgement_mode": "auto"}, "acknowledgement_mode must be one of"),
         ({"share_acquire_mode": "strict"}, "share_acquire_mode must be one of"),
         ({"max_poll_records": 0}, "max_poll_records must be a positive int"),
-        ({"fetch_max_wait_ms": -1}, "fetch_max_wait_ms must be an int >= 0"),
+        ({"max_poll_records": 2.5}, "max_poll_records must be a positive int"),
+        ({"fetch_max_wait_ms": -1}, "fetch_max_wait_ms must be >= 0"),
+        ({"fetch_min_bytes": 10, "fetch_max_bytes": 5}, "fetch_min_bytes must not exceed fetch_max_bytes"),
     ],
 )
 def test_bad_settings_are_refused_at_construction(kwargs: dict[str, Any], message: str) -> None:
     settings: dict[str, Any] = {"group_id": "g", **kwargs}
-    with pytest.raises(ValueError, match=message):
+    with pytest.raises(KafkaConfigurationError, match=message):
         AIOKafkaShareConsumer("t", **settings)
+
+
+def test_a_share_consumer_needs_a_group_and_names_unknown_keywords() -> None:
+    with pytest.raises(KafkaConfigurationError, match="a share consumer always belongs to a share group"):
+        AIOKafkaShareConsumer("t")
+    unknown = r"unsupported share consumer options: group \(did you mean group_id\?\)"
+    with pytest.raises(TypeError, match=unknown):
+        AIOKafkaShareConsumer("t", group="g")
 
 
 async def test_renew_needs_explicit_mode_and_subscribe_needs_names(fc: FakeCluster) -> None:

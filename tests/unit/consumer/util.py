@@ -2,10 +2,8 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from typing import Any
-
-import anyio
 
 from aiokafka_lead.consumer import AIOKafkaConsumer
 from aiokafka_lead.records import RecordBatchBuilder
@@ -45,7 +43,3 @@ async def consume(c: AIOKafkaConsumer[Any, Any], count: int) -> list[Any]:
     return out
 
 
-async def wait_until(predicate: Callable[[], bool], interval: float = 0.005) -> None:
-    """Poll a client-side condition (bound the caller with fail_after)."""
-    while not predicate():  # noqa: ASYNC110 - consumer state has no single event to wait on
-        await anyio.sleep(interval)

@@ -10,6 +10,7 @@ import pytest
 
 from aiokafka_lead.admin import AdminClient, AIOKafkaAdminClient
 from aiokafka_lead.admin.responses import CreateTopicsResponse, DescribeConfigsResponse, TopicError
+from aiokafka_lead.error_code import ErrorCode as E
 from aiokafka_lead.testing.fake import FakeCluster
 from tests.unit.fake.util import DEADLINE
 
@@ -56,7 +57,7 @@ def test_responses_unpack_index_and_convert_like_aiokafkas() -> None:
     response = CreateTopicsResponse(0, [TopicError("t", 36, "Topic 't' already exists.")])
     topic, error_code, error_message = response.topic_errors[0]
     assert (topic, error_code, response.topic_errors[0][2]) == ("t", 36, error_message)
-    assert response.topic_errors[0].error_code == 36
+    assert response.topic_errors[0].error_code == E.TOPIC_ALREADY_EXISTS
     assert response.topic_errors == [("t", 36, "Topic 't' already exists.")]
     assert response.to_object() == {
         "throttle_time_ms": 0,

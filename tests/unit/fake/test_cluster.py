@@ -7,6 +7,7 @@ import uuid
 import anyio
 import pytest
 
+from aiokafka_lead.error_code import ErrorCode as E
 from aiokafka_lead.errors import KafkaConnectionError
 from aiokafka_lead.network.config import ConnectionConfig
 from aiokafka_lead.network.connection import Connection
@@ -67,7 +68,7 @@ async def test_unsupported_api_versions_version_gets_a_v0_error_body() -> None:
                 while not frames:
                     frames = list(reader.feed(await stream.receive()))
             correlation_id, body = decode_response(frames[0], ApiVersionsResponse, 0)  # type: ignore[arg-type]
-            assert correlation_id == 77 and body.error_code == 35
+            assert correlation_id == 77 and body.error_code == E.UNSUPPORTED_VERSION
             assert [(k.api_key, k.min_version, k.max_version) for k in body.api_keys] == [(18, 0, 2)]
 
 
@@ -122,7 +123,7 @@ async def test_init_producer_id() -> None:
                         producer_epoch=first.producer_epoch,
                     )
                 )
-            assert empty.error_code == 42  # "" is not null: INVALID_REQUEST, as in Kafka
+            assert empty.error_code == E.INVALID_REQUEST  # "" is not null: INVALID_REQUEST, as in Kafka
             assert first.producer_id != second.producer_id
             assert (first.error_code, first.producer_epoch) == (0, 0)
             assert (bumped.producer_id, bumped.producer_epoch) == (first.producer_id, 1)
@@ -188,7 +189,7 @@ async def test_list_offsets_checks_leadership_and_epochs() -> None:
                 codes = [(await one.send(request(e))).topics[0].partitions[0].error_code for e in (1, 2, 3)]
                 follower = (await two.send(request(2))).topics[0].partitions[0]
             assert codes == [74, 0, 75]
-            assert follower.error_code == 6
+            assert follower.error_code == E.NOT_LEADER_OR_FOLLOWER
 
 
 async def test_strict_cluster_reports_requests_it_could_not_parse() -> None:
@@ -220,6 +221,6 @@ async def test_auto_create_topics_on_metadata() -> None:
                 refused = await conn.send(MetadataRequest(topics=wanted, allow_auto_topic_creation=False))
                 first = await conn.send(MetadataRequest(topics=wanted))  # the flag defaults on
                 second = await conn.send(MetadataRequest(topics=wanted))
-            assert refused.topics[0].error_code == 3
-            assert first.topics[0].error_code == 5  # created, leaders not yet announced
+            assert refused.topics[0].error_code == E.UNKNOWN_TOPIC_OR_PARTITION
+            assert first.topics[0].error_code == E.LEADER_NOT_AVAILABLE  # created, leaders not yet announced
             assert (second.topics[0].error_code, len(second.topics[0].partitions)) == (0, 2)

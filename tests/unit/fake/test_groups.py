@@ -5,6 +5,7 @@ from __future__ import annotations
 import anyio
 
 from aiokafka_lead.admin import AdminClient
+from aiokafka_lead.error_code import ErrorCode as E
 from aiokafka_lead.network.connection import Connection
 from aiokafka_lead.protocol.messages import (
     FindCoordinatorRequest,
@@ -42,10 +43,10 @@ async def join(
 ) -> tuple[str, object]:
     """JoinGroup v9 including the MEMBER_ID_REQUIRED round trip."""
     response = await conn.send(join_request(member_id, metadata, rebalance_timeout_ms))
-    if response.error_code == 79:
+    if response.error_code == E.MEMBER_ID_REQUIRED:
         assert response.member_id
         response = await conn.send(join_request(response.member_id, metadata, rebalance_timeout_ms))
-    assert response.error_code == 0, response
+    assert response.error_code == E.NONE, response
     return response.member_id, response
 
 
@@ -82,9 +83,9 @@ async def test_two_members_join_sync_commit_and_fetch() -> None:
                     tg.start_soon(join_b)
                     while True:
                         beat = await a.send(HeartbeatRequest(group_id=GROUP, generation_id=1, member_id=a_id))
-                        if beat.error_code == 27:
+                        if beat.error_code == E.REBALANCE_IN_PROGRESS:
                             break
-                        assert beat.error_code == 0
+                        assert beat.error_code == E.NONE
                     _, a_join = await join(a, b"meta-a", a_id)
                 b_id, b_join = results["b"]  # type: ignore[misc]
                 assert a_join.generation_id == b_join.generation_id == 2
@@ -119,7 +120,7 @@ async def test_two_members_join_sync_commit_and_fetch() -> None:
                 assert synced["b"].assignment == b"p1"  # type: ignore[attr-defined]
 
                 stale = await b.send(HeartbeatRequest(group_id=GROUP, generation_id=1, member_id=b_id))
-                assert stale.error_code == 22  # ILLEGAL_GENERATION
+                assert stale.error_code == E.ILLEGAL_GENERATION
                 commit = await b.send(
                     OffsetCommitRequest(
                         group_id=GROUP,
@@ -140,7 +141,7 @@ async def test_two_members_join_sync_commit_and_fetch() -> None:
                         ],
                     )
                 )
-                assert commit.topics[0].partitions[0].error_code == 0
+                assert commit.topics[0].partitions[0].error_code == E.NONE
                 fetched = await a.send(
                     OffsetFetchRequest(
                         group_id=GROUP,
@@ -161,9 +162,9 @@ async def test_two_members_join_sync_commit_and_fetch() -> None:
                         group_id=GROUP, members=[LeaveGroupRequest.MemberIdentity(member_id=b_id)]
                     )
                 )
-                assert left.members[0].error_code == 0
+                assert left.members[0].error_code == E.NONE
                 beat = await a.send(HeartbeatRequest(group_id=GROUP, generation_id=2, member_id=a_id))
-                assert beat.error_code == 27  # B left: A must rejoin
+                assert beat.error_code == E.REBALANCE_IN_PROGRESS  # B left: A must rejoin
 
             async with AdminClient(bootstrap_servers=fc.bootstrap) as admin:
                 offsets = await admin.list_consumer_group_offsets(GROUP)
@@ -175,10 +176,10 @@ async def test_not_coordinator_and_unknown_member() -> None:
         async with FakeCluster(brokers=3) as fc:
             fc.set_coordinator(GROUP, 2)
             async with connect(fc, 1) as wrong, connect(fc, 2) as right:
-                assert (await wrong.send(join_request("", b""))).error_code == 16
-                assert (await right.send(join_request("nobody", b""))).error_code == 25
+                assert (await wrong.send(join_request("", b""))).error_code == E.NOT_COORDINATOR
+                assert (await right.send(join_request("nobody", b""))).error_code == E.UNKNOWN_MEMBER_ID
                 beat = await right.send(HeartbeatRequest(group_id=GROUP, generation_id=1, member_id="x"))
-                assert beat.error_code == 25
+                assert beat.error_code == E.UNKNOWN_MEMBER_ID
 
 
 async def test_absent_member_is_dropped_after_the_rebalance_timeout() -> None:
@@ -190,4 +191,4 @@ async def test_absent_member_is_dropped_after_the_rebalance_timeout() -> None:
             assert (response.generation_id, response.leader) == (2, b_id)  # type: ignore[attr-defined]
             assert [m.member_id for m in response.members] == [b_id]  # type: ignore[attr-defined]
             beat = await a.send(HeartbeatRequest(group_id=GROUP, generation_id=1, member_id=a_id))
-            assert beat.error_code == 25
+            assert beat.error_code == E.UNKNOWN_MEMBER_ID

@@ -8,6 +8,7 @@ from typing import Any
 import anyio
 import pytest
 
+from aiokafka_lead.error_code import ErrorCode as E
 from aiokafka_lead.errors import DecodeError, KafkaConnectionError, KafkaTimeoutError
 from aiokafka_lead.protocol.framing import RequestHeader
 from aiokafka_lead.protocol.messages import (
@@ -52,13 +53,13 @@ async def test_error_once_then_normal() -> None:
     with anyio.fail_after(DEADLINE):
         async with FakeCluster(brokers=1) as fc:
             fc.create_topic("t")
-            handle = fc.intercept(PRODUCE, always(Error(7)))
+            handle = fc.intercept(PRODUCE, always(Error(E.REQUEST_TIMED_OUT)))
             async with connect(fc, 1) as conn:
                 first = await conn.send(produce_request("t", 0, batch([b"a"])))
                 second = await conn.send(produce_request("t", 0, batch([b"b"])))
-            assert produce_partition(first).error_code == 7
+            assert produce_partition(first).error_code == E.REQUEST_TIMED_OUT
             assert produce_partition(first).index == 0 and first.responses[0].name == "t"
-            assert produce_partition(second).error_code == 0
+            assert produce_partition(second).error_code == E.NONE
             assert not handle.active and handle.fired == 1
             assert [r[2] for r in fc.records(("t", 0))] == [b"b"]  # Error skips the handler
 
@@ -69,16 +70,17 @@ async def test_times_none_until_removed_and_filter_by_node() -> None:
             fc.create_topic("t", partitions=2, leaders=[1, 2])
 
             def only_node_2(node_id: int, header: RequestHeader, request: Any) -> Any:
-                return Error(6) if node_id == 2 else None
+                return Error(E.NOT_LEADER_OR_FOLLOWER) if node_id == 2 else None
 
             handle = fc.intercept(FETCH, only_node_2, times=None)
             async with connect(fc, 1) as one, connect(fc, 2) as two:
                 for _ in range(3):
-                    assert fetch_partition(await two.send(fetch_request(fc, "t", 1, 0))).error_code == 6
-                assert fetch_partition(await one.send(fetch_request(fc, "t", 0, 0))).error_code == 0
+                    answer = await two.send(fetch_request(fc, "t", 1, 0))
+                    assert fetch_partition(answer).error_code == E.NOT_LEADER_OR_FOLLOWER
+                assert fetch_partition(await one.send(fetch_request(fc, "t", 0, 0))).error_code == E.NONE
                 assert handle.fired == 3 and handle.active
                 handle.remove()
-                assert fetch_partition(await two.send(fetch_request(fc, "t", 1, 0))).error_code == 0
+                assert fetch_partition(await two.send(fetch_request(fc, "t", 1, 0))).error_code == E.NONE
 
 
 async def test_respond_with_a_scripted_body() -> None:
@@ -104,7 +106,7 @@ async def test_delay_then_normal_handling() -> None:
                 start = time.monotonic()
                 response = await conn.send(produce_request("t", 0, batch([b"a"])))
                 assert time.monotonic() - start >= 0.05
-                assert produce_partition(response).error_code == 0
+                assert produce_partition(response).error_code == E.NONE
                 # A delay longer than the client's timeout surfaces as a timeout.
                 fc.intercept(PRODUCE, always(Delay(10)))
                 with pytest.raises(KafkaTimeoutError):
@@ -212,7 +214,7 @@ async def test_generic_error_responses_decode_on_the_client() -> None:
             fc.create_topic("t")
             async with connect(fc, 1) as conn:
                 for request in _requests(fc):
-                    fc.intercept(request.API_KEY, always(Error(89)))
+                    fc.intercept(request.API_KEY, always(Error(E.THROTTLING_QUOTA_EXCEEDED)))
                     version = 7 if isinstance(request, OffsetFetchRequest) else None
                     response = await conn.send(request, version=version)
                     codes = _error_codes(response)
@@ -227,9 +229,9 @@ def test_error_response_mirrors_items() -> None:
     fc = FakeCluster(brokers=1)
     fc.create_topic("t")
     fetch = error_response(_requests(fc)[1], 17, 74)
-    assert fetch.error_code == 74  # top level too (v7+)
+    assert fetch.error_code == E.FENCED_LEADER_EPOCH  # top level too (v7+)
     assert fetch.responses[0].topic_id == fc.topics["t"].topic_id
-    assert fetch_partition(fetch).error_code == 74
+    assert fetch_partition(fetch).error_code == E.FENCED_LEADER_EPOCH
     coordinator = error_response(_requests(fc)[-1], 6, 15)
     assert [(c.key, c.error_code) for c in coordinator.coordinators] == [("g", 15)]
 

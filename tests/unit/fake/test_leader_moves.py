@@ -5,16 +5,17 @@ from __future__ import annotations
 import anyio
 import pytest
 
+from aiokafka_lead.error_code import ErrorCode as E
 from aiokafka_lead.errors import KafkaConnectionError
 from aiokafka_lead.metadata import MetadataStore
 from aiokafka_lead.metadata.model import BrokerNode, HintOutcome, LeaderHint
-from aiokafka_lead.metadata.refresher import snapshot_from_response
 from aiokafka_lead.network.config import ConnectionConfig
 from aiokafka_lead.network.connection import Connection
 from aiokafka_lead.protocol.messages import (
     MetadataRequest,
     OffsetForLeaderEpochRequest,
 )
+from aiokafka_lead.refresher import snapshot_from_response
 from aiokafka_lead.structs import TopicPartition
 from aiokafka_lead.testing.fake import FakeCluster
 from tests.unit.fake.util import (
@@ -56,7 +57,7 @@ async def test_produce_v12_hint(hint: str) -> None:
                 response = await conn.send(produce_request("t", 0, batch([b"x"])), version=12)
             part = produce_partition(response)
             leader_id, leader_epoch, nodes = EXPECTED[hint]
-            assert part.error_code == 6
+            assert part.error_code == E.NOT_LEADER_OR_FOLLOWER
             assert (part.current_leader.leader_id, part.current_leader.leader_epoch) == (
                 leader_id,
                 leader_epoch,
@@ -77,7 +78,7 @@ async def test_fetch_v17_hint(hint: str) -> None:
                 response = await conn.send(request, version=17)
             part = fetch_partition(response)
             leader_id, leader_epoch, nodes = EXPECTED[hint]
-            assert part.error_code == 6
+            assert part.error_code == E.NOT_LEADER_OR_FOLLOWER
             assert (part.current_leader.leader_id, part.current_leader.leader_epoch) == (
                 leader_id,
                 leader_epoch,
@@ -95,7 +96,7 @@ async def test_fenced_epoch_on_the_new_leader_carries_a_hint() -> None:
                 request = fetch_request(fc, "t", 0, 0, current_leader_epoch=1)
                 response = await conn.send(request, version=17)
             part = fetch_partition(response)
-            assert part.error_code == 74
+            assert part.error_code == E.FENCED_LEADER_EPOCH
             assert (part.current_leader.leader_id, part.current_leader.leader_epoch) == (2, 2)
             assert [e.node_id for e in response.node_endpoints] == [2]
 
@@ -108,7 +109,7 @@ async def test_old_versions_get_a_plain_not_leader() -> None:
                 produce = await conn.send(produce_request("t", 0, batch([b"x"])), version=9)
                 fetch = await conn.send(fetch_request(fc, "t", 0, 0), version=15)
             for part in (produce_partition(produce), fetch_partition(fetch)):
-                assert part.error_code == 6
+                assert part.error_code == E.NOT_LEADER_OR_FOLLOWER
                 assert (part.current_leader.leader_id, part.current_leader.leader_epoch) == (-1, -1)
             assert produce.node_endpoints == [] and fetch.node_endpoints == []
 
@@ -169,7 +170,7 @@ async def test_restart_on_new_port_revealed_only_by_node_endpoints() -> None:
             # The new address takes writes.
             async with connect(fc, 2) as conn:
                 ok = await conn.send(produce_request("t", 0, batch([b"x"])))
-            assert produce_partition(ok).error_code == 0
+            assert produce_partition(ok).error_code == E.NONE
 
 
 async def test_truncation_makes_offset_for_leader_epoch_and_fetch_diverge() -> None:
@@ -202,7 +203,7 @@ async def test_truncation_makes_offset_for_leader_epoch_and_fetch_diverge() -> N
                 assert results == [(0, 0, 5), (0, 1, 5), (0, -1, -1)]
                 fetch = fetch_request(fc, "t", 0, 10, current_leader_epoch=1, last_fetched_epoch=0)
                 part = fetch_partition(await conn.send(fetch))
-                assert part.error_code == 0
+                assert part.error_code == E.NONE
                 assert (part.diverging_epoch.epoch, part.diverging_epoch.end_offset) == (0, 5)
                 assert bytes(part.records) == b""
                 # A consumer at offset 5 of epoch 0 has not diverged.

@@ -7,6 +7,7 @@ import uuid
 import anyio
 import pytest
 
+from aiokafka_lead.error_code import ErrorCode as E
 from aiokafka_lead.protocol.messages import ProduceRequest
 from aiokafka_lead.records import MemoryRecords, RecordBatch
 from aiokafka_lead.testing.fake import FakeCluster
@@ -37,7 +38,7 @@ async def test_round_trip_keeps_the_producers_bytes() -> None:
                 assert (r2.error_code, r2.base_offset) == (0, 2)
                 response = await conn.send(fetch_request(fc, "t", 0, 0))
             part = fetch_partition(response)
-            assert part.error_code == 0
+            assert part.error_code == E.NONE
             assert (part.high_watermark, part.last_stable_offset, part.log_start_offset) == (3, 3, 0)
             fetched = bytes(part.records)
             # Same bytes, except the two fields a broker stamps (outside the CRC).
@@ -69,7 +70,7 @@ async def test_fetch_from_the_middle_and_out_of_range() -> None:
                 at_end = fetch_partition(await conn.send(fetch_request(fc, "t", 0, 3)))
                 assert (at_end.error_code, bytes(at_end.records)) == (0, b"")
                 beyond = fetch_partition(await conn.send(fetch_request(fc, "t", 0, 4)))
-                assert beyond.error_code == 1  # OFFSET_OUT_OF_RANGE
+                assert beyond.error_code == E.OFFSET_OUT_OF_RANGE
 
 
 async def test_acks_zero_gets_no_response_but_appends() -> None:
@@ -90,9 +91,9 @@ async def test_bad_acks_and_unknown_partition() -> None:
             fc.create_topic("t")
             async with connect(fc, 1) as conn:
                 bad = await conn.send(produce_request("t", 0, batch([b"x"]), acks=2))
-                assert produce_partition(bad).error_code == 21
+                assert produce_partition(bad).error_code == E.INVALID_REQUIRED_ACKS
                 missing = await conn.send(produce_request("t", 7, batch([b"x"])))
-                assert produce_partition(missing).error_code == 3
+                assert produce_partition(missing).error_code == E.UNKNOWN_TOPIC_OR_PARTITION
                 request = ProduceRequest(
                     acks=1,
                     timeout_ms=1000,
@@ -106,7 +107,7 @@ async def test_bad_acks_and_unknown_partition() -> None:
                     ],
                 )
                 corrupt = await conn.send(request)
-                assert produce_partition(corrupt).error_code == 2
+                assert produce_partition(corrupt).error_code == E.CORRUPT_MESSAGE
             assert fc.records(("t", 0)) == []
 
 
@@ -128,7 +129,8 @@ async def test_idempotent_duplicates_return_the_original_offset() -> None:
                 assert (again2.error_code, again2.base_offset) == (0, 2)
                 # A gap in the sequence is OUT_OF_ORDER_SEQUENCE_NUMBER.
                 gap = batch([b"d"], base_sequence=5, **pid)
-                assert produce_partition(await conn.send(produce_request("t", 0, gap))).error_code == 45
+                answer = await conn.send(produce_request("t", 0, gap))
+                assert produce_partition(answer).error_code == E.OUT_OF_ORDER_SEQUENCE_NUMBER
                 # The next in-order batch still goes through.
                 nxt = batch([b"d"], base_sequence=3, **pid)
                 r3 = produce_partition(await conn.send(produce_request("t", 0, nxt)))
@@ -208,10 +210,10 @@ async def test_fetch_unknown_topic_id_and_name() -> None:
                 request = fetch_request(fc, "t", 0, 0)
                 request.topics[0].topic_id = uuid.uuid4()
                 part = fetch_partition(await conn.send(request))
-                assert part.error_code == 100  # UNKNOWN_TOPIC_ID (v13+ names topics by id)
+                assert part.error_code == E.UNKNOWN_TOPIC_ID  # (v13+ names topics by id)
                 request.topics[0].topic = "nope"
                 by_name = fetch_partition(await conn.send(request, version=12))
-                assert by_name.error_code == 3
+                assert by_name.error_code == E.UNKNOWN_TOPIC_OR_PARTITION
 
 
 async def test_every_produce_and_fetch_version_round_trips() -> None:
@@ -227,7 +229,7 @@ async def test_every_produce_and_fetch_version_round_trips() -> None:
                 for version in range(4, 18):
                     response = await conn.send(fetch_request(fc, "t", 0, 0), version=version)
                     part = fetch_partition(response)
-                    assert part.error_code == 0, version
+                    assert part.error_code == E.NONE, version
                     assert [r[2] for r in fetched_records(part.records)] == [b"v%d" % v for v in range(3, 13)]
 
 

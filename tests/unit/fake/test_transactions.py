@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import anyio
 
+from aiokafka_lead.error_code import ErrorCode as E
 from aiokafka_lead.protocol.messages import AddPartitionsToTxnRequest, InitProducerIdRequest
 from aiokafka_lead.records import MemoryRecords, RecordBatch
 from aiokafka_lead.testing.fake import FakeCluster
@@ -20,7 +21,7 @@ async def test_add_partitions_batched_form_and_fencing() -> None:
             fc.set_coordinator(TXN, 1, key_type=1)
             async with connect(fc, 1) as conn, connect(fc, 2) as other:
                 init = InitProducerIdRequest(transactional_id=TXN, transaction_timeout_ms=60_000)
-                assert (await other.send(init, version=5)).error_code == 16  # NOT_COORDINATOR
+                assert (await other.send(init, version=5)).error_code == E.NOT_COORDINATOR
                 first = await conn.send(init, version=5)
 
                 def add(epoch: int) -> AddPartitionsToTxnRequest:

@@ -8,6 +8,7 @@ from dataclasses import dataclass
 import anyio
 import pytest
 
+from aiokafka_lead.error_code import ErrorCode as E
 from aiokafka_lead.metadata import (
     BrokerNode,
     HintOutcome,
@@ -147,7 +148,9 @@ def test_partial_metadata_keeps_other_topics_full_drops_them() -> None:
 def test_unknown_topic_error_drops_topic_and_is_reported() -> None:
     store, _ = store_with()
     missing = MetadataSnapshot(
-        brokers=NODES, topics=(TopicMetadata("t", error_code=3),), requested_topics=frozenset({"t"})
+        brokers=NODES,
+        topics=(TopicMetadata("t", error_code=E.UNKNOWN_TOPIC_OR_PARTITION),),
+        requested_topics=frozenset({"t"}),
     )
     store.apply_metadata(missing)
     assert store.partitions_for_topic("t") is None

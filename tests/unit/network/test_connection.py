@@ -11,6 +11,7 @@ import anyio
 import anyio.abc
 import pytest
 
+from aiokafka_lead.error_code import ErrorCode as E
 from aiokafka_lead.errors import DecodeError, KafkaConnectionError, KafkaTimeoutError
 from aiokafka_lead.network.config import ConnectionConfig
 from aiokafka_lead.network.connection import Connection
@@ -199,7 +200,7 @@ async def test_api_versions_fallback_when_broker_lacks_our_version() -> None:
                     seen_versions.append(header.api_version)
                     if header.api_version > 2:
                         old = ApiVersionsResponse(
-                            error_code=35,
+                            error_code=E.UNSUPPORTED_VERSION,
                             api_keys=[
                                 ApiVersionsResponse.ApiVersion(api_key=18, min_version=0, max_version=2)
                             ],

@@ -10,8 +10,9 @@ from typing import Any
 import anyio
 import pytest
 
-from aiokafka_lead.client import ClientCore, connection_config
+from aiokafka_lead.client import ClientCore
 from aiokafka_lead.errors import KafkaConnectionError
+from aiokafka_lead.network.config import ConnectionConfig
 from aiokafka_lead.testing.fake import FakeCluster
 from aiokafka_lead.testing.fake.intercept import Delay
 
@@ -22,8 +23,9 @@ API_VERSIONS = 18
 async def core_on(fc: FakeCluster, **config: Any) -> AsyncIterator[ClientCore]:
     core = ClientCore(
         "test",
-        bootstrap_servers=fc.bootstrap,
-        config=connection_config(client_id="test", request_timeout_ms=5000, **config),
+        ConnectionConfig(
+            bootstrap_servers=fc.bootstrap, client_id="test", request_timeout_ms=5000, **config
+        ),
     )
     await core.start()
     try:

@@ -24,7 +24,7 @@ def batch_bytes(request: Any) -> list[int]:
 
 @pytest.mark.parametrize("backlog_factor", [BACKLOG_FACTOR, 1])
 async def test_a_backlog_goes_out_in_bigger_batches(backlog_factor: int, monkeypatch: Any) -> None:
-    monkeypatch.setattr("aiokafka_lead.producer.producer.BACKLOG_FACTOR", backlog_factor)
+    monkeypatch.setattr("aiokafka_lead.producer.accumulator.BACKLOG_FACTOR", backlog_factor)
     with anyio.fail_after(30):
         async with FakeCluster(brokers=1) as fc:
             fc.create_topic("t", partitions=1, replication_factor=1)

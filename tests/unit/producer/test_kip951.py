@@ -15,6 +15,7 @@ from typing import Any
 import anyio
 import pytest
 
+from aiokafka_lead.error_code import ErrorCode as E
 from aiokafka_lead.errors import KafkaTimeoutError
 from aiokafka_lead.metadata import HintOutcome
 from aiokafka_lead.producer import AIOKafkaProducer
@@ -81,7 +82,9 @@ async def test_2_second_not_leader_at_same_epoch_backs_off_without_resetting_exp
     with anyio.fail_after(20):
         async with setup(retry_backoff_ms=500, retry_backoff_max_ms=5000) as (fc, producer):
             fc.move_leader(TP0, 2)
-            fc.intercept(PRODUCE, lambda node, *_: Error(6) if node == 2 else None, times=1)
+            fc.intercept(
+                PRODUCE, lambda node, *_: Error(E.NOT_LEADER_OR_FOLLOWER) if node == 2 else None, times=1
+            )
             mark = fc.now()
             await (await producer.send("t", b"x", partition=0))
             assert produce_nodes(fc, mark) == [1, 2, 2]

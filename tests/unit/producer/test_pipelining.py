@@ -15,6 +15,7 @@ from typing import Any
 import anyio
 import pytest
 
+from aiokafka_lead.error_code import ErrorCode as E
 from aiokafka_lead.producer import AIOKafkaProducer
 from aiokafka_lead.structs import TopicPartition
 from aiokafka_lead.testing.fake import FakeCluster
@@ -36,7 +37,7 @@ def slow(node: int | None = None) -> Any:
 def carrying(value: bytes, after_s: float = 0.0) -> Any:
     def decide(_node: int, _header: Any, request: Any) -> Error | None:
         raw = b"".join(p.records or b"" for t in request.topic_data for p in t.partition_data)
-        return Error(19, after_s) if value in raw else None  # NOT_ENOUGH_REPLICAS: retriable, not written
+        return Error(E.NOT_ENOUGH_REPLICAS, after_s) if value in raw else None  # retriable, not written
 
     return decide
 

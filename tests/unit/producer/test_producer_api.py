@@ -12,6 +12,7 @@ import anyio
 import pytest
 
 from aiokafka_lead import AIOKafkaProducer
+from aiokafka_lead.error_code import ErrorCode as E
 from aiokafka_lead.errors import KafkaTimeoutError, MessageSizeTooLargeError
 from aiokafka_lead.runtime import ClientClosedError
 from aiokafka_lead.testing.fake import FakeCluster
@@ -90,7 +91,7 @@ async def test_buffer_full_blocks_then_fails_without_losing_queued_records() -> 
 async def test_a_retrying_partition_does_not_stall_others_on_the_same_broker() -> None:
     def fail_partition_0(node: int, header: Any, request: Any) -> Error | None:
         parts = {p.index for t in request.topic_data for p in t.partition_data}
-        return Error(19) if 0 in parts else None  # NOT_ENOUGH_REPLICAS: retriable
+        return Error(E.NOT_ENOUGH_REPLICAS) if 0 in parts else None  # retriable
 
     with anyio.fail_after(20):
         async with producer_on(retry_backoff_ms=200) as (fc, producer):
@@ -145,7 +146,7 @@ async def test_lost_producer_state_bumps_the_epoch_and_delivers() -> None:
         async with producer_on() as (fc, producer):
             await producer.send_and_wait("t", b"first", partition=0)
             epoch = producer.metrics()["producer_epoch"]
-            fc.intercept(PRODUCE, lambda *_: Error(59), times=1)  # UNKNOWN_PRODUCER_ID
+            fc.intercept(PRODUCE, lambda *_: Error(E.UNKNOWN_PRODUCER_ID), times=1)
             md = await producer.send_and_wait("t", b"second", partition=0)
             m = producer.metrics()
             assert m["epoch_bumps"] == 1 and m["producer_epoch"] == epoch + 1
@@ -157,8 +158,9 @@ async def test_a_failing_epoch_bump_fails_the_queued_records_and_the_producer_re
     with anyio.fail_after(20):
         async with producer_on(max_block_ms=300, delivery_timeout_ms=60_000) as (fc, producer):
             await producer.send_and_wait("t", b"first", partition=0)
-            fc.intercept(PRODUCE, lambda *_: Error(59), times=1)  # UNKNOWN_PRODUCER_ID: bump needed
-            refusing = fc.intercept(init_producer_id, lambda *_: Error(15), times=None)  # coordinator away
+            fc.intercept(PRODUCE, lambda *_: Error(E.UNKNOWN_PRODUCER_ID), times=1)  # bump needed
+            away = Error(E.COORDINATOR_NOT_AVAILABLE)
+            refusing = fc.intercept(init_producer_id, lambda *_: away, times=None)  # the coordinator is away
             with pytest.raises(KafkaTimeoutError, match="InitProducerId"):
                 await producer.send_and_wait("t", b"lost", partition=0)
             refusing.remove()

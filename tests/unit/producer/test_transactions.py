@@ -11,6 +11,7 @@ import anyio
 import pytest
 
 from aiokafka_lead import AIOKafkaConsumer, AIOKafkaProducer
+from aiokafka_lead.error_code import ErrorCode as E
 from aiokafka_lead.errors import (
     IllegalGenerationError,
     IllegalOperation,
@@ -166,12 +167,12 @@ async def test_coordinator_moves_are_retried_invisibly(version: int) -> None:
     with anyio.fail_after(DEADLINE):
         async with cluster(version) as fc:
             fc.set_coordinator("tx", 1, key_type=1)
-            fc.intercept(INIT_PRODUCER_ID, lambda *_: Error(14), times=2)  # COORDINATOR_LOAD_IN_PROGRESS
+            fc.intercept(INIT_PRODUCER_ID, lambda *_: Error(E.COORDINATOR_LOAD_IN_PROGRESS), times=2)
             async with txn_producer(fc) as producer:
                 await producer.begin_transaction()
                 await producer.send_and_wait("t", b"a", partition=0)
                 fc.set_coordinator("tx", 2, key_type=1)  # moved: node 1 answers NOT_COORDINATOR
-                fc.intercept(END_TXN, lambda *_: Error(51), times=2)  # CONCURRENT_TRANSACTIONS
+                fc.intercept(END_TXN, lambda *_: Error(E.CONCURRENT_TRANSACTIONS), times=2)
                 await producer.commit_transaction()
                 assert producer.metrics()["transaction_coordinator"] == 2
                 # the new coordinator's broker dies: looked up again, found on node 3
@@ -219,7 +220,7 @@ async def test_rejected_offset_commit_is_abortable_then_the_producer_works_again
         async with cluster(2) as fc, txn_producer(fc) as producer:
             await producer.begin_transaction()
             await producer.send("t", b"lost", partition=0)
-            fc.intercept(TXN_OFFSET_COMMIT, lambda *_: Error(22), times=1)  # ILLEGAL_GENERATION
+            fc.intercept(TXN_OFFSET_COMMIT, lambda *_: Error(E.ILLEGAL_GENERATION), times=1)
             with pytest.raises(IllegalGenerationError):
                 await producer.send_offsets_to_transaction({TP0: 1}, ConsumerGroupMetadata("g", 3, "m-1"))
             assert producer.metrics()["transaction_state"] == "abortable_error"
@@ -238,7 +239,7 @@ async def test_failed_batch_makes_the_transaction_abortable(version: int) -> Non
     with anyio.fail_after(DEADLINE):
         async with cluster(version) as fc, txn_producer(fc) as producer:
             await producer.begin_transaction()
-            fc.intercept(PRODUCE, lambda *_: Error(120), times=1)  # TRANSACTION_ABORTABLE
+            fc.intercept(PRODUCE, lambda *_: Error(E.TRANSACTION_ABORTABLE), times=1)
             handle = await producer.send("t", b"bad", partition=0)
             with pytest.raises(TransactionAbortableError):
                 await handle
@@ -271,7 +272,7 @@ async def test_add_partitions_failure_is_abortable_and_fails_held_records() -> N
     with anyio.fail_after(DEADLINE):
         async with cluster(1) as fc, txn_producer(fc) as producer:
             await producer.begin_transaction()
-            fc.intercept(ADD_PARTITIONS, lambda *_: Error(29), times=1)  # TOPIC_AUTHORIZATION_FAILED
+            fc.intercept(ADD_PARTITIONS, lambda *_: Error(E.TOPIC_AUTHORIZATION_FAILED), times=1)
             handle = await producer.send("t", b"held", partition=0)
             with pytest.raises(TopicAuthorizationFailedError):
                 await handle
@@ -316,7 +317,7 @@ async def test_abort_after_an_abortable_error_bumps_the_epoch(version: int) -> N
         async with cluster(version) as fc, txn_producer(fc) as producer:
             await producer.begin_transaction()
             await producer.send_and_wait("t", b"sent", partition=0)
-            fc.intercept(PRODUCE, lambda *_: Error(59), times=1)  # UNKNOWN_PRODUCER_ID: sequences unknown
+            fc.intercept(PRODUCE, lambda *_: Error(E.UNKNOWN_PRODUCER_ID), times=1)  # sequences unknown
             with pytest.raises(UnknownProducerIdError):
                 await (await producer.send("t", b"lost", partition=1))
             epoch, inits = producer.metrics()["producer_epoch"], fc.count(INIT_PRODUCER_ID)
@@ -333,7 +334,7 @@ async def test_commit_that_timed_out_may_be_retried() -> None:
         async with cluster(2) as fc, txn_producer(fc, max_block_ms=600) as producer:
             await producer.begin_transaction()
             await producer.send("t", b"x", partition=0)
-            fc.intercept(END_TXN, lambda *_: Error(15), times=None)  # COORDINATOR_NOT_AVAILABLE, always
+            fc.intercept(END_TXN, lambda *_: Error(E.COORDINATOR_NOT_AVAILABLE), times=None)  # always
             with pytest.raises(KafkaTimeoutError, match="EndTxn"):
                 await producer.commit_transaction()
             assert producer.metrics()["transaction_state"] == "committing_transaction"
@@ -349,7 +350,7 @@ async def test_transaction_abortable_from_end_txn_needs_an_abort() -> None:
         async with cluster(2) as fc, txn_producer(fc) as producer:
             await producer.begin_transaction()
             await producer.send("t", b"x", partition=0)
-            fc.intercept(END_TXN, lambda *_: Error(120), times=1)  # TRANSACTION_ABORTABLE
+            fc.intercept(END_TXN, lambda *_: Error(E.TRANSACTION_ABORTABLE), times=1)
             with pytest.raises(TransactionAbortableError):
                 await producer.commit_transaction()
             assert producer.metrics()["transaction_state"] == "abortable_error"

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import pytest
 
+from aiokafka_lead.error_code import ErrorCode as E
 from aiokafka_lead.errors import UnsupportedVersionError
 from aiokafka_lead.protocol.messages import REQUEST_CLASSES, ApiVersionsResponse
 from aiokafka_lead.protocol.versions import CLIENT_VERSIONS, negotiate
@@ -79,4 +80,4 @@ def test_from_api_versions_response() -> None:
 
 def test_error_response_raises_its_error() -> None:
     with pytest.raises(UnsupportedVersionError):
-        negotiate(ApiVersionsResponse(error_code=35))
+        negotiate(ApiVersionsResponse(error_code=E.UNSUPPORTED_VERSION))

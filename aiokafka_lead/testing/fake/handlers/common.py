@@ -6,6 +6,7 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, TypeAlias
 
+from aiokafka_lead.error_code import ErrorCode
 from aiokafka_lead.protocol.framing import RequestHeader
 from aiokafka_lead.protocol.messages import Response
 
@@ -17,22 +18,6 @@ Handler: TypeAlias = Callable[
     ["FakeCluster", int, RequestHeader, Any], Awaitable[Response | None]
 ]
 
-NONE = 0
-OFFSET_OUT_OF_RANGE = 1
-CORRUPT_MESSAGE = 2
-UNKNOWN_TOPIC_OR_PARTITION = 3
-NOT_LEADER_OR_FOLLOWER = 6
-MESSAGE_TOO_LARGE = 10
-NOT_COORDINATOR = 16
-INVALID_REQUIRED_ACKS = 21
-ILLEGAL_GENERATION = 22
-INCONSISTENT_GROUP_PROTOCOL = 23
-UNKNOWN_MEMBER_ID = 25
-REBALANCE_IN_PROGRESS = 27
-FENCED_LEADER_EPOCH = 74
-UNKNOWN_LEADER_EPOCH = 75
-MEMBER_ID_REQUIRED = 79
-UNKNOWN_TOPIC_ID = 100
 
 #: a node id no fake cluster has, for the "unknown_node" hint
 UNKNOWN_NODE_OFFSET = 1000
@@ -50,13 +35,19 @@ class Hint:
 def leader_check(part: Partition, node_id: int, current_leader_epoch: int) -> int:
     """Error for a leader-only request: not the leader, or a fenced / unknown epoch (KIP-320)."""
     if part.leader_id != node_id:
-        return NOT_LEADER_OR_FOLLOWER
+        return ErrorCode.NOT_LEADER_OR_FOLLOWER
+    return epoch_check(part, current_leader_epoch)
+
+
+def epoch_check(part: Partition, current_leader_epoch: int) -> int:
+    """Error for a request naming a leader epoch (-1: none): fenced if older, unknown if newer
+    (KIP-320); a follower serving a consumer (KIP-392) checks it as the leader does."""
     if current_leader_epoch >= 0:
         if current_leader_epoch < part.leader_epoch:
-            return FENCED_LEADER_EPOCH
+            return ErrorCode.FENCED_LEADER_EPOCH
         if current_leader_epoch > part.leader_epoch:
-            return UNKNOWN_LEADER_EPOCH
-    return NONE
+            return ErrorCode.UNKNOWN_LEADER_EPOCH
+    return ErrorCode.NONE
 
 
 def hint_for(cluster: FakeCluster, part: Partition) -> Hint:

@@ -5,6 +5,7 @@ from __future__ import annotations
 import uuid
 from typing import TYPE_CHECKING
 
+from aiokafka_lead.error_code import ErrorCode
 from aiokafka_lead.protocol.framing import RequestHeader
 from aiokafka_lead.protocol.messages import (
     ConsumerGroupDescribeRequest,
@@ -16,18 +17,13 @@ from aiokafka_lead.testing.fake.consumer_groups import (
     LEAVE_EPOCH,
     STATIC_LEAVE_EPOCH,
     TP,
-    UNKNOWN_MEMBER_ID,
-    UNRELEASED_INSTANCE_ID,
     ConsumerGroup,
     ConsumerMember,
 )
-from aiokafka_lead.testing.fake.handlers.common import NOT_COORDINATOR
 
 if TYPE_CHECKING:
     from aiokafka_lead.testing.fake.cluster import FakeCluster
 
-INVALID_REQUEST = 42
-GROUP_ID_NOT_FOUND = 69
 CLIENT_MEMBER_ID_VERSION = 1
 
 Response = ConsumerGroupHeartbeatResponse
@@ -66,7 +62,8 @@ def _join(
         previous = group.member_by_instance(request.instance_id)
         if previous is not None and previous.member_id != member_id:
             if not previous.departed:
-                return _error(UNRELEASED_INSTANCE_ID, f"instance id {request.instance_id} is in use")
+                in_use = f"instance id {request.instance_id} is in use"
+                return _error(ErrorCode.UNRELEASED_INSTANCE_ID, in_use)
             # the static member is back: it takes over its predecessor's place and assignment
             member = ConsumerMember(
                 member_id,
@@ -94,21 +91,21 @@ async def handle_consumer_group_heartbeat(
     cluster: FakeCluster, node_id: int, header: RequestHeader, request: ConsumerGroupHeartbeatRequest
 ) -> Response:
     if not cluster.groups.is_coordinator(node_id, request.group_id):
-        return _error(NOT_COORDINATOR)
+        return _error(ErrorCode.NOT_COORDINATOR)
     classic = cluster.groups.groups.get(request.group_id)
     if classic is not None and classic.members:
-        return _error(GROUP_ID_NOT_FOUND, f"group {request.group_id} is not a consumer group")
+        return _error(ErrorCode.GROUP_ID_NOT_FOUND, f"group {request.group_id} is not a consumer group")
     group = cluster.groups.consumer_group(request.group_id)
     member_id, epoch = request.member_id, request.member_epoch
     version = header.api_version
     if version >= CLIENT_MEMBER_ID_VERSION and not member_id:
-        return _error(INVALID_REQUEST, "MemberId can't be empty.")
+        return _error(ErrorCode.INVALID_REQUEST, "MemberId can't be empty.")
     if not member_id:
         member_id = str(uuid.uuid4())
     member = group.members.get(member_id)
     if epoch in (LEAVE_EPOCH, STATIC_LEAVE_EPOCH):
         if member is None:
-            return _error(UNKNOWN_MEMBER_ID)
+            return _error(ErrorCode.UNKNOWN_MEMBER_ID)
         if epoch == STATIC_LEAVE_EPOCH and member.instance_id is not None:
             member.departed = True
         else:
@@ -122,7 +119,7 @@ async def handle_consumer_group_heartbeat(
             return joined
         member = joined
     elif member is None or member.departed:
-        return _error(UNKNOWN_MEMBER_ID)
+        return _error(ErrorCode.UNKNOWN_MEMBER_ID)
     else:
         code = group.epoch_error(member, epoch, owned)
         if code:
@@ -179,14 +176,14 @@ async def handle_consumer_group_describe(
     groups = []
     for group_id in request.group_ids:
         if not cluster.groups.is_coordinator(node_id, group_id):
-            groups.append(D.DescribedGroup(group_id=group_id, error_code=NOT_COORDINATOR))
+            groups.append(D.DescribedGroup(group_id=group_id, error_code=ErrorCode.NOT_COORDINATOR))
             continue
         group = cluster.groups.consumer_groups.get(group_id)
         if group is None:
             groups.append(
                 D.DescribedGroup(
                     group_id=group_id,
-                    error_code=GROUP_ID_NOT_FOUND,
+                    error_code=ErrorCode.GROUP_ID_NOT_FOUND,
                     error_message=f"Group {group_id} not found.",
                 )
             )

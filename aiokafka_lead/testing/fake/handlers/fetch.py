@@ -15,29 +15,17 @@ from typing import TYPE_CHECKING
 
 import anyio
 
+from aiokafka_lead.error_code import ErrorCode
 from aiokafka_lead.protocol.framing import RequestHeader
 from aiokafka_lead.protocol.messages import FetchRequest, FetchResponse
-from aiokafka_lead.testing.fake.handlers.common import (
-    FENCED_LEADER_EPOCH,
-    NONE,
-    NOT_LEADER_OR_FOLLOWER,
-    OFFSET_OUT_OF_RANGE,
-    UNKNOWN_LEADER_EPOCH,
-    UNKNOWN_TOPIC_ID,
-    UNKNOWN_TOPIC_OR_PARTITION,
-    endpoints,
-    hint_for,
-    leader_check,
-)
+from aiokafka_lead.testing.fake.handlers.common import endpoints, epoch_check, hint_for, leader_check
 from aiokafka_lead.testing.fake.replicas import has_offset
 
 if TYPE_CHECKING:
     from aiokafka_lead.testing.fake.cluster import FakeCluster
-    from aiokafka_lead.testing.fake.partition import Partition
 
 TOPIC_ID_VERSION = 13
 SESSION_VERSION = 7
-FETCH_SESSION_ID_NOT_FOUND = 70
 DIVERGING_EPOCH_VERSION = 12
 HINT_VERSION = 16  # KIP-951: CurrentLeader (partition tag 1), NodeEndpoints (top-level tag 0)
 RACK_VERSION = 11  # KIP-392: RackId in, PreferredReadReplica out
@@ -50,7 +38,7 @@ async def handle_fetch(
 ) -> FetchResponse:
     if header.api_version >= SESSION_VERSION and request.session_id != 0:
         # The fake never creates a session (it answers session_id 0), so any id is unknown.
-        return FetchResponse(error_code=FETCH_SESSION_ID_NOT_FOUND, session_id=0)
+        return FetchResponse(error_code=ErrorCode.FETCH_SESSION_ID_NOT_FOUND, session_id=0)
     deadline = time.monotonic() + max(request.max_wait_ms, 0) / 1000
     while True:
         response, ready, failed = _read(cluster, node_id, header.api_version, request)
@@ -74,10 +62,10 @@ def _read(
         if version >= TOPIC_ID_VERSION:
             topic = cluster.topic_by_id(t.topic_id)
             name = topic.name if topic is not None else None
-            missing = UNKNOWN_TOPIC_ID
+            missing = ErrorCode.UNKNOWN_TOPIC_ID
         else:
             name = t.topic
-            missing = UNKNOWN_TOPIC_OR_PARTITION
+            missing = ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
         out = FetchResponse.FetchableTopicResponse(
             topic=t.topic if version < TOPIC_ID_VERSION else "",
             topic_id=t.topic_id if version >= TOPIC_ID_VERSION else uuid.UUID(int=0),
@@ -105,11 +93,12 @@ def _read(
                 and node_id != part.leader_id
                 and node_id in part.replicas
             )
-            error = _replica_check(part, epoch) if follower else leader_check(part, node_id, epoch)
+            error = epoch_check(part, epoch) if follower else leader_check(part, node_id, epoch)
             if error:
                 failed = True
                 result.error_code = error
-                if error in (NOT_LEADER_OR_FOLLOWER, FENCED_LEADER_EPOCH) and version >= HINT_VERSION:
+                moved = error in (ErrorCode.NOT_LEADER_OR_FOLLOWER, ErrorCode.FENCED_LEADER_EPOCH)
+                if moved and version >= HINT_VERSION:
                     hint = hint_for(cluster, part)
                     result.current_leader = FetchResponse.LeaderIdAndEpoch(
                         leader_id=hint.leader_id, leader_epoch=hint.leader_epoch
@@ -137,7 +126,7 @@ def _read(
                     failed = True  # answer at once, like a real leader
                     continue
             if not has_offset(part, node_id, p.fetch_offset):
-                result.error_code = OFFSET_OUT_OF_RANGE  # offsets -1, as Kafka answers
+                result.error_code = ErrorCode.OFFSET_OUT_OF_RANGE  # offsets -1, as Kafka answers
                 result.high_watermark = result.last_stable_offset = result.log_start_offset = -1
                 failed = True
                 continue
@@ -154,17 +143,8 @@ def _read(
                     for pid, first in part.aborted_between(p.fetch_offset, part.last_stable_offset)
                 ]
             total += len(data)
-    response = FetchResponse(responses=topics, error_code=NONE, session_id=0)
+    response = FetchResponse(responses=topics, error_code=ErrorCode.NONE, session_id=0)
     if hinted and version >= HINT_VERSION:
         response.node_endpoints = endpoints(cluster, hinted, FetchResponse.NodeEndpoint)
     return response, total, failed
 
-
-def _replica_check(part: Partition, current_leader_epoch: int) -> int:
-    """A follower serving a consumer (KIP-392) checks the leader epoch as the leader does."""
-    if current_leader_epoch >= 0:
-        if current_leader_epoch < part.leader_epoch:
-            return FENCED_LEADER_EPOCH
-        if current_leader_epoch > part.leader_epoch:
-            return UNKNOWN_LEADER_EPOCH
-    return NONE

@@ -7,6 +7,7 @@ from typing import TYPE_CHECKING
 
 import anyio
 
+from aiokafka_lead.error_code import ErrorCode
 from aiokafka_lead.protocol.framing import RequestHeader
 from aiokafka_lead.protocol.messages import (
     HeartbeatRequest,
@@ -31,16 +32,6 @@ from aiokafka_lead.testing.fake.groups import (
     Group,
     Member,
 )
-from aiokafka_lead.testing.fake.handlers.common import (
-    ILLEGAL_GENERATION,
-    INCONSISTENT_GROUP_PROTOCOL,
-    MEMBER_ID_REQUIRED,
-    NONE,
-    NOT_COORDINATOR,
-    REBALANCE_IN_PROGRESS,
-    UNKNOWN_MEMBER_ID,
-    UNKNOWN_TOPIC_OR_PARTITION,
-)
 
 if TYPE_CHECKING:
     from aiokafka_lead.testing.fake.cluster import FakeCluster
@@ -51,10 +42,10 @@ NULLABLE_PROTOCOL_NAME_VERSION = 7
 
 def _member_check(group: Group | None, member_id: str, generation_id: int) -> int:
     if group is None or member_id not in group.members:
-        return UNKNOWN_MEMBER_ID
+        return ErrorCode.UNKNOWN_MEMBER_ID
     if generation_id != group.generation_id:
-        return ILLEGAL_GENERATION
-    return NONE
+        return ErrorCode.ILLEGAL_GENERATION
+    return ErrorCode.NONE
 
 
 def _join_error(error_code: int, member_id: str, version: int) -> JoinGroupResponse:
@@ -71,16 +62,16 @@ async def handle_join_group(
 ) -> JoinGroupResponse:
     version = header.api_version
     if not cluster.groups.is_coordinator(node_id, request.group_id):
-        return _join_error(NOT_COORDINATOR, "", version)
+        return _join_error(ErrorCode.NOT_COORDINATOR, "", version)
     group = cluster.groups.group(request.group_id)
     member_id = request.member_id
     if not member_id:
         member_id = f"{header.client_id or 'member'}-{uuid.uuid4()}"
         if version >= MEMBER_ID_REQUIRED_VERSION:
             group.pending.add(member_id)
-            return _join_error(MEMBER_ID_REQUIRED, member_id, version)
+            return _join_error(ErrorCode.MEMBER_ID_REQUIRED, member_id, version)
     elif member_id not in group.members and member_id not in group.pending:
-        return _join_error(UNKNOWN_MEMBER_ID, member_id, version)
+        return _join_error(ErrorCode.UNKNOWN_MEMBER_ID, member_id, version)
     protocols = [(p.name, bytes(p.metadata)) for p in request.protocols]
     if group.members and (
         request.protocol_type != group.protocol_type
@@ -89,7 +80,7 @@ async def handle_join_group(
             for name, _ in protocols
         )
     ):
-        return _join_error(INCONSISTENT_GROUP_PROTOCOL, member_id, version)
+        return _join_error(ErrorCode.INCONSISTENT_GROUP_PROTOCOL, member_id, version)
     group.pending.discard(member_id)
     group.protocol_type = request.protocol_type
     rebalance_ms = request.rebalance_timeout_ms if version >= 1 else request.session_timeout_ms
@@ -109,7 +100,7 @@ async def handle_join_group(
         if not done.is_set():
             group.maybe_complete_join(force=True)
     if member_id not in group.members:
-        return _join_error(UNKNOWN_MEMBER_ID, member_id, version)
+        return _join_error(ErrorCode.UNKNOWN_MEMBER_ID, member_id, version)
     is_leader = member_id == group.leader_id
     return JoinGroupResponse(
         generation_id=group.generation_id,
@@ -134,14 +125,14 @@ async def handle_sync_group(
     cluster: FakeCluster, node_id: int, header: RequestHeader, request: SyncGroupRequest
 ) -> SyncGroupResponse:
     if not cluster.groups.is_coordinator(node_id, request.group_id):
-        return SyncGroupResponse(error_code=NOT_COORDINATOR)
+        return SyncGroupResponse(error_code=ErrorCode.NOT_COORDINATOR)
     group = cluster.groups.groups.get(request.group_id)
     error = _member_check(group, request.member_id, request.generation_id)
     if error:
         return SyncGroupResponse(error_code=error)
     assert group is not None
     if group.state == PREPARING:
-        return SyncGroupResponse(error_code=REBALANCE_IN_PROGRESS)
+        return SyncGroupResponse(error_code=ErrorCode.REBALANCE_IN_PROGRESS)
     generation = group.generation_id
     if group.state == COMPLETING:
         if request.member_id == group.leader_id:
@@ -151,9 +142,9 @@ async def handle_sync_group(
                 await group.sync_done.wait()
     member = group.members.get(request.member_id)
     if member is None:
-        return SyncGroupResponse(error_code=UNKNOWN_MEMBER_ID)
+        return SyncGroupResponse(error_code=ErrorCode.UNKNOWN_MEMBER_ID)
     if group.state != STABLE or group.generation_id != generation:
-        return SyncGroupResponse(error_code=REBALANCE_IN_PROGRESS)
+        return SyncGroupResponse(error_code=ErrorCode.REBALANCE_IN_PROGRESS)
     return SyncGroupResponse(
         protocol_type=group.protocol_type,
         protocol_name=group.protocol_name,
@@ -165,11 +156,11 @@ async def handle_heartbeat(
     cluster: FakeCluster, node_id: int, header: RequestHeader, request: HeartbeatRequest
 ) -> HeartbeatResponse:
     if not cluster.groups.is_coordinator(node_id, request.group_id):
-        return HeartbeatResponse(error_code=NOT_COORDINATOR)
+        return HeartbeatResponse(error_code=ErrorCode.NOT_COORDINATOR)
     group = cluster.groups.groups.get(request.group_id)
     error = _member_check(group, request.member_id, request.generation_id)
     if not error and group is not None and group.state == PREPARING:
-        error = REBALANCE_IN_PROGRESS
+        error = ErrorCode.REBALANCE_IN_PROGRESS
     return HeartbeatResponse(error_code=error)
 
 
@@ -177,11 +168,11 @@ async def handle_leave_group(
     cluster: FakeCluster, node_id: int, header: RequestHeader, request: LeaveGroupRequest
 ) -> LeaveGroupResponse:
     if not cluster.groups.is_coordinator(node_id, request.group_id):
-        return LeaveGroupResponse(error_code=NOT_COORDINATOR)
+        return LeaveGroupResponse(error_code=ErrorCode.NOT_COORDINATOR)
     group = cluster.groups.groups.get(request.group_id)
     if header.api_version < 3:
         ok = group is not None and group.remove(request.member_id)
-        return LeaveGroupResponse(error_code=NONE if ok else UNKNOWN_MEMBER_ID)
+        return LeaveGroupResponse(error_code=ErrorCode.NONE if ok else ErrorCode.UNKNOWN_MEMBER_ID)
     members = []
     for m in request.members:
         ok = group is not None and group.remove(m.member_id)
@@ -189,7 +180,7 @@ async def handle_leave_group(
             LeaveGroupResponse.MemberResponse(
                 member_id=m.member_id,
                 group_instance_id=m.group_instance_id,
-                error_code=NONE if ok else UNKNOWN_MEMBER_ID,
+                error_code=ErrorCode.NONE if ok else ErrorCode.UNKNOWN_MEMBER_ID,
             )
         )
     return LeaveGroupResponse(members=members)
@@ -199,30 +190,30 @@ async def handle_offset_commit(
     cluster: FakeCluster, node_id: int, header: RequestHeader, request: OffsetCommitRequest
 ) -> OffsetCommitResponse:
     version = header.api_version
-    error = NONE
+    error: int = ErrorCode.NONE
     group: Group | None = None
     if not cluster.groups.is_coordinator(node_id, request.group_id):
-        error = NOT_COORDINATOR
+        error = ErrorCode.NOT_COORDINATOR
     else:
         group = cluster.groups.group(request.group_id)
         generation = request.generation_id_or_member_epoch
         consumer_group = cluster.groups.consumer_groups.get(request.group_id)
         if generation < 0 and not request.member_id:
             if group.state != EMPTY or (consumer_group is not None and consumer_group.members):
-                error = UNKNOWN_MEMBER_ID  # a simple (admin) commit needs an empty group
+                error = ErrorCode.UNKNOWN_MEMBER_ID  # a simple (admin) commit needs an empty group
         elif consumer_group is not None:
             error = consumer_group.commit_error(request.member_id, generation)  # KIP-848: epochs
         else:
             error = _member_check(group, request.member_id, generation)
             if not error and group.state == PREPARING:
-                error = REBALANCE_IN_PROGRESS
+                error = ErrorCode.REBALANCE_IN_PROGRESS
     topics = []
     for t in request.topics:
         results = []
         for p in t.partitions:
             code = error
             if not code and cluster.find_partition(t.name, p.partition_index) is None:
-                code = UNKNOWN_TOPIC_OR_PARTITION
+                code = ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
             if not code and group is not None:
                 epoch = p.committed_leader_epoch if version >= 6 else -1
                 group.offsets[(t.name, p.partition_index)] = CommittedOffset(
@@ -242,7 +233,7 @@ def _committed(
 ) -> tuple[int, list[tuple[str, list[tuple[int, CommittedOffset | None]]]]]:
     """(group error, [(topic, [(partition, committed or None)])]) for OffsetFetch."""
     if not cluster.groups.is_coordinator(node_id, group_id):
-        return NOT_COORDINATOR, []
+        return ErrorCode.NOT_COORDINATOR, []
     group = cluster.groups.groups.get(group_id)
     offsets = group.offsets if group is not None else {}
     if wanted is None:
@@ -250,7 +241,7 @@ def _committed(
         for topic, partition in sorted(offsets):
             by_topic.setdefault(topic, []).append(partition)
         wanted = list(by_topic.items())
-    return NONE, [(t, [(p, offsets.get((t, p))) for p in ps]) for t, ps in wanted]
+    return ErrorCode.NONE, [(t, [(p, offsets.get((t, p))) for p in ps]) for t, ps in wanted]
 
 
 async def handle_offset_fetch(
@@ -282,7 +273,7 @@ async def handle_offset_fetch(
             )
             for t, ps in found
         ]
-        return OffsetFetchResponse(topics=topics, error_code=error if version >= 2 else 0)
+        return OffsetFetchResponse(topics=topics, error_code=error if version >= 2 else ErrorCode.NONE)
     groups = []
     for g in request.groups:
         wanted = (

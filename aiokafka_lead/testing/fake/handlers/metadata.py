@@ -5,6 +5,7 @@ from __future__ import annotations
 import uuid
 from typing import TYPE_CHECKING
 
+from aiokafka_lead.error_code import ErrorCode
 from aiokafka_lead.protocol.framing import RequestHeader
 from aiokafka_lead.protocol.messages import (
     ApiVersionsRequest,
@@ -16,18 +17,11 @@ from aiokafka_lead.protocol.messages import (
     MetadataRequest,
     MetadataResponse,
 )
-from aiokafka_lead.testing.fake.handlers.common import (
-    NOT_COORDINATOR,
-    UNKNOWN_TOPIC_ID,
-    UNKNOWN_TOPIC_OR_PARTITION,
-)
 
 if TYPE_CHECKING:
     from aiokafka_lead.testing.fake.cluster import FakeCluster, Topic
 
 ALL_TOPICS_EMPTY_LIST_MAX_VERSION = 0  # v0: an empty list means every topic
-INVALID_REQUEST = 42
-LEADER_NOT_AVAILABLE = 5
 AUTO_CREATE_FLAG_VERSION = 4  # before v4 every Metadata request may auto-create
 
 
@@ -83,13 +77,15 @@ async def handle_metadata(
                 # Like Kafka: the response that creates a topic has no leaders yet.
                 topics.append(
                     MetadataResponse.MetadataResponseTopic(
-                        error_code=LEADER_NOT_AVAILABLE, name=item.name
+                        error_code=ErrorCode.LEADER_NOT_AVAILABLE, name=item.name
                     )
                 )
             elif topic is None:
                 topics.append(
                     MetadataResponse.MetadataResponseTopic(
-                        error_code=UNKNOWN_TOPIC_ID if by_id else UNKNOWN_TOPIC_OR_PARTITION,
+                        error_code=(
+                            ErrorCode.UNKNOWN_TOPIC_ID if by_id else ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
+                        ),
                         name=None if by_id else item.name,
                         topic_id=item.topic_id if by_id else uuid.UUID(int=0),
                     )
@@ -165,10 +161,12 @@ async def handle_init_producer_id(
     transactional id goes to its transaction coordinator (fencing older instances).
     """
     if request.transactional_id == "":
-        return InitProducerIdResponse(error_code=INVALID_REQUEST, producer_id=-1, producer_epoch=-1)
+        return InitProducerIdResponse(error_code=ErrorCode.INVALID_REQUEST, producer_id=-1, producer_epoch=-1)
     if request.transactional_id is not None:
         if not cluster.txns.is_coordinator(node_id, request.transactional_id):
-            return InitProducerIdResponse(error_code=NOT_COORDINATOR, producer_id=-1, producer_epoch=-1)
+            return InitProducerIdResponse(
+                error_code=ErrorCode.NOT_COORDINATOR, producer_id=-1, producer_epoch=-1
+            )
         code, pid, epoch = cluster.txns.init_producer_id(
             request.transactional_id,
             request.transaction_timeout_ms,

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+from aiokafka_lead.error_code import ErrorCode
 from aiokafka_lead.protocol.framing import RequestHeader
 from aiokafka_lead.protocol.messages import (
     ListOffsetsRequest,
@@ -11,7 +12,7 @@ from aiokafka_lead.protocol.messages import (
     OffsetForLeaderEpochRequest,
     OffsetForLeaderEpochResponse,
 )
-from aiokafka_lead.testing.fake.handlers.common import UNKNOWN_TOPIC_OR_PARTITION, leader_check
+from aiokafka_lead.testing.fake.handlers.common import leader_check
 
 if TYPE_CHECKING:
     from aiokafka_lead.testing.fake.cluster import FakeCluster
@@ -34,7 +35,7 @@ async def handle_list_offsets(
             results.append(result)
             part = cluster.find_partition(t.name, p.partition_index)
             if part is None:
-                result.error_code = UNKNOWN_TOPIC_OR_PARTITION
+                result.error_code = ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
                 continue
             epoch = p.current_leader_epoch if version >= 4 else -1
             error = leader_check(part, node_id, epoch)
@@ -85,7 +86,7 @@ async def handle_offset_for_leader_epoch(
             results.append(result)
             part = cluster.find_partition(t.topic, p.partition)
             if part is None:
-                result.error_code = UNKNOWN_TOPIC_OR_PARTITION
+                result.error_code = ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
                 continue
             error = leader_check(part, node_id, p.current_leader_epoch)
             if error:

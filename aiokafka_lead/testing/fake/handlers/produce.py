@@ -4,21 +4,12 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+from aiokafka_lead.error_code import ErrorCode
 from aiokafka_lead.errors import CorruptRecordError, DecodeError
 from aiokafka_lead.protocol.framing import RequestHeader
 from aiokafka_lead.protocol.messages import ProduceRequest, ProduceResponse
 from aiokafka_lead.records import MemoryRecords, RecordBatch
-from aiokafka_lead.testing.fake.handlers.common import (
-    CORRUPT_MESSAGE,
-    INVALID_REQUIRED_ACKS,
-    MESSAGE_TOO_LARGE,
-    NONE,
-    NOT_LEADER_OR_FOLLOWER,
-    UNKNOWN_TOPIC_OR_PARTITION,
-    endpoints,
-    hint_for,
-    leader_check,
-)
+from aiokafka_lead.testing.fake.handlers.common import endpoints, hint_for, leader_check
 from aiokafka_lead.testing.fake.partition import SequenceError
 
 if TYPE_CHECKING:
@@ -41,9 +32,9 @@ def _transaction_check(
     try:
         first = next(iter(MemoryRecords(data)), None)
     except (CorruptRecordError, DecodeError):
-        return NONE  # append() reports the corruption
+        return ErrorCode.NONE  # append() reports the corruption
     if not isinstance(first, RecordBatch) or not first.is_transactional:
-        return NONE
+        return ErrorCode.NONE
     return cluster.txns.produce_check(
         request.transactional_id, first.producer_id, first.producer_epoch, (topic, p.index), version
     )
@@ -63,14 +54,14 @@ async def handle_produce(
             result = Part(index=p.index, base_offset=-1)
             results.append(result)
             if bad_acks:
-                result.error_code = INVALID_REQUIRED_ACKS
+                result.error_code = ErrorCode.INVALID_REQUIRED_ACKS
                 continue
             part = cluster.find_partition(t.name, p.index)
             if part is None:
-                result.error_code = UNKNOWN_TOPIC_OR_PARTITION
+                result.error_code = ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
                 continue
             error = leader_check(part, node_id, -1)
-            if error == NOT_LEADER_OR_FOLLOWER:
+            if error == ErrorCode.NOT_LEADER_OR_FOLLOWER:
                 result.error_code = error
                 if version >= HINT_VERSION:
                     hint = hint_for(cluster, part)
@@ -81,7 +72,7 @@ async def handle_produce(
                 continue
             limit = cluster.topics[t.name].max_message_bytes
             if limit is not None and len(p.records or b"") > limit:
-                result.error_code = MESSAGE_TOO_LARGE
+                result.error_code = ErrorCode.MESSAGE_TOO_LARGE
                 result.error_message = (
                     f"the batch is {len(p.records or b'')} bytes, over max.message.bytes={limit}"
                     if version >= 8
@@ -99,10 +90,10 @@ async def handle_produce(
                 result.error_message = str(exc) if version >= 8 else None
                 continue
             except (CorruptRecordError, DecodeError):
-                result.error_code = CORRUPT_MESSAGE
+                result.error_code = ErrorCode.CORRUPT_MESSAGE
                 continue
             appended = True
-            result.error_code = NONE
+            result.error_code = ErrorCode.NONE
             result.base_offset = base
             result.log_start_offset = part.log_start_offset
         topics.append(ProduceResponse.TopicProduceResponse(name=t.name, partition_responses=results))

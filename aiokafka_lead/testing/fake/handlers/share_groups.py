@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING
 
 import anyio
 
+from aiokafka_lead.error_code import ErrorCode
 from aiokafka_lead.protocol.framing import RequestHeader
 from aiokafka_lead.protocol.messages import (
     ShareAcknowledgeRequest,
@@ -25,10 +26,6 @@ from aiokafka_lead.protocol.messages import (
     ShareGroupHeartbeatResponse,
 )
 from aiokafka_lead.testing.fake.handlers.common import (
-    NOT_COORDINATOR,
-    NOT_LEADER_OR_FOLLOWER,
-    UNKNOWN_MEMBER_ID,
-    UNKNOWN_TOPIC_ID,
     endpoints,
     hint_for,
 )
@@ -37,11 +34,6 @@ from aiokafka_lead.testing.fake.share_groups import TP, ShareGroup, ShareMember,
 if TYPE_CHECKING:
     from aiokafka_lead.testing.fake.cluster import FakeCluster
 
-INVALID_REQUEST = 42
-FENCED_MEMBER_EPOCH = 110
-INVALID_RECORD_STATE = 121
-SHARE_SESSION_NOT_FOUND = 122
-INVALID_SHARE_SESSION_EPOCH = 123
 RECORD_LIMIT = 1
 #: Kafka 4.4's message for INVALID_RECORD_STATE on an acknowledgement
 NOT_ACQUIRED = "The offset cannot be acknowledged. The offset is not acquired."
@@ -54,32 +46,39 @@ async def handle_share_group_heartbeat(
     cluster: FakeCluster, node_id: int, header: RequestHeader, request: ShareGroupHeartbeatRequest
 ) -> ShareGroupHeartbeatResponse:
     if not cluster.groups.is_coordinator(node_id, request.group_id):
-        return HB(error_code=NOT_COORDINATOR)
+        return HB(error_code=ErrorCode.NOT_COORDINATOR)
     shares = cluster.shares
     group = shares.group(request.group_id)
     member_id, epoch = request.member_id, request.member_epoch
     if not member_id:
-        return HB(error_code=INVALID_REQUEST, error_message="MemberId can't be empty.")
+        return HB(error_code=ErrorCode.INVALID_REQUEST, error_message="MemberId can't be empty.")
     member = group.members.get(member_id)
     if epoch == -1:
         if member is None:
-            return HB(error_code=UNKNOWN_MEMBER_ID, error_message=_not_member(member_id, group.group_id))
+            return HB(
+            error_code=ErrorCode.UNKNOWN_MEMBER_ID, error_message=_not_member(member_id, group.group_id)
+        )
         del group.members[member_id]
         group.epoch += 1
         shares.release_member(group, member_id)
         return HB(member_id=member_id, member_epoch=-1)
     if epoch == 0:
         if not request.subscribed_topic_names:
-            return HB(error_code=INVALID_REQUEST, error_message="SubscribedTopicNames must be set on join.")
+            return HB(
+                error_code=ErrorCode.INVALID_REQUEST,
+                error_message="SubscribedTopicNames must be set on join.",
+            )
         group.epoch += 1
         member = ShareMember(member_id, header.client_id or "", epoch=group.epoch)
         group.members[member_id] = member
     elif member is None:
-        return HB(error_code=UNKNOWN_MEMBER_ID, error_message=_not_member(member_id, group.group_id))
+        return HB(
+            error_code=ErrorCode.UNKNOWN_MEMBER_ID, error_message=_not_member(member_id, group.group_id)
+        )
     elif epoch != member.epoch:
         side = "greater" if epoch > member.epoch else "smaller"
         return HB(
-            error_code=FENCED_MEMBER_EPOCH,
+            error_code=ErrorCode.FENCED_MEMBER_EPOCH,
             error_message=(
                 f"The share group member has a {side} member epoch ({epoch}) than the one known by the "
                 f"group coordinator ({member.epoch}). The member must abandon all its partitions and rejoin."
@@ -126,12 +125,12 @@ def _session(
         return opened, 0
     session = cluster.shares.sessions.get(key)
     if session is None:
-        return None, SHARE_SESSION_NOT_FOUND
+        return None, ErrorCode.SHARE_SESSION_NOT_FOUND
     if epoch == -1:
         del cluster.shares.sessions[key]
         return session, 0
     if epoch != session.epoch:
-        return None, INVALID_SHARE_SESSION_EPOCH
+        return None, ErrorCode.INVALID_SHARE_SESSION_EPOCH
     session.epoch = 1 if session.epoch >= 2**31 - 1 else session.epoch + 1
     return session, 0
 
@@ -170,10 +169,10 @@ async def handle_share_fetch(
     epoch = request.share_session_epoch
     has_acks = any(p.acknowledgement_batches for t in request.topics for p in t.partitions)
     if epoch == 0 and has_acks:
-        return ShareFetchResponse(error_code=INVALID_REQUEST)
+        return ShareFetchResponse(error_code=ErrorCode.INVALID_REQUEST)
     group = cluster.shares.group(group_id)
     if member_id not in group.members:
-        return ShareFetchResponse(error_code=UNKNOWN_MEMBER_ID)
+        return ShareFetchResponse(error_code=ErrorCode.UNKNOWN_MEMBER_ID)
     session, code = _session(cluster, node_id, group_id, member_id, epoch)
     if session is None:
         return ShareFetchResponse(error_code=code)
@@ -204,7 +203,7 @@ async def handle_share_fetch(
         ok = cluster.shares.acknowledge(group, tp, member_id, offsets)
         data = responses.setdefault(tp, ShareFetchResponse.PartitionData(partition_index=tp[1], records=b""))
         if not ok:
-            data.acknowledge_error_code = INVALID_RECORD_STATE
+            data.acknowledge_error_code = ErrorCode.INVALID_RECORD_STATE
             data.acknowledge_error_message = NOT_ACQUIRED
     if epoch == -1:
         _close_session(cluster, group, session, member_id)
@@ -249,10 +248,10 @@ def _fetch_round(  # noqa: PLR0917 - one pass of the handler over its own state
             data = responses[tp] = ShareFetchResponse.PartitionData(partition_index=tp[1], records=b"")
         part = cluster.find_partition(*tp)
         if part is None:
-            data.error_code = UNKNOWN_TOPIC_ID
+            data.error_code = ErrorCode.UNKNOWN_TOPIC_ID
             continue
         if part.leader_id != node_id:
-            data.error_code = NOT_LEADER_OR_FOLLOWER
+            data.error_code = ErrorCode.NOT_LEADER_OR_FOLLOWER
             hint = hint_for(cluster, part)
             data.current_leader = ShareFetchResponse.LeaderIdAndEpoch(
                 leader_id=hint.leader_id, leader_epoch=hint.leader_epoch
@@ -282,7 +281,7 @@ async def handle_share_acknowledge(
     group_id, member_id = request.group_id or "", request.member_id or ""
     group = cluster.shares.group(group_id)
     if request.share_session_epoch == 0:
-        return ShareAcknowledgeResponse(error_code=INVALID_SHARE_SESSION_EPOCH)
+        return ShareAcknowledgeResponse(error_code=ErrorCode.INVALID_SHARE_SESSION_EPOCH)
     session, code = _session(cluster, node_id, group_id, member_id, request.share_session_epoch)
     if session is None:
         return ShareAcknowledgeResponse(error_code=code)
@@ -294,7 +293,7 @@ async def handle_share_acknowledge(
             if topic is None:
                 parts.append(
                     ShareAcknowledgeResponse.PartitionData(
-                        partition_index=p.partition_index, error_code=UNKNOWN_TOPIC_ID
+                        partition_index=p.partition_index, error_code=ErrorCode.UNKNOWN_TOPIC_ID
                     )
                 )
                 continue
@@ -304,7 +303,7 @@ async def handle_share_acknowledge(
             parts.append(
                 ShareAcknowledgeResponse.PartitionData(
                     partition_index=p.partition_index,
-                    error_code=0 if ok else INVALID_RECORD_STATE,
+                    error_code=ErrorCode.NONE if ok else ErrorCode.INVALID_RECORD_STATE,
                     error_message=None if ok else NOT_ACQUIRED,
                 )
             )

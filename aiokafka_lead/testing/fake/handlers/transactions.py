@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+from aiokafka_lead.error_code import ErrorCode
 from aiokafka_lead.protocol.framing import RequestHeader
 from aiokafka_lead.protocol.messages import (
     AddOffsetsToTxnRequest,
@@ -17,11 +18,6 @@ from aiokafka_lead.protocol.messages import (
     TxnOffsetCommitResponse,
 )
 from aiokafka_lead.testing.fake.groups import CommittedOffset
-from aiokafka_lead.testing.fake.handlers.common import (
-    ILLEGAL_GENERATION,
-    NOT_COORDINATOR,
-    UNKNOWN_MEMBER_ID,
-)
 
 if TYPE_CHECKING:
     from aiokafka_lead.testing.fake.cluster import FakeCluster
@@ -41,7 +37,7 @@ def _add(
     txn_id, producer_id, producer_epoch = txn
     tps = [(t.name, p) for t in topics for p in t.partitions]
     if not cluster.txns.is_coordinator(node_id, txn_id):
-        code = NOT_COORDINATOR
+        code: int = ErrorCode.NOT_COORDINATOR
     else:
         code = cluster.txns.add_partitions(txn_id, producer_id, producer_epoch, tps)
     return [
@@ -81,7 +77,7 @@ async def handle_add_offsets_to_txn(
     cluster: FakeCluster, node_id: int, header: RequestHeader, request: AddOffsetsToTxnRequest
 ) -> AddOffsetsToTxnResponse:
     if not cluster.txns.is_coordinator(node_id, request.transactional_id):
-        return AddOffsetsToTxnResponse(error_code=NOT_COORDINATOR)
+        return AddOffsetsToTxnResponse(error_code=ErrorCode.NOT_COORDINATOR)
     code = cluster.txns.add_offsets(
         request.transactional_id, request.producer_id, request.producer_epoch, request.group_id
     )
@@ -91,22 +87,22 @@ async def handle_add_offsets_to_txn(
 def _member_error(cluster: FakeCluster, request: TxnOffsetCommitRequest) -> int:
     """KIP-447: a commit carrying a member id must come from the group's current generation."""
     if request.generation_id_or_member_epoch < 0 and not request.member_id:
-        return 0
+        return ErrorCode.NONE
     group = cluster.groups.groups.get(request.group_id)
     if group is None or request.member_id not in group.members:
-        return UNKNOWN_MEMBER_ID
+        return ErrorCode.UNKNOWN_MEMBER_ID
     if request.generation_id_or_member_epoch != group.generation_id:
-        return ILLEGAL_GENERATION
-    return 0
+        return ErrorCode.ILLEGAL_GENERATION
+    return ErrorCode.NONE
 
 
 async def handle_txn_offset_commit(
     cluster: FakeCluster, node_id: int, header: RequestHeader, request: TxnOffsetCommitRequest
 ) -> TxnOffsetCommitResponse:
     if not cluster.groups.is_coordinator(node_id, request.group_id):
-        code = NOT_COORDINATOR
+        code: int = ErrorCode.NOT_COORDINATOR
     else:
-        code = _member_error(cluster, request) if header.api_version >= 3 else 0
+        code = _member_error(cluster, request) if header.api_version >= 3 else ErrorCode.NONE
     if not code:
         offsets = {
             (t.name, p.partition_index): CommittedOffset(
@@ -142,7 +138,7 @@ async def handle_end_txn(
     cluster: FakeCluster, node_id: int, header: RequestHeader, request: EndTxnRequest
 ) -> EndTxnResponse:
     if not cluster.txns.is_coordinator(node_id, request.transactional_id):
-        return EndTxnResponse(error_code=NOT_COORDINATOR)
+        return EndTxnResponse(error_code=ErrorCode.NOT_COORDINATOR)
     code, pid, epoch = cluster.txns.end_txn(
         request.transactional_id,
         request.producer_id,

@@ -2,7 +2,7 @@
 
 It refreshes periodically (``metadata_max_age_ms``) and when someone asks
 (``store.request_refresh(reason)``), coalescing requests that arrive while one is in
-flight and spacing refreshes at least ``refresh_backoff_ms`` apart. It runs BESIDE request
+flight and spacing refreshes at least ``retry_backoff_ms`` apart. It runs BESIDE request
 paths: a produce or fetch retry never awaits it (KIP-951). Failures back off
 exponentially; when no known broker answers, the pool falls back to the bootstrap
 servers (KIP-899), and a Metadata v13 REBOOTSTRAP_REQUIRED does the same (KIP-1102).
@@ -91,19 +91,15 @@ class MetadataRefresher:
         pool: BrokerPool,
         *,
         topics: TopicsFn = lambda: None,
-        metadata_max_age_ms: int = 300_000,
-        refresh_backoff_ms: int = 100,
-        refresh_backoff_max_ms: int = 1000,
+        backoff: ExponentialBackoff,
         allow_auto_topic_creation: bool = False,
     ) -> None:
         self._store = store
         self._pool = pool
         self._topics = topics
-        self._max_age_s = metadata_max_age_ms / 1000
-        self._min_interval_s = refresh_backoff_ms / 1000
-        self._backoff = ExponentialBackoff(
-            refresh_backoff_ms, max(refresh_backoff_max_ms, refresh_backoff_ms)
-        )
+        self._max_age_s = pool.config.metadata_max_age_ms / 1000
+        self._min_interval_s = pool.config.retry_backoff_ms / 1000
+        self._backoff = backoff
         self._auto_create = allow_auto_topic_creation
         self._last_attempt = 0.0
         self.refreshes = 0

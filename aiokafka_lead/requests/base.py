@@ -1,4 +1,5 @@
-"""Plumbing shared by the admin client's parts: retries, routing, error reporting."""
+"""Plumbing of the request layer: retries within a deadline, routing to leaders and the
+controller, per-item error reporting."""
 
 from __future__ import annotations
 
@@ -10,7 +11,6 @@ from aiokafka_lead.client import ClientCore
 from aiokafka_lead.errors import (
     KafkaError,
     LeaderNotAvailableError,
-    NotControllerError,
     UnknownTopicOrPartitionError,
     error_for_code,
 )
@@ -18,7 +18,6 @@ from aiokafka_lead.retry import call_with_retries
 from aiokafka_lead.structs import TopicPartition
 
 T = TypeVar("T")
-NOT_CONTROLLER = NotControllerError.errno
 
 
 def raise_item_errors(what: str, failures: Sequence[tuple[str, int, str | None]]) -> None:
@@ -37,12 +36,20 @@ def pick_retry_error(errors: Sequence[KafkaError]) -> KafkaError:
     return next((e for e in errors if e.invalid_metadata), errors[0])
 
 
-class AdminBase:
-    """State every admin part uses; set up by AIOKafkaAdminClient.__init__."""
+class RequestBase:
+    """What every request family needs: the client's core (its configuration included) and
+    the retry backoff built from it."""
 
     _core: ClientCore
     _backoff: ExponentialBackoff
-    _request_timeout_ms: int
+
+    def __init__(self, core: ClientCore) -> None:
+        self._core = core
+        self._backoff = core.backoff
+
+    @property
+    def _request_timeout_ms(self) -> int:
+        return self._core.config.request_timeout_ms
 
     async def _retrying(self, what: str, attempt: Callable[[], Awaitable[T]], timeout_ms: float | None) -> T:
         return await call_with_retries(

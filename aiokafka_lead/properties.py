@@ -1,4 +1,4 @@
-"""Java-style client properties (``--admin.config FILE``) -> admin client keyword arguments.
+"""Java-style client properties (``--command-config FILE``, Spark's ``kafka.*``) -> client keywords.
 
 Accepts what Kafka's own tools accept for security: ``security.protocol``,
 ``sasl.mechanism``, ``sasl.jaas.config`` (PlainLoginModule / ScramLoginModule with
@@ -6,7 +6,8 @@ username and password), ``ssl.truststore.location`` with ``ssl.truststore.type=P
 ``ssl.endpoint.identification.algorithm`` (empty disables hostname checks), plus
 librdkafka's spellings (``sasl.username``, ``sasl.password``, ``ssl.ca.location``,
 ``ssl.certificate.location``, ``ssl.key.location``) and ``client.id`` /
-``request.timeout.ms``. Anything else is an error: a typo must not silently weaken security.
+``request.timeout.ms``; OAUTHBEARER and GSSAPI as :mod:`aiokafka_lead.sasl_properties`
+reads them. Anything else is an error: a typo must not silently weaken security.
 """
 
 from __future__ import annotations
@@ -16,7 +17,11 @@ import ssl
 from pathlib import Path
 from typing import Any
 
-KNOWN_KEYS = {
+from aiokafka_lead.sasl_properties import SASL_KEYS, ClientConfigError, jaas_options, token_kwargs
+
+__all__ = ["KNOWN_KEYS", "ClientConfigError", "client_kwargs", "load_client_config", "parse_properties"]
+
+KNOWN_KEYS = SASL_KEYS | {
     "security.protocol",
     "sasl.mechanism",
     "sasl.jaas.config",
@@ -33,13 +38,6 @@ KNOWN_KEYS = {
     "request.timeout.ms",
 }
 
-_JAAS_OPTION = re.compile(r'(\w+)\s*=\s*"((?:[^"\\]|\\.)*)"')
-
-
-class ClientConfigError(ValueError):
-    """The properties file cannot be turned into a client configuration."""
-
-
 def parse_properties(text: str) -> dict[str, str]:
     """The subset of java.util.Properties syntax client configs use (key=value, # comments)."""
     props: dict[str, str] = {}
@@ -55,7 +53,7 @@ def parse_properties(text: str) -> dict[str, str]:
 
 
 def _jaas_credentials(jaas: str) -> tuple[str, str]:
-    options = dict(_JAAS_OPTION.findall(jaas))
+    options = jaas_options(jaas)
     if "username" not in options or "password" not in options:
         raise ClientConfigError('sasl.jaas.config must set username="..." and password="..."')
     return options["username"], options["password"]
@@ -88,15 +86,18 @@ def client_kwargs(props: dict[str, str]) -> dict[str, Any]:
         except (OSError, ssl.SSLError) as exc:
             raise ClientConfigError(f"cannot load TLS files: {exc}") from exc
     if protocol.startswith("SASL_"):
-        kwargs["sasl_mechanism"] = props.get("sasl.mechanism", "PLAIN").upper()
-        if "sasl.jaas.config" in props:
+        kwargs["sasl_mechanism"] = mechanism = props.get("sasl.mechanism", "PLAIN").upper()
+        if mechanism in ("OAUTHBEARER", "GSSAPI", "AWS_MSK_IAM"):
+            kwargs.update(token_kwargs(mechanism, props))
+        elif "sasl.jaas.config" in props:
             user, password = _jaas_credentials(props["sasl.jaas.config"])
         elif "sasl.username" in props and "sasl.password" in props:
             user, password = props["sasl.username"], props["sasl.password"]
         else:
             raise ClientConfigError(f"{protocol} needs sasl.jaas.config or sasl.username/sasl.password")
-        kwargs["sasl_plain_username"] = user
-        kwargs["sasl_plain_password"] = password
+        if mechanism not in ("OAUTHBEARER", "GSSAPI", "AWS_MSK_IAM"):
+            kwargs["sasl_plain_username"] = user
+            kwargs["sasl_plain_password"] = password
     if "client.id" in props:
         kwargs["client_id"] = props["client.id"]
     if "request.timeout.ms" in props:

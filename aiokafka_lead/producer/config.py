@@ -1,0 +1,186 @@
+"""The producer's configuration: the shared connection settings plus the producer's own
+options, each declared once (see :mod:`aiokafka_lead.options`).
+
+Defaults follow the modern Java client where aiokafka's are unsafe: ``acks="all"`` and
+idempotence on (it turns itself off, as in Java, only when acks is set to 0 or 1 without
+asking for idempotence explicitly).
+"""
+
+from __future__ import annotations
+
+import itertools
+import ssl
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from aiokafka_lead.abc import AbstractTokenProvider
+from aiokafka_lead.errors import KafkaConfigurationError
+from aiokafka_lead.network.config import ConnectionConfig
+from aiokafka_lead.options import NON_NEGATIVE, POSITIVE, choices, option, override
+from aiokafka_lead.producer.partitioner import Partitioner
+from aiokafka_lead.records.compression import CompressionType, require_codec
+from aiokafka_lead.validation import options_of, warn_loop_argument
+
+COMPRESSION = {
+    None: CompressionType.NONE,
+    "none": CompressionType.NONE,
+    "gzip": CompressionType.GZIP,
+    "snappy": CompressionType.SNAPPY,
+    "lz4": CompressionType.LZ4,
+    "zstd": CompressionType.ZSTD,
+}
+ACKS = {"all": -1, -1: -1, "-1": -1, 0: 0, "0": 0, 1: 1, "1": 1}
+_ids = itertools.count(1)
+#: Java's limit of in-flight requests per connection with idempotence
+IDEMPOTENT_MAX_IN_FLIGHT = 5
+
+
+@dataclass(frozen=True, kw_only=True)
+class ProducerConfig(ConnectionConfig):
+    """Everything an ``AIOKafkaProducer`` is configured with."""
+
+    CLIENT = "producer"
+
+    client_id: str | None = override(ConnectionConfig, "client_id", None)
+    acks: int | str = option(
+        "all", choices(*ACKS), "replicas that must have a record before it counts as sent: 0, 1 or 'all'"
+    )
+    key_serializer: Callable[[Any], bytes] | None = option(None, None, "turns a key into bytes")
+    value_serializer: Callable[[Any], bytes] | None = option(None, None, "turns a value into bytes")
+    compression_type: str | None = option(
+        None, choices(*COMPRESSION), "batch compression: None, 'gzip', 'snappy', 'lz4' or 'zstd'"
+    )
+    max_batch_size: int = option(16384, POSITIVE, "bytes of records per partition batch")
+    partitioner: Partitioner | None = option(
+        None, None, "chooses a record's partition (None: murmur2 of the key, sticky without one)"
+    )
+    max_request_size: int = option(1_048_576, POSITIVE, "largest produce request (and record)")
+    linger_ms: int = option(0, NON_NEGATIVE, "how long a batch waits for more records")
+    delivery_timeout_ms: int = option(
+        120_000, POSITIVE, "a record not acknowledged this long after send() fails (retries included)"
+    )
+    buffer_memory: int = option(32 * 1024 * 1024, POSITIVE, "bytes of records waiting to be sent")
+    max_block_ms: int = option(
+        60_000, NON_NEGATIVE, "how long send() waits for buffer space, and transactions for answers"
+    )
+    max_in_flight_requests_per_connection: int = option(
+        5, POSITIVE, "produce requests in flight per connection (at most 5 with idempotence)"
+    )
+    enable_idempotence: bool | None = option(
+        None, None, "exactly-once per partition (None: on unless acks is 0 or 1)"
+    )
+    transactional_id: str | None = option(None, None, "makes the producer transactional")
+    transaction_timeout_ms: int = option(60_000, POSITIVE, "the coordinator aborts a transaction this old")
+    enable_leader_hints: bool = option(
+        True, None, "follow KIP-951 leader hints (False: wait for a metadata refresh, as before KIP-951)"
+    )
+    connections_per_broker: int = option(
+        1, choices(1, 2), "connections a broker's produce requests may spread over"
+    )
+
+    def __post_init__(self) -> None:
+        # derived connection settings: each producer's own name (aiokafka names them apart
+        # too), and the producer's keyword sets how deep each connection pipelines
+        if not self.client_id:
+            object.__setattr__(self, "client_id", f"aiokafka-lead-producer-{next(_ids)}")
+        object.__setattr__(self, "max_in_flight", self.max_in_flight_requests_per_connection)
+        super().__post_init__()
+
+    def _check(self) -> None:
+        super()._check()
+        acks_all = self.acks_code == -1
+        if self.enable_idempotence and not acks_all:
+            raise KafkaConfigurationError("enable_idempotence=True needs acks='all'")
+        if self.transactional_id is not None:
+            if self.enable_idempotence is False:
+                raise KafkaConfigurationError(
+                    "a transactional producer needs enable_idempotence (leave it unset or True)"
+                )
+            if not acks_all:
+                raise KafkaConfigurationError("a transactional producer needs acks='all'")
+        if self.enable_idempotence and self.max_in_flight_requests_per_connection > IDEMPOTENT_MAX_IN_FLIGHT:
+            raise KafkaConfigurationError(
+                "enable_idempotence=True allows at most 5 in-flight requests per connection"
+            )
+        if self.delivery_timeout_ms < self.linger_ms + self.request_timeout_ms:
+            raise KafkaConfigurationError(
+                "delivery_timeout_ms must be at least linger_ms + request_timeout_ms (as in Java)"
+            )
+        require_codec(self.compression)
+
+    @property
+    def acks_code(self) -> int:
+        """``acks`` as sent: -1 (all), 0 or 1."""
+        return ACKS[self.acks]
+
+    @property
+    def compression(self) -> CompressionType:
+        return COMPRESSION[self.compression_type]
+
+    @property
+    def idempotent(self) -> bool:
+        """Idempotence as it runs: always for a transactional producer; unset, on when acks
+        is 'all' and at most 5 requests are in flight (Java's rule)."""
+        if self.transactional_id is not None:
+            return True
+        if self.enable_idempotence is None:
+            return (
+                self.acks_code == -1
+                and self.max_in_flight_requests_per_connection <= IDEMPOTENT_MAX_IN_FLIGHT
+            )
+        return self.enable_idempotence
+
+
+class ProducerKeywords:
+    """``AIOKafkaProducer``'s constructor: aiokafka's keywords, each declared above with the
+    same default (``tests/unit/test_config.py`` checks), built into one ProducerConfig."""
+
+    def __init__(
+        self,
+        *,
+        bootstrap_servers: str | Sequence[str] = "localhost",
+        client_id: str | None = None,
+        metadata_max_age_ms: int = 300_000,
+        request_timeout_ms: int = 40_000,
+        api_version: str = "auto",
+        acks: int | str = "all",
+        key_serializer: Callable[[Any], bytes] | None = None,
+        value_serializer: Callable[[Any], bytes] | None = None,
+        compression_type: str | None = None,
+        max_batch_size: int = 16384,
+        partitioner: Partitioner | None = None,
+        max_request_size: int = 1_048_576,
+        linger_ms: int = 0,
+        retry_backoff_ms: int = 100,
+        retry_backoff_max_ms: int = 1000,
+        delivery_timeout_ms: int = 120_000,
+        buffer_memory: int = 32 * 1024 * 1024,
+        max_block_ms: int = 60_000,
+        max_in_flight_requests_per_connection: int = 5,
+        security_protocol: str = "PLAINTEXT",
+        ssl_context: ssl.SSLContext | None = None,
+        connections_max_idle_ms: int = 540_000,
+        enable_idempotence: bool | None = None,
+        transactional_id: str | None = None,
+        transaction_timeout_ms: int = 60_000,
+        sasl_mechanism: str = "PLAIN",
+        sasl_plain_username: str | None = None,
+        sasl_plain_password: str | None = None,
+        sasl_oauth_token_provider: AbstractTokenProvider | None = None,
+        sasl_kerberos_service_name: str = "kafka",
+        sasl_kerberos_domain_name: str | None = None,
+        enable_leader_hints: bool = True,
+        connections_per_broker: int = 1,
+        loop: Any = None,
+        **unsupported: Any,
+    ) -> None:
+        warn_loop_argument(loop)
+        del loop
+        self._configure(ProducerConfig.build(options_of(locals()), unsupported))
+
+    def _configure(self, config: ProducerConfig) -> None:
+        raise NotImplementedError
+
+
+__all__ = ["COMPRESSION", "ProducerConfig", "ProducerKeywords"]

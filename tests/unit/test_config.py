@@ -1,0 +1,139 @@
+"""Each option is declared once: the constructors' signatures, the validation and
+docs/configuration.md all agree with the declarations, and every part reads one config."""
+
+from __future__ import annotations
+
+import importlib.util
+import inspect
+import sys
+from pathlib import Path
+from types import ModuleType
+from typing import Any
+
+import pytest
+
+from aiokafka_lead import AIOKafkaAdminClient, AIOKafkaConsumer, AIOKafkaProducer
+from aiokafka_lead.abc import AbstractTokenProvider
+from aiokafka_lead.admin import AdminClient
+from aiokafka_lead.admin.config import AdminConfig, AdminKeywords
+from aiokafka_lead.consumer.config import ConsumerConfig, ConsumerKeywords
+from aiokafka_lead.errors import KafkaConfigurationError
+from aiokafka_lead.network.config import ConnectionConfig
+from aiokafka_lead.options import Options
+from aiokafka_lead.producer.config import ProducerConfig, ProducerKeywords
+from aiokafka_lead.share import AIOKafkaShareConsumer
+from aiokafka_lead.share.config import ShareConsumerConfig, ShareConsumerKeywords
+
+ROOT = Path(__file__).resolve().parents[2]
+#: constructor parameters that are not options: the consumer's topics, aiokafka's loop=
+NOT_OPTIONS = {"self", "topics", "loop", "unsupported"}
+KEYWORDS: list[tuple[type, type[Options]]] = [
+    (ProducerKeywords, ProducerConfig),
+    (ConsumerKeywords, ConsumerConfig),
+    (AdminKeywords, AdminConfig),
+    (ShareConsumerKeywords, ShareConsumerConfig),
+]
+
+
+@pytest.mark.parametrize(("keywords", "config"), KEYWORDS)
+def test_constructor_signatures_match_the_declarations(keywords: type, config: type[Options]) -> None:
+    """Names and defaults: a keyword without a declaration, a declaration without a keyword,
+    or a default written differently in the two places fails here."""
+    params = {
+        name: p.default
+        for name, p in inspect.signature(keywords.__init__).parameters.items()
+        if name not in NOT_OPTIONS
+    }
+    declared = {d.name: d.default for d in config.declared()}
+    assert sorted(params) == sorted(declared)
+    assert {n: v for n, v in params.items() if declared[n] != v} == {}
+
+
+@pytest.mark.parametrize(
+    ("client", "keywords"),
+    [
+        (AIOKafkaProducer, ProducerKeywords),
+        (AIOKafkaConsumer, ConsumerKeywords),
+        (AdminClient, AdminKeywords),
+        (AIOKafkaShareConsumer, ShareConsumerKeywords),
+    ],
+)
+def test_the_public_classes_show_the_declared_keywords(client: type, keywords: type) -> None:
+    """IDEs and inspect.signature see the explicit keywords on the public classes."""
+    assert inspect.signature(client) == inspect.signature(keywords)
+    assert "request_timeout_ms" in inspect.signature(client).parameters
+
+
+def test_one_request_timeout_default_everywhere() -> None:
+    assert ConnectionConfig().request_timeout_ms == 40_000
+    for keywords, _ in KEYWORDS:
+        assert inspect.signature(keywords.__init__).parameters["request_timeout_ms"].default == 40_000
+
+
+def test_every_part_of_a_client_reads_the_one_config_it_was_built_with() -> None:
+    consumer = AIOKafkaConsumer("t", group_id="g", request_timeout_ms=12_345)
+    config = consumer._config
+    assert config.request_timeout_ms == 12_345
+    assert consumer._core.config is config
+    assert consumer._fetcher._config is config
+    assert consumer._coordinator is not None and consumer._coordinator._config is config  # type: ignore[attr-defined]
+    producer = AIOKafkaProducer(linger_ms=7)
+    assert producer._core.config is producer._config
+    assert producer._acc.linger_s == 0.007
+    admin = AIOKafkaAdminClient(request_timeout_ms=4321)
+    assert admin._request_timeout_ms == 4321
+    share = AIOKafkaShareConsumer("t", group_id="g", request_timeout_ms=2345, fetch_max_wait_ms=77)
+    assert share._core.config is share._config
+    assert share._config.request_timeout_ms == 2345
+    assert share._member._request_timeout_ms == 2345
+    assert share._fetcher._request_timeout_ms == 2345
+    assert share._fetcher.settings.max_wait_ms == 77
+
+
+class Tokens(AbstractTokenProvider):
+    async def token(self) -> str:
+        return "t"
+
+
+def _share_consumer(**kwargs: Any) -> AIOKafkaShareConsumer[Any, Any]:
+    return AIOKafkaShareConsumer(group_id="g", **kwargs)
+
+
+@pytest.mark.parametrize("client", [AIOKafkaProducer, AIOKafkaConsumer, AIOKafkaAdminClient, _share_consumer])
+def test_oauth_and_kerberos_keywords_reach_the_connection_config(client: Any) -> None:
+    tokens = Tokens()
+    c = client(sasl_oauth_token_provider=tokens, sasl_kerberos_domain_name="example.com")
+    config = c._core.config
+    assert config.sasl_oauth_token_provider is tokens
+    assert config.sasl_kerberos_service_name == "kafka"
+    assert config.sasl_kerberos_domain_name == "example.com"
+    with pytest.raises(KafkaConfigurationError, match="sasl_oauth_token_provider must implement token"):
+        client(sasl_oauth_token_provider="token")
+    with pytest.raises(KafkaConfigurationError, match="sasl_kerberos_service_name must be a string"):
+        client(sasl_kerberos_service_name=None)
+
+
+def test_producers_without_a_client_id_get_one_each() -> None:
+    a, b = ProducerConfig(), ProducerConfig()
+    assert a.client_id != b.client_id
+    assert str(a.client_id).startswith("aiokafka-lead-producer-")
+    assert ProducerConfig(client_id="mine").client_id == "mine"
+
+
+def _generator() -> ModuleType:
+    spec = importlib.util.spec_from_file_location("gen_config_docs", ROOT / "tools" / "gen_config_docs.py")
+    assert spec and spec.loader
+    module = importlib.util.module_from_spec(spec)
+    sys.modules["gen_config_docs"] = module
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_the_configuration_reference_is_generated_from_the_declarations() -> None:
+    gen = _generator()
+    text = (ROOT / "docs" / "configuration.md").read_text()
+    assert text == gen.render(), "run python tools/gen_config_docs.py"
+    assert gen.main(["--check"]) == 0
+    for config in (ProducerConfig, ConsumerConfig, AdminConfig, ShareConsumerConfig):
+        for d in config.declared():
+            assert f"| `{d.name}` |" in text
