@@ -8,6 +8,7 @@ from aiokafka_lead._version import __version__
 from aiokafka_lead.admin import AdminClient, AIOKafkaAdminClient
 from aiokafka_lead.errors import IllegalOperation
 from aiokafka_lead.producer import AIOKafkaProducer, Producer
+from aiokafka_lead.share import AcknowledgeType, AIOKafkaShareConsumer, ShareConsumerRecord
 from aiokafka_lead.structs import ConsumerRecord, OffsetAndMetadata, RecordMetadata, TopicPartition
 
 __all__ = [
@@ -53,3 +54,6 @@ __all__ += [
     "RangePartitionAssignor",
     "RoundRobinPartitionAssignor",
 ]
+
+# --- share groups (KIP-932) ---
+__all__ += ["AIOKafkaShareConsumer", "AcknowledgeType", "ShareConsumerRecord"]

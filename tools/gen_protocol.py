@@ -48,6 +48,8 @@ _API_LIST = """
     AlterPartitionReassignments ListPartitionReassignments ListGroups DescribeGroups
     DeleteGroups DeleteRecords SaslHandshake SaslAuthenticate DescribeUserScramCredentials
     AlterUserScramCredentials ConsumerGroupHeartbeat ConsumerGroupDescribe
+    ShareGroupHeartbeat ShareGroupDescribe ShareFetch ShareAcknowledge
+    DescribeShareGroupOffsets AlterShareGroupOffsets DeleteShareGroupOffsets
 """
 APIS = tuple(_API_LIST.split())
 DATA_SCHEMAS = ("ConsumerProtocolSubscription", "ConsumerProtocolAssignment")

@@ -1,6 +1,12 @@
 """The admin client (aiokafka-compatible) and its value types."""
 
 from aiokafka_lead.admin.client import AdminClient, AIOKafkaAdminClient
+from aiokafka_lead.admin.share_groups import (
+    ShareGroupDescription,
+    ShareGroupListing,
+    ShareMemberDescription,
+    SharePartitionOffset,
+)
 from aiokafka_lead.admin.types import (
     AlterConfigOp,
     ClusterDescription,
@@ -38,5 +44,9 @@ __all__ = [
     "OffsetSpec",
     "PartitionReassignment",
     "RecordsToDelete",
+    "ShareGroupDescription",
+    "ShareGroupListing",
+    "ShareMemberDescription",
+    "SharePartitionOffset",
     "TopicDescription",
 ]

@@ -34,6 +34,7 @@ from aiokafka_lead.admin.configs import ConfigsCore, ConfigsMixin
 from aiokafka_lead.admin.groups import GroupCore, GroupsMixin
 from aiokafka_lead.admin.leaders import LeadersMixin
 from aiokafka_lead.admin.offsets import OffsetsMixin
+from aiokafka_lead.admin.share_groups import ShareGroupsMixin
 from aiokafka_lead.admin.topics import TopicsCore, TopicsMixin
 from aiokafka_lead.admin.types import ConfigResource, NewPartitions, NewTopic, RecordsToDelete
 from aiokafka_lead.client import ClientCore, guarded
@@ -67,7 +68,9 @@ class AdminClientBase(AdminKeywords, RequestBase):
         await self.close()
 
 
-class AdminClient(TopicsMixin, ConfigsMixin, GroupsMixin, LeadersMixin, OffsetsMixin, AdminClientBase):
+class AdminClient(
+    TopicsMixin, ConfigsMixin, GroupsMixin, ShareGroupsMixin, LeadersMixin, OffsetsMixin, AdminClientBase
+):
     """Asyncio Kafka admin client with typed results (see the module docstring)."""
 
 
@@ -96,7 +99,9 @@ def _topic_dict(t: Any) -> dict[str, Any]:
     }
 
 
-class AIOKafkaAdminClient(TopicsCore, ConfigsCore, GroupCore, LeadersMixin, OffsetsMixin, AdminClientBase):
+class AIOKafkaAdminClient(
+    TopicsCore, ConfigsCore, ShareGroupsMixin, GroupCore, LeadersMixin, OffsetsMixin, AdminClientBase
+):
     """Asyncio Kafka admin client returning what aiokafka's ``AIOKafkaAdminClient`` returns
     (see the module docstring); ``elect_leaders``, ``list_offsets`` and the reassignment
     methods, which aiokafka lacks, are the typed client's."""

@@ -1,6 +1,6 @@
 """The ``aiokafka-lead`` console command.
 
-``topics``, ``elect-leaders`` and ``reassign`` ship with the wheel; ``demo`` and ``cluster``
+``topics``, ``elect-leaders``, ``reassign`` and ``share-groups`` ship with the wheel; ``demo`` and ``cluster``
 are this repository's harness (the leader-move demo, the jar cluster's command line) and
 are offered where it is present: in a checkout.
 """
@@ -15,7 +15,7 @@ from collections.abc import Sequence
 
 import anyio
 
-from aiokafka_lead.cli import elect, reassign, topics
+from aiokafka_lead.cli import elect, reassign, share_groups, topics
 from aiokafka_lead.errors import KafkaError
 from aiokafka_lead.properties import ClientConfigError, load_client_config
 
@@ -30,6 +30,7 @@ def build_parser() -> argparse.ArgumentParser:
     topics.add_parser(sub)
     elect.add_parser(sub)
     reassign.add_parser(sub)
+    share_groups.add_parser(sub)
     if _present("aiokafka_lead.cli.demo"):
         from aiokafka_lead.cli import demo
 

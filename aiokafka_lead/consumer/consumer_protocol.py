@@ -23,7 +23,6 @@ member leaves with -1. A pattern subscription goes to the broker as a regular ex
 
 from __future__ import annotations
 
-import base64
 import logging
 import time
 import uuid
@@ -44,6 +43,7 @@ from aiokafka_lead.error_code import ErrorCode
 from aiokafka_lead.errors import KafkaError, KafkaProtocolError, UnsupportedVersionError, error_for_code
 from aiokafka_lead.protocol.messages import ConsumerGroupHeartbeatRequest, ConsumerGroupHeartbeatResponse
 from aiokafka_lead.ratelog import RateLimitedLog
+from aiokafka_lead.requests.coordinator import new_member_id
 from aiokafka_lead.structs import TopicPartition
 
 log = logging.getLogger(__name__)
@@ -59,11 +59,6 @@ WARN_AFTER_FAILURES = 3
 CLIENT_MEMBER_ID_VERSION = 1
 #: until the broker says otherwise (Kafka's group.consumer.heartbeat.interval.ms default)
 DEFAULT_HEARTBEAT_MS = 5000
-
-
-def new_member_id() -> str:
-    """A random id in Kafka's Uuid text form (22 characters of URL-safe base64)."""
-    return base64.urlsafe_b64encode(uuid.uuid4().bytes).decode().rstrip("=")
 
 
 class ConsumerGroupMember(GroupMemberBase):

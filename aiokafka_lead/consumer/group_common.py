@@ -1,5 +1,5 @@
 """What both group protocols share: the rebalance listener, the interface the consumer
-drives, and the link to the group coordinator.
+drives, and the link to the group coordinator (``requests/coordinator.py``, re-exported).
 
 The consumer sees one small interface, :class:`GroupMember`, whichever protocol runs
 behind it: the classic one (``coordinator.GroupCoordinator``: JoinGroup/SyncGroup,
@@ -22,10 +22,8 @@ from typing import Any, Protocol
 import anyio.abc
 
 from aiokafka_lead.abc import ConsumerRebalanceListener
-from aiokafka_lead.client import ClientCore
 from aiokafka_lead.error_code import COORDINATOR_MOVED
-from aiokafka_lead.errors import KafkaConnectionError
-from aiokafka_lead.requests.lookup import Lookups
+from aiokafka_lead.requests.coordinator import CoordinatorLink
 from aiokafka_lead.structs import OffsetAndMetadata, TopicPartition
 
 log = logging.getLogger(__name__)
@@ -89,53 +87,6 @@ class GroupMember(Protocol):
     async def close(self, *, leave: bool = True) -> None: ...
 
     async def leave(self, reason: str) -> None: ...
-
-
-class CoordinatorLink:
-    """Requests to one group's coordinator, found (and found again) through FindCoordinator."""
-
-    def __init__(self, core: ClientCore, lookup: Lookups, group_id: str) -> None:
-        self._core = core
-        self._lookup = lookup
-        self.group_id = group_id
-        self.node_id: int | None = None
-
-    async def coordinator(self) -> int:
-        if self.node_id is None or self._core.store.node(self.node_id) is None:
-            self.node_id = await self._lookup.find_coordinator(self.group_id)
-            log.debug("group %s: coordinator is node %d", self.group_id, self.node_id)
-        return self.node_id
-
-    def forget(self, reason: str) -> None:
-        log.debug("group %s: forgetting coordinator %s: %s", self.group_id, self.node_id, reason)
-        self.node_id = None
-
-    async def send(
-        self, request: Any, *, version_cap: int | None = None, timeout_ms: float | None = None
-    ) -> Any:
-        return await self.send_built(
-            request.API_KEY, lambda _: request, version_cap=version_cap, timeout_ms=timeout_ms
-        )
-
-    async def send_built(
-        self,
-        api_key: int,
-        build: Callable[[int], Any],
-        *,
-        version_cap: int | None = None,
-        timeout_ms: float | None = None,
-    ) -> Any:
-        """Send ``build(version)``: for requests whose fields depend on the negotiated version."""
-        node = await self.coordinator()
-        try:
-            conn = await self._core.pool.connection(node, coordinator=True)
-            version = conn.version_for(api_key)
-            if version_cap is not None:
-                version = min(version, version_cap)
-            return await conn.send(build(version), version=version, timeout_ms=timeout_ms)
-        except KafkaConnectionError as exc:
-            self.forget(f"connection failed: {exc}")
-            raise
 
 
 __all__ = [

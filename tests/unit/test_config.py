@@ -21,6 +21,8 @@ from aiokafka_lead.errors import KafkaConfigurationError
 from aiokafka_lead.network.config import ConnectionConfig
 from aiokafka_lead.options import Options
 from aiokafka_lead.producer.config import ProducerConfig, ProducerKeywords
+from aiokafka_lead.share import AIOKafkaShareConsumer
+from aiokafka_lead.share.config import ShareConsumerConfig, ShareConsumerKeywords
 
 ROOT = Path(__file__).resolve().parents[2]
 #: constructor parameters that are not options: the consumer's topics, aiokafka's loop=
@@ -29,6 +31,7 @@ KEYWORDS: list[tuple[type, type[Options]]] = [
     (ProducerKeywords, ProducerConfig),
     (ConsumerKeywords, ConsumerConfig),
     (AdminKeywords, AdminConfig),
+    (ShareConsumerKeywords, ShareConsumerConfig),
 ]
 
 
@@ -52,6 +55,7 @@ def test_constructor_signatures_match_the_declarations(keywords: type, config: t
         (AIOKafkaProducer, ProducerKeywords),
         (AIOKafkaConsumer, ConsumerKeywords),
         (AdminClient, AdminKeywords),
+        (AIOKafkaShareConsumer, ShareConsumerKeywords),
     ],
 )
 def test_the_public_classes_show_the_declared_keywords(client: type, keywords: type) -> None:
@@ -78,6 +82,12 @@ def test_every_part_of_a_client_reads_the_one_config_it_was_built_with() -> None
     assert producer._acc.linger_s == 0.007
     admin = AIOKafkaAdminClient(request_timeout_ms=4321)
     assert admin._request_timeout_ms == 4321
+    share = AIOKafkaShareConsumer("t", group_id="g", request_timeout_ms=2345, fetch_max_wait_ms=77)
+    assert share._core.config is share._config
+    assert share._config.request_timeout_ms == 2345
+    assert share._member._request_timeout_ms == 2345
+    assert share._fetcher._request_timeout_ms == 2345
+    assert share._fetcher.settings.max_wait_ms == 77
 
 
 class Tokens(AbstractTokenProvider):
@@ -85,7 +95,11 @@ class Tokens(AbstractTokenProvider):
         return "t"
 
 
-@pytest.mark.parametrize("client", [AIOKafkaProducer, AIOKafkaConsumer, AIOKafkaAdminClient])
+def _share_consumer(**kwargs: Any) -> AIOKafkaShareConsumer[Any, Any]:
+    return AIOKafkaShareConsumer(group_id="g", **kwargs)
+
+
+@pytest.mark.parametrize("client", [AIOKafkaProducer, AIOKafkaConsumer, AIOKafkaAdminClient, _share_consumer])
 def test_oauth_and_kerberos_keywords_reach_the_connection_config(client: Any) -> None:
     tokens = Tokens()
     c = client(sasl_oauth_token_provider=tokens, sasl_kerberos_domain_name="example.com")
@@ -120,6 +134,6 @@ def test_the_configuration_reference_is_generated_from_the_declarations() -> Non
     text = (ROOT / "docs" / "configuration.md").read_text()
     assert text == gen.render(), "run python tools/gen_config_docs.py"
     assert gen.main(["--check"]) == 0
-    for config in (ProducerConfig, ConsumerConfig, AdminConfig):
+    for config in (ProducerConfig, ConsumerConfig, AdminConfig, ShareConsumerConfig):
         for d in config.declared():
             assert f"| `{d.name}` |" in text

@@ -11,12 +11,14 @@ import pytest
 
 from aiokafka_lead import AIOKafkaAdminClient, AIOKafkaConsumer, AIOKafkaProducer
 from aiokafka_lead.errors import KafkaConfigurationError, UnsupportedCodecError
+from aiokafka_lead.share import AIOKafkaShareConsumer
 from aiokafka_lead.validation import parse_bootstrap
 
 CLIENTS: dict[str, Any] = {
     "producer": AIOKafkaProducer,
     "consumer": AIOKafkaConsumer,
     "admin": AIOKafkaAdminClient,
+    "share": lambda **kwargs: AIOKafkaShareConsumer(group_id="g", **kwargs),
 }
 
 
@@ -57,6 +59,9 @@ BAD_NUMBERS = [
     ("producer", "max_in_flight_requests_per_connection", 0),
     ("consumer", "session_timeout_ms", 0),
     ("consumer", "fetch_max_wait_ms", -1),
+    ("share", "fetch_max_wait_ms", -1),
+    ("share", "fetch_max_bytes", 0),
+    ("share", "request_timeout_ms", 0),
     ("consumer", "max_partition_fetch_bytes", 0),
     ("consumer", "auto_commit_interval_ms", 0),
     ("consumer", "max_poll_records", 0),

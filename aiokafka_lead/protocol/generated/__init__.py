@@ -16,6 +16,12 @@ from aiokafka_lead.protocol.generated.alter_partition_reassignments_request impo
 from aiokafka_lead.protocol.generated.alter_partition_reassignments_response import (
     AlterPartitionReassignmentsResponse,
 )
+from aiokafka_lead.protocol.generated.alter_share_group_offsets_request import (
+    AlterShareGroupOffsetsRequest,
+)
+from aiokafka_lead.protocol.generated.alter_share_group_offsets_response import (
+    AlterShareGroupOffsetsResponse,
+)
 from aiokafka_lead.protocol.generated.alter_user_scram_credentials_request import (
     AlterUserScramCredentialsRequest,
 )
@@ -48,6 +54,12 @@ from aiokafka_lead.protocol.generated.delete_groups_request import DeleteGroupsR
 from aiokafka_lead.protocol.generated.delete_groups_response import DeleteGroupsResponse
 from aiokafka_lead.protocol.generated.delete_records_request import DeleteRecordsRequest
 from aiokafka_lead.protocol.generated.delete_records_response import DeleteRecordsResponse
+from aiokafka_lead.protocol.generated.delete_share_group_offsets_request import (
+    DeleteShareGroupOffsetsRequest,
+)
+from aiokafka_lead.protocol.generated.delete_share_group_offsets_response import (
+    DeleteShareGroupOffsetsResponse,
+)
 from aiokafka_lead.protocol.generated.delete_topics_request import DeleteTopicsRequest
 from aiokafka_lead.protocol.generated.delete_topics_response import DeleteTopicsResponse
 from aiokafka_lead.protocol.generated.describe_cluster_request import DescribeClusterRequest
@@ -56,6 +68,12 @@ from aiokafka_lead.protocol.generated.describe_configs_request import DescribeCo
 from aiokafka_lead.protocol.generated.describe_configs_response import DescribeConfigsResponse
 from aiokafka_lead.protocol.generated.describe_groups_request import DescribeGroupsRequest
 from aiokafka_lead.protocol.generated.describe_groups_response import DescribeGroupsResponse
+from aiokafka_lead.protocol.generated.describe_share_group_offsets_request import (
+    DescribeShareGroupOffsetsRequest,
+)
+from aiokafka_lead.protocol.generated.describe_share_group_offsets_response import (
+    DescribeShareGroupOffsetsResponse,
+)
 from aiokafka_lead.protocol.generated.describe_user_scram_credentials_request import (
     DescribeUserScramCredentialsRequest,
 )
@@ -112,6 +130,20 @@ from aiokafka_lead.protocol.generated.sasl_authenticate_request import SaslAuthe
 from aiokafka_lead.protocol.generated.sasl_authenticate_response import SaslAuthenticateResponse
 from aiokafka_lead.protocol.generated.sasl_handshake_request import SaslHandshakeRequest
 from aiokafka_lead.protocol.generated.sasl_handshake_response import SaslHandshakeResponse
+from aiokafka_lead.protocol.generated.share_acknowledge_request import ShareAcknowledgeRequest
+from aiokafka_lead.protocol.generated.share_acknowledge_response import ShareAcknowledgeResponse
+from aiokafka_lead.protocol.generated.share_fetch_request import ShareFetchRequest
+from aiokafka_lead.protocol.generated.share_fetch_response import ShareFetchResponse
+from aiokafka_lead.protocol.generated.share_group_describe_request import ShareGroupDescribeRequest
+from aiokafka_lead.protocol.generated.share_group_describe_response import (
+    ShareGroupDescribeResponse,
+)
+from aiokafka_lead.protocol.generated.share_group_heartbeat_request import (
+    ShareGroupHeartbeatRequest,
+)
+from aiokafka_lead.protocol.generated.share_group_heartbeat_response import (
+    ShareGroupHeartbeatResponse,
+)
 from aiokafka_lead.protocol.generated.sync_group_request import SyncGroupRequest
 from aiokafka_lead.protocol.generated.sync_group_response import SyncGroupResponse
 from aiokafka_lead.protocol.generated.txn_offset_commit_request import TxnOffsetCommitRequest
@@ -127,6 +159,8 @@ __all__ = [
     "AlterConfigsResponse",
     "AlterPartitionReassignmentsRequest",
     "AlterPartitionReassignmentsResponse",
+    "AlterShareGroupOffsetsRequest",
+    "AlterShareGroupOffsetsResponse",
     "AlterUserScramCredentialsRequest",
     "AlterUserScramCredentialsResponse",
     "ApiVersionsRequest",
@@ -145,6 +179,8 @@ __all__ = [
     "DeleteGroupsResponse",
     "DeleteRecordsRequest",
     "DeleteRecordsResponse",
+    "DeleteShareGroupOffsetsRequest",
+    "DeleteShareGroupOffsetsResponse",
     "DeleteTopicsRequest",
     "DeleteTopicsResponse",
     "DescribeClusterRequest",
@@ -153,6 +189,8 @@ __all__ = [
     "DescribeConfigsResponse",
     "DescribeGroupsRequest",
     "DescribeGroupsResponse",
+    "DescribeShareGroupOffsetsRequest",
+    "DescribeShareGroupOffsetsResponse",
     "DescribeUserScramCredentialsRequest",
     "DescribeUserScramCredentialsResponse",
     "ElectLeadersRequest",
@@ -195,6 +233,14 @@ __all__ = [
     "SaslAuthenticateResponse",
     "SaslHandshakeRequest",
     "SaslHandshakeResponse",
+    "ShareAcknowledgeRequest",
+    "ShareAcknowledgeResponse",
+    "ShareFetchRequest",
+    "ShareFetchResponse",
+    "ShareGroupDescribeRequest",
+    "ShareGroupDescribeResponse",
+    "ShareGroupHeartbeatRequest",
+    "ShareGroupHeartbeatResponse",
     "SyncGroupRequest",
     "SyncGroupResponse",
     "TxnOffsetCommitRequest",
@@ -240,6 +286,13 @@ REQUEST_CLASSES: dict[int, type[Request]] = {
     60: DescribeClusterRequest,
     68: ConsumerGroupHeartbeatRequest,
     69: ConsumerGroupDescribeRequest,
+    76: ShareGroupHeartbeatRequest,
+    77: ShareGroupDescribeRequest,
+    78: ShareFetchRequest,
+    79: ShareAcknowledgeRequest,
+    90: DescribeShareGroupOffsetsRequest,
+    91: AlterShareGroupOffsetsRequest,
+    92: DeleteShareGroupOffsetsRequest,
 }
 RESPONSE_CLASSES: dict[int, type[Response]] = {
     0: ProduceResponse,
@@ -280,6 +333,13 @@ RESPONSE_CLASSES: dict[int, type[Response]] = {
     60: DescribeClusterResponse,
     68: ConsumerGroupHeartbeatResponse,
     69: ConsumerGroupDescribeResponse,
+    76: ShareGroupHeartbeatResponse,
+    77: ShareGroupDescribeResponse,
+    78: ShareFetchResponse,
+    79: ShareAcknowledgeResponse,
+    90: DescribeShareGroupOffsetsResponse,
+    91: AlterShareGroupOffsetsResponse,
+    92: DeleteShareGroupOffsetsResponse,
 }
 ProduceRequest.RESPONSE_CLASS = ProduceResponse
 FetchRequest.RESPONSE_CLASS = FetchResponse
@@ -319,3 +379,10 @@ AlterUserScramCredentialsRequest.RESPONSE_CLASS = AlterUserScramCredentialsRespo
 DescribeClusterRequest.RESPONSE_CLASS = DescribeClusterResponse
 ConsumerGroupHeartbeatRequest.RESPONSE_CLASS = ConsumerGroupHeartbeatResponse
 ConsumerGroupDescribeRequest.RESPONSE_CLASS = ConsumerGroupDescribeResponse
+ShareGroupHeartbeatRequest.RESPONSE_CLASS = ShareGroupHeartbeatResponse
+ShareGroupDescribeRequest.RESPONSE_CLASS = ShareGroupDescribeResponse
+ShareFetchRequest.RESPONSE_CLASS = ShareFetchResponse
+ShareAcknowledgeRequest.RESPONSE_CLASS = ShareAcknowledgeResponse
+DescribeShareGroupOffsetsRequest.RESPONSE_CLASS = DescribeShareGroupOffsetsResponse
+AlterShareGroupOffsetsRequest.RESPONSE_CLASS = AlterShareGroupOffsetsResponse
+DeleteShareGroupOffsetsRequest.RESPONSE_CLASS = DeleteShareGroupOffsetsResponse

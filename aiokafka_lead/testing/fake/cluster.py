@@ -30,6 +30,7 @@ from aiokafka_lead.testing.fake.intercept import Action, InterceptFn, Intercepto
 from aiokafka_lead.testing.fake.log import RequestLog, RequestRecord
 from aiokafka_lead.testing.fake.partition import Partition
 from aiokafka_lead.testing.fake.replicas import ReplicaSelector
+from aiokafka_lead.testing.fake.share_groups import ShareCoordinator
 from aiokafka_lead.testing.fake.transactions import TxnCoordinator
 
 HINT_MODES = ("current", "none", "stale", "same_epoch", "unknown_node", "endpoints_only")
@@ -83,6 +84,8 @@ class FakeCluster:
         self.topics: dict[str, Topic] = {}
         self.requests = RequestLog()
         self.groups = GroupCoordinator(self)
+        #: share groups (KIP-932) and the brokers' share sessions
+        self.shares = ShareCoordinator(self)
         #: transactional ids; ``txns.transaction_version`` is the finalized feature level
         self.txns = TxnCoordinator(self)
         #: exceptions raised by handlers (bugs in the fake); each closed its connection

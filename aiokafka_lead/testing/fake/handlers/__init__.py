@@ -35,6 +35,11 @@ from aiokafka_lead.testing.fake.handlers.offsets import (
     handle_offset_for_leader_epoch,
 )
 from aiokafka_lead.testing.fake.handlers.produce import handle_produce
+from aiokafka_lead.testing.fake.handlers.share_groups import (
+    handle_share_acknowledge,
+    handle_share_fetch,
+    handle_share_group_heartbeat,
+)
 from aiokafka_lead.testing.fake.handlers.transactions import (
     handle_add_offsets_to_txn,
     handle_add_partitions_to_txn,
@@ -64,6 +69,9 @@ _BY_REQUEST: dict[type[Request], Handler] = {
     msg.TxnOffsetCommitRequest: handle_txn_offset_commit,
     msg.ConsumerGroupHeartbeatRequest: handle_consumer_group_heartbeat,
     msg.ConsumerGroupDescribeRequest: handle_consumer_group_describe,
+    msg.ShareGroupHeartbeatRequest: handle_share_group_heartbeat,
+    msg.ShareFetchRequest: handle_share_fetch,
+    msg.ShareAcknowledgeRequest: handle_share_acknowledge,
 }
 
 #: api key -> handler

@@ -1,0 +1,302 @@
+"""Share-group administration (KIP-932): list, describe, delete groups; describe, alter and
+delete their start offsets.
+
+A share group keeps one start offset per partition (SPSO: below it every record is done);
+``alter_share_group_offsets`` moves it (the group must be empty), ``delete_share_group_offsets``
+forgets a topic's state, so the group starts it again at ``share.auto.offset.reset``.
+Requests go to the group's coordinator; coordinator errors are retried as for consumer
+groups (:class:`~aiokafka_lead.admin.groups.GroupCore`), per-item errors raised after the
+whole request, naming every failed item.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
+
+from aiokafka_lead.admin.groups import GroupCore
+from aiokafka_lead.client import guarded
+from aiokafka_lead.errors import error_for_code
+from aiokafka_lead.protocol.messages import (
+    AlterShareGroupOffsetsRequest,
+    DeleteGroupsRequest,
+    DeleteShareGroupOffsetsRequest,
+    DescribeShareGroupOffsetsRequest,
+    ListGroupsRequest,
+    ShareGroupDescribeRequest,
+    ShareGroupDescribeResponse,
+)
+from aiokafka_lead.requests.base import raise_item_errors
+from aiokafka_lead.structs import TopicPartition
+
+SHARE = "share"
+#: ListGroups v5 filters by group type (KIP-848)
+TYPES_FILTER_VERSION = 5
+
+
+@dataclass(frozen=True, slots=True)
+class ShareGroupListing:
+    group_id: str
+    state: str
+
+
+@dataclass(frozen=True, slots=True)
+class ShareMemberDescription:
+    member_id: str
+    client_id: str
+    client_host: str
+    rack_id: str | None
+    member_epoch: int
+    subscribed_topics: tuple[str, ...]
+    assignment: frozenset[TopicPartition]
+
+
+@dataclass(frozen=True, slots=True)
+class ShareGroupDescription:
+    group_id: str
+    state: str
+    group_epoch: int
+    assignment_epoch: int
+    assignor: str
+    members: tuple[ShareMemberDescription, ...]
+
+
+@dataclass(frozen=True, slots=True)
+class SharePartitionOffset:
+    """A share partition's start offset (-1: no state yet), its leader epoch, and its lag
+    (records not yet done; -1 when the broker does not say)."""
+
+    start_offset: int
+    leader_epoch: int
+    lag: int
+
+
+class ShareGroupsMixin(GroupCore):
+    """Share-group methods of both admin clients (typed results)."""
+
+    @guarded
+    async def list_share_groups(self, broker_ids: Sequence[int] | None = None) -> list[ShareGroupListing]:
+        """Every share group the brokers coordinate (ListGroups v5, types filter "share")."""
+        nodes = list(broker_ids) if broker_ids is not None else [n.node_id for n in self._core.store.nodes()]
+        found: dict[str, ShareGroupListing] = {}
+        for node_id in nodes:
+
+            async def attempt(node_id: int = node_id) -> None:
+                conn = await self._core.pool.connection(node_id)
+                version = conn.version_for(ListGroupsRequest.API_KEY)
+                if version < TYPES_FILTER_VERSION:
+                    return  # a broker without group types has no share groups
+                response = await conn.send(ListGroupsRequest(types_filter=[SHARE]), version=version)
+                if response.error_code:
+                    raise error_for_code(response.error_code, f"ListGroups on node {node_id}")
+                for g in response.groups:
+                    if g.group_type.lower() == SHARE:
+                        found[g.group_id] = ShareGroupListing(g.group_id, g.group_state)
+
+            await self._retrying(f"list_share_groups(node {node_id})", attempt, None)
+        return [found[k] for k in sorted(found)]
+
+    @guarded
+    async def describe_share_groups(self, group_ids: Iterable[str]) -> list[ShareGroupDescription]:
+        """ShareGroupDescribe of each group; an unknown or non-share group raises
+        GroupIdNotFoundError (after all were asked), naming it."""
+        out: list[ShareGroupDescription] = []
+        failures: list[tuple[str, int, str | None]] = []
+        for group_id in group_ids:
+
+            async def attempt(group_id: str = group_id) -> None:
+                node = await self.find_coordinator(group_id)
+                response = await self._core.send(node, ShareGroupDescribeRequest(group_ids=[group_id]))
+                for g in response.groups:
+                    if g.error_code and error_for_code(g.error_code).retriable:
+                        raise error_for_code(
+                            g.error_code, g.error_message or f"ShareGroupDescribe {group_id}"
+                        )
+                    if g.error_code:
+                        failures.append((g.group_id, g.error_code, g.error_message))
+                        continue
+                    out.append(_description(g))
+
+            await self._retrying(f"describe_share_groups({group_id})", attempt, None)
+        raise_item_errors("ShareGroupDescribe", failures)
+        return out
+
+    @guarded
+    async def list_share_group_offsets(
+        self, group_id: str, partitions: Iterable[TopicPartition] | None = None
+    ) -> dict[TopicPartition, SharePartitionOffset]:
+        """The group's start offset per partition (all the partitions it has state for, or
+        ``partitions``), with the lag where the broker reports it (DescribeShareGroupOffsets)."""
+        topics = None
+        if partitions is not None:
+            by_topic: dict[str, list[int]] = {}
+            for tp in partitions:
+                by_topic.setdefault(tp.topic, []).append(tp.partition)
+            topics = [
+                DescribeShareGroupOffsetsRequest.DescribeShareGroupOffsetsRequestTopic(
+                    topic_name=t, partitions=sorted(ps)
+                )
+                for t, ps in sorted(by_topic.items())
+            ]
+        request = DescribeShareGroupOffsetsRequest(
+            groups=[
+                DescribeShareGroupOffsetsRequest.DescribeShareGroupOffsetsRequestGroup(
+                    group_id=group_id, topics=topics
+                )
+            ]
+        )
+        out: dict[TopicPartition, SharePartitionOffset] = {}
+        failures: list[tuple[str, int, str | None]] = []
+
+        async def attempt() -> None:
+            out.clear()
+            failures.clear()
+            node = await self.find_coordinator(group_id)
+            response = await self._core.send(node, request)
+            for g in response.groups:
+                if g.error_code:
+                    err = error_for_code(
+                        g.error_code, g.error_message or f"DescribeShareGroupOffsets {group_id}"
+                    )
+                    if err.retriable:
+                        raise err
+                    failures.append((group_id, g.error_code, g.error_message))
+                    continue
+                for t in g.topics:
+                    for p in t.partitions:
+                        tp = TopicPartition(t.topic_name, p.partition_index)
+                        if p.error_code:
+                            failures.append((f"{tp.topic}-{tp.partition}", p.error_code, p.error_message))
+                        else:
+                            out[tp] = SharePartitionOffset(p.start_offset, p.leader_epoch, p.lag)
+
+        await self._retrying(f"list_share_group_offsets({group_id})", attempt, None)
+        raise_item_errors("DescribeShareGroupOffsets", failures)
+        return dict(sorted(out.items()))
+
+    describe_share_group_offsets = list_share_group_offsets
+
+    @guarded
+    async def alter_share_group_offsets(self, group_id: str, offsets: Mapping[TopicPartition, int]) -> None:
+        """Set the group's start offsets (the group must have no members: NON_EMPTY_GROUP)."""
+        by_topic: dict[str, list[AlterShareGroupOffsetsRequest.AlterShareGroupOffsetsRequestPartition]] = {}
+        for tp, offset in sorted(offsets.items()):
+            by_topic.setdefault(tp.topic, []).append(
+                AlterShareGroupOffsetsRequest.AlterShareGroupOffsetsRequestPartition(
+                    partition_index=tp.partition, start_offset=offset
+                )
+            )
+        request = AlterShareGroupOffsetsRequest(
+            group_id=group_id,
+            topics=[
+                AlterShareGroupOffsetsRequest.AlterShareGroupOffsetsRequestTopic(topic_name=t, partitions=ps)
+                for t, ps in by_topic.items()
+            ],
+        )
+        failures: list[tuple[str, int, str | None]] = []
+
+        async def attempt() -> None:
+            failures.clear()
+            node = await self.find_coordinator(group_id)
+            response = await self._core.send(node, request)
+            if response.error_code:
+                err = error_for_code(
+                    response.error_code, response.error_message or f"AlterShareGroupOffsets {group_id}"
+                )
+                if err.retriable:
+                    raise err
+                failures.append((group_id, response.error_code, response.error_message))
+                return
+            for t in response.responses:
+                for p in t.partitions:
+                    if p.error_code:
+                        failures.append(
+                            (f"{t.topic_name}-{p.partition_index}", p.error_code, p.error_message)
+                        )
+
+        await self._retrying(f"alter_share_group_offsets({group_id})", attempt, None)
+        raise_item_errors("AlterShareGroupOffsets", failures)
+
+    @guarded
+    async def delete_share_group_offsets(self, group_id: str, topics: Iterable[str]) -> None:
+        """Forget the group's state for ``topics`` (the group must have no members)."""
+        request = DeleteShareGroupOffsetsRequest(
+            group_id=group_id,
+            topics=[
+                DeleteShareGroupOffsetsRequest.DeleteShareGroupOffsetsRequestTopic(topic_name=t)
+                for t in topics
+            ],
+        )
+        failures: list[tuple[str, int, str | None]] = []
+
+        async def attempt() -> None:
+            failures.clear()
+            node = await self.find_coordinator(group_id)
+            response = await self._core.send(node, request)
+            if response.error_code:
+                err = error_for_code(
+                    response.error_code, response.error_message or f"DeleteShareGroupOffsets {group_id}"
+                )
+                if err.retriable:
+                    raise err
+                failures.append((group_id, response.error_code, response.error_message))
+                return
+            failures.extend(
+                (t.topic_name, t.error_code, t.error_message) for t in response.responses if t.error_code
+            )
+
+        await self._retrying(f"delete_share_group_offsets({group_id})", attempt, None)
+        raise_item_errors("DeleteShareGroupOffsets", failures)
+
+    @guarded
+    async def delete_share_groups(self, group_ids: Iterable[str]) -> None:
+        """Delete share groups (DeleteGroups; each must have no members)."""
+        failures: list[tuple[str, int, str | None]] = []
+        for group_id in group_ids:
+
+            async def attempt(group_id: str = group_id) -> None:
+                node = await self.find_coordinator(group_id)
+                response = await self._core.send(node, DeleteGroupsRequest(groups_names=[group_id]))
+                for r in response.results:
+                    if r.error_code and error_for_code(r.error_code).retriable:
+                        raise error_for_code(r.error_code, f"DeleteGroups {group_id}")
+                    if r.error_code:
+                        failures.append((r.group_id, r.error_code, r.error_message))
+
+            await self._retrying(f"delete_share_groups({group_id})", attempt, None)
+        raise_item_errors("DeleteGroups", failures)
+
+
+def _description(g: ShareGroupDescribeResponse.DescribedGroup) -> ShareGroupDescription:
+    return ShareGroupDescription(
+        group_id=g.group_id,
+        state=g.group_state,
+        group_epoch=g.group_epoch,
+        assignment_epoch=g.assignment_epoch,
+        assignor=g.assignor_name,
+        members=tuple(
+            ShareMemberDescription(
+                member_id=m.member_id,
+                client_id=m.client_id,
+                client_host=m.client_host,
+                rack_id=m.rack_id,
+                member_epoch=m.member_epoch,
+                subscribed_topics=tuple(m.subscribed_topic_names),
+                assignment=frozenset(
+                    TopicPartition(t.topic_name, p)
+                    for t in m.assignment.topic_partitions
+                    for p in t.partitions
+                ),
+            )
+            for m in g.members
+        ),
+    )
+
+
+__all__ = [
+    "ShareGroupDescription",
+    "ShareGroupListing",
+    "ShareGroupsMixin",
+    "ShareMemberDescription",
+    "SharePartitionOffset",
+]

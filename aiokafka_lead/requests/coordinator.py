@@ -1,0 +1,73 @@
+"""The link to a group's coordinator, shared by the consumer's group members and the share
+consumer's: found through FindCoordinator, forgotten when it moves or its connection fails
+(the next request finds it again at once); and the member ids a client generates itself
+(KIP-848, KIP-932)."""
+
+from __future__ import annotations
+
+import base64
+import logging
+import uuid
+from collections.abc import Callable
+from typing import Any
+
+from aiokafka_lead.client import ClientCore
+from aiokafka_lead.errors import KafkaConnectionError
+from aiokafka_lead.requests.groups import GroupRequests
+
+log = logging.getLogger(__name__)
+
+
+def new_member_id() -> str:
+    """A random id in Kafka's Uuid text form (22 characters of URL-safe base64)."""
+    return base64.urlsafe_b64encode(uuid.uuid4().bytes).decode().rstrip("=")
+
+
+class CoordinatorLink:
+    """Requests to one group's coordinator, found (and found again) through FindCoordinator."""
+
+    def __init__(self, core: ClientCore, lookup: GroupRequests, group_id: str) -> None:
+        self._core = core
+        self._lookup = lookup
+        self.group_id = group_id
+        self.node_id: int | None = None
+
+    async def coordinator(self) -> int:
+        if self.node_id is None or self._core.store.node(self.node_id) is None:
+            self.node_id = await self._lookup.find_coordinator(self.group_id)
+            log.debug("group %s: coordinator is node %d", self.group_id, self.node_id)
+        return self.node_id
+
+    def forget(self, reason: str) -> None:
+        log.debug("group %s: forgetting coordinator %s: %s", self.group_id, self.node_id, reason)
+        self.node_id = None
+
+    async def send(
+        self, request: Any, *, version_cap: int | None = None, timeout_ms: float | None = None
+    ) -> Any:
+        return await self.send_built(
+            request.API_KEY, lambda _: request, version_cap=version_cap, timeout_ms=timeout_ms
+        )
+
+    async def send_built(
+        self,
+        api_key: int,
+        build: Callable[[int], Any],
+        *,
+        version_cap: int | None = None,
+        timeout_ms: float | None = None,
+    ) -> Any:
+        """Send ``build(version)``: for requests whose fields depend on the negotiated version."""
+        node = await self.coordinator()
+        try:
+            conn = await self._core.pool.connection(node, coordinator=True)
+            version = conn.version_for(api_key)
+            if version_cap is not None:
+                version = min(version, version_cap)
+            return await conn.send(build(version), version=version, timeout_ms=timeout_ms)
+        except KafkaConnectionError as exc:
+            self.forget(f"connection failed: {exc}")
+            raise
+
+
+__all__ = ["CoordinatorLink", "new_member_id"]

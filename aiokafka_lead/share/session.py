@@ -1,0 +1,161 @@
+"""A share session with one broker (KIP-932), and the requests it sends (no I/O).
+
+The first ShareFetch of a session has epoch 0 and names every partition to fetch; it may
+not carry acknowledgements. Each later request (ShareFetch or ShareAcknowledge) carries
+the next epoch (1, 2, ..., wrapping to 1) and only what changed: partitions added (or
+carrying acknowledgements), partitions forgotten. Epoch -1 closes the session. An answer
+SHARE_SESSION_NOT_FOUND or INVALID_SHARE_SESSION_EPOCH, or a request whose outcome is
+unknown (a cut connection), resets the session: the next request opens a new one.
+"""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Mapping
+from dataclasses import dataclass
+
+from aiokafka_lead.protocol.messages import ShareAcknowledgeRequest, ShareFetchRequest
+from aiokafka_lead.share.acks import ack_batches, has_renew
+from aiokafka_lead.structs import TopicPartition
+
+INITIAL_EPOCH = 0
+CLOSE_EPOCH = -1
+MAX_EPOCH = 2**31 - 1
+#: ShareFetch v2 ShareAcquireMode
+BATCH_OPTIMIZED, RECORD_LIMIT = 0, 1
+
+
+@dataclass(frozen=True, slots=True)
+class FetchSettings:
+    group_id: str
+    max_wait_ms: int
+    min_bytes: int
+    max_bytes: int
+    max_records: int
+    batch_size: int
+    acquire_mode: int
+
+
+class ShareSession:
+    """Our side of one broker's share session: its epoch and the partitions it holds."""
+
+    def __init__(self, node_id: int) -> None:
+        self.node_id = node_id
+        self.epoch = INITIAL_EPOCH
+        self.partitions: dict[TopicPartition, uuid.UUID] = {}
+        #: sessions opened (1 + resets), for tests and logs
+        self.opened = 0
+
+    @property
+    def is_open(self) -> bool:
+        return self.epoch > 0
+
+    def reset(self) -> None:
+        self.epoch = INITIAL_EPOCH
+        self.partitions = {}
+
+    def advance(self) -> None:
+        """The request at ``epoch`` was answered: the next one carries the next epoch."""
+        if self.epoch == INITIAL_EPOCH:
+            self.opened += 1
+        self.epoch = 1 if self.epoch >= MAX_EPOCH else self.epoch + 1
+
+    def fetch_request(
+        self,
+        member_id: str,
+        settings: FetchSettings,
+        wanted: Mapping[TopicPartition, uuid.UUID],
+        acks: Mapping[TopicPartition, dict[int, int]],
+    ) -> tuple[ShareFetchRequest, dict[TopicPartition, uuid.UUID]]:
+        """The next ShareFetch: fetch ``wanted``, piggy-back ``acks`` (empty at epoch 0).
+
+        Returns the request and the session's partitions once it is answered."""
+        if self.epoch == INITIAL_EPOCH and acks:
+            raise ValueError("acknowledgements cannot open a share session")
+        if self.epoch == INITIAL_EPOCH:
+            listed = set(wanted)
+            forgotten: dict[TopicPartition, uuid.UUID] = {}
+        else:
+            listed = {tp for tp in wanted if tp not in self.partitions} | set(acks)
+            forgotten = {tp: tid for tp, tid in self.partitions.items() if tp not in wanted}
+        by_topic: dict[uuid.UUID, list[ShareFetchRequest.FetchPartition]] = {}
+        for tp in sorted(listed):
+            batches = ack_batches(acks.get(tp, {}))
+            by_topic.setdefault(wanted[tp], []).append(
+                ShareFetchRequest.FetchPartition(
+                    partition_index=tp.partition,
+                    acknowledgement_batches=[
+                        ShareFetchRequest.AcknowledgementBatch(
+                            first_offset=b.first_offset,
+                            last_offset=b.last_offset,
+                            acknowledge_types=list(b.types),
+                        )
+                        for b in batches
+                    ],
+                )
+            )
+        gone: dict[uuid.UUID, list[int]] = {}
+        for tp, tid in sorted(forgotten.items()):
+            gone.setdefault(tid, []).append(tp.partition)
+        request = ShareFetchRequest(
+            group_id=settings.group_id,
+            member_id=member_id,
+            share_session_epoch=self.epoch,
+            max_wait_ms=settings.max_wait_ms,
+            min_bytes=settings.min_bytes,
+            max_bytes=settings.max_bytes,
+            max_records=settings.max_records,
+            batch_size=settings.batch_size,
+            share_acquire_mode=settings.acquire_mode,
+            is_renew_ack=has_renew(dict(acks)),
+            topics=[ShareFetchRequest.FetchTopic(topic_id=t, partitions=ps) for t, ps in by_topic.items()],
+            forgotten_topics_data=[
+                ShareFetchRequest.ForgottenTopic(topic_id=t, partitions=ps) for t, ps in gone.items()
+            ],
+        )
+        return request, dict(wanted)
+
+    def acknowledge_request(
+        self,
+        group_id: str,
+        member_id: str,
+        acks: Mapping[TopicPartition, dict[int, int]],
+        topic_ids: Mapping[str, uuid.UUID],
+        *,
+        close: bool = False,
+    ) -> ShareAcknowledgeRequest:
+        """A ShareAcknowledge at the session's epoch (or -1 with ``close``)."""
+        by_topic: dict[uuid.UUID, list[ShareAcknowledgeRequest.AcknowledgePartition]] = {}
+        for tp in sorted(acks):
+            by_topic.setdefault(topic_ids[tp.topic], []).append(
+                ShareAcknowledgeRequest.AcknowledgePartition(
+                    partition_index=tp.partition,
+                    acknowledgement_batches=[
+                        ShareAcknowledgeRequest.AcknowledgementBatch(
+                            first_offset=b.first_offset,
+                            last_offset=b.last_offset,
+                            acknowledge_types=list(b.types),
+                        )
+                        for b in ack_batches(acks[tp])
+                    ],
+                )
+            )
+        return ShareAcknowledgeRequest(
+            group_id=group_id,
+            member_id=member_id,
+            share_session_epoch=CLOSE_EPOCH if close else self.epoch,
+            is_renew_ack=has_renew(dict(acks)),
+            topics=[
+                ShareAcknowledgeRequest.AcknowledgeTopic(topic_id=t, partitions=ps)
+                for t, ps in by_topic.items()
+            ],
+        )
+
+
+__all__ = [
+    "BATCH_OPTIMIZED",
+    "CLOSE_EPOCH",
+    "RECORD_LIMIT",
+    "FetchSettings",
+    "ShareSession",
+]

@@ -1,0 +1,112 @@
+"""Share consumer bookkeeping without I/O: acknowledgement batches, the ledger's modes, and
+the share session's requests."""
+
+from __future__ import annotations
+
+import uuid
+
+import pytest
+
+from aiokafka_lead.errors import IllegalStateError
+from aiokafka_lead.share.acks import AckBatch, AckLedger, ack_batches
+from aiokafka_lead.share.records import GAP, AcknowledgeType, ShareConsumerRecord
+from aiokafka_lead.share.session import CLOSE_EPOCH, FetchSettings, ShareSession
+from aiokafka_lead.structs import TopicPartition
+
+TP = TopicPartition("t", 0)
+TID = uuid.UUID(int=7)
+SETTINGS = FetchSettings("g", 500, 1, 1000, 10, 10, 0)
+
+
+def record(offset: int, tp: TopicPartition = TP) -> ShareConsumerRecord[bytes, bytes]:
+    return ShareConsumerRecord(tp.topic, tp.partition, offset, 0, 0, None, b"v", None, -1, 1, (), -1, 1, 0.0)
+
+
+def test_ack_batches_split_at_holes_and_compress_single_types() -> None:
+    acks = {5: 1, 6: 1, 7: 1, 9: 2, 10: 3, 11: 0}
+    assert ack_batches(acks) == [AckBatch(5, 7, (1,)), AckBatch(9, 11, (2, 3, 0))]
+    assert ack_batches({}) == []
+
+
+def test_implicit_mode_accepts_the_last_poll_at_the_next() -> None:
+    ledger = AckLedger(explicit=False)
+    ledger.acquired(TP, 1, gaps=[3])
+    ledger.delivered([record(1), record(2)])
+    ledger.acknowledge(record(2), AcknowledgeType.RELEASE)
+    ledger.before_poll()
+    assert ledger.take(1) == {TP: {1: AcknowledgeType.ACCEPT, 2: AcknowledgeType.RELEASE, 3: GAP}}
+    assert ledger.take(1) == {}
+
+
+def test_explicit_mode_refuses_a_poll_until_every_record_is_settled() -> None:
+    ledger = AckLedger(explicit=True)
+    ledger.acquired(TP, 1, gaps=[])
+    ledger.delivered([record(1), record(2)])
+    ledger.acknowledge(record(1), AcknowledgeType.ACCEPT)
+    with pytest.raises(IllegalStateError, match=r"1 delivered record\(s\) not acknowledged \(t-0@2\)"):
+        ledger.before_poll()
+    ledger.acknowledge(record(2), AcknowledgeType.RENEW)
+    ledger.before_poll()  # a renewed record does not block, but stays to be settled
+    ledger.acknowledge(record(2), AcknowledgeType.REJECT)
+    assert ledger.take(1) == {TP: {1: AcknowledgeType.ACCEPT, 2: AcknowledgeType.REJECT}}
+    with pytest.raises(IllegalStateError, match="not awaiting acknowledgement"):
+        ledger.acknowledge(record(2), AcknowledgeType.ACCEPT)
+
+
+def test_close_releases_what_is_unsettled_and_acks_go_to_their_node() -> None:
+    other = TopicPartition("t", 1)
+    ledger = AckLedger(explicit=True)
+    ledger.acquired(TP, 1, gaps=[])
+    ledger.acquired(other, 2, gaps=[])
+    ledger.delivered([record(1), record(5, other)])
+    ledger.release_all()
+    assert ledger.pending_nodes() == {1, 2}
+    assert ledger.take(2) == {other: {5: AcknowledgeType.RELEASE}}
+    assert ledger.take(1) == {TP: {1: AcknowledgeType.RELEASE}}
+
+
+def test_requeued_acknowledgements_do_not_override_newer_ones() -> None:
+    ledger = AckLedger(explicit=True)
+    ledger.acquired(TP, 1, gaps=[])
+    ledger.delivered([record(1)])
+    ledger.acknowledge(record(1), AcknowledgeType.RENEW)
+    sent = ledger.take(1)
+    ledger.acknowledge(record(1), AcknowledgeType.ACCEPT)
+    ledger.requeue(sent)
+    assert ledger.take(1) == {TP: {1: AcknowledgeType.ACCEPT}}
+
+
+def test_session_opens_with_every_partition_then_sends_only_changes() -> None:
+    session = ShareSession(1)
+    tp1 = TopicPartition("t", 1)
+    with pytest.raises(ValueError, match="cannot open"):
+        session.fetch_request("m", SETTINGS, {TP: TID}, {TP: {1: 1}})
+    request, after = session.fetch_request("m", SETTINGS, {TP: TID, tp1: TID}, {})
+    assert request.share_session_epoch == 0
+    assert [(t.topic_id, [p.partition_index for p in t.partitions]) for t in request.topics] == [
+        (TID, [0, 1])
+    ]
+    session.advance()
+    session.partitions = after
+    # partition 1 leaves; partition 0 only carries acknowledgements (one RENEW: IsRenewAck)
+    request, after = session.fetch_request("m", SETTINGS, {TP: TID}, {TP: {4: 4, 5: 1}})
+    assert request.share_session_epoch == 1
+    assert request.is_renew_ack
+    [topic] = request.topics
+    [part] = topic.partitions
+    batches = [(b.first_offset, b.last_offset, b.acknowledge_types) for b in part.acknowledgement_batches]
+    assert batches == [(4, 5, [4, 1])]
+    assert [(f.topic_id, f.partitions) for f in request.forgotten_topics_data] == [(TID, [1])]
+    assert after == {TP: TID}
+    closing = session.acknowledge_request("g", "m", {TP: {6: 2}}, {"t": TID}, close=True)
+    assert closing.share_session_epoch == CLOSE_EPOCH
+    assert not closing.is_renew_ack
+    session.reset()
+    assert session.epoch == 0 and session.partitions == {}
+
+
+def test_session_epoch_wraps_to_one() -> None:
+    session = ShareSession(1)
+    session.epoch = 2**31 - 1
+    session.advance()
+    assert session.epoch == 1
