@@ -6,8 +6,9 @@
 Joins the group, prints ``READY`` and waits for a line on stdin (the benchmark starts every
 member at once), then consumes in implicit acknowledgement mode until ``--idle-ms`` pass
 without records (after the first one) or ``--max-ms`` in all, closes, and prints
-``RESULT {"count": n, "first": t0, "last": t1}`` (wall-clock seconds of the first and last
-record).
+``RESULT {"count": n, "first": t0, "last": t1, "latency_ms": [...]}`` (wall-clock seconds
+of the first and last record; per record, the wall-clock ms from its timestamp to its
+delivery to this member).
 """
 
 from __future__ import annotations
@@ -23,14 +24,18 @@ def barrier() -> None:
     sys.stdin.readline()
 
 
-def run_ours(args: argparse.Namespace) -> tuple[int, float, float]:
+Result = tuple[int, float, float, list[int]]
+
+
+def run_ours(args: argparse.Namespace) -> Result:
     import anyio
     import anyio.to_thread
 
     from aiokafka_lead.share import AIOKafkaShareConsumer
 
-    async def main() -> tuple[int, float, float]:
+    async def main() -> Result:
         count, first, last = 0, 0.0, 0.0
+        latency: list[int] = []
         started = time.monotonic()
         async with AIOKafkaShareConsumer(
             args.topic, group_id=args.group, bootstrap_servers=args.bootstrap_server
@@ -44,36 +49,41 @@ def run_ours(args: argparse.Namespace) -> tuple[int, float, float]:
                 n = sum(len(records) for records in batch.values())
                 if n:
                     now = time.time()
+                    now_ms = int(now * 1000)
+                    latency += [now_ms - r.timestamp for records in batch.values() for r in records]
                     first = first or now
                     last = now
                     count += n
-        return count, first, last
+        return count, first, last, latency
 
     return anyio.run(main)
 
 
-def run_confluent(args: argparse.Namespace) -> tuple[int, float, float]:
+def run_confluent(args: argparse.Namespace) -> Result:
     from confluent_kafka import ShareConsumer
 
     consumer = ShareConsumer({"bootstrap.servers": args.bootstrap_server, "group.id": args.group})
     consumer.subscribe([args.topic])
     barrier()
     count, first, last = 0, 0.0, 0.0
+    latency: list[int] = []
     started = time.monotonic()
     try:
         while time.monotonic() - started < args.max_ms / 1000:
             if count and time.time() - last > args.idle_ms / 1000:
                 break
-            messages = consumer.poll(0.1)
-            n = sum(1 for m in messages or () if m.error() is None)
+            messages = [m for m in consumer.poll(0.1) or () if m.error() is None]
+            n = len(messages)
             if n:
                 now = time.time()
+                now_ms = int(now * 1000)
+                latency += [now_ms - m.timestamp()[1] for m in messages]
                 first = first or now
                 last = now
                 count += n
     finally:
         consumer.close()
-    return count, first, last
+    return count, first, last, latency
 
 
 def main() -> None:
@@ -85,8 +95,9 @@ def main() -> None:
     p.add_argument("--idle-ms", type=int, default=2000)
     p.add_argument("--max-ms", type=int, default=120_000)
     args = p.parse_args()
-    count, first, last = (run_ours if args.client == "ours" else run_confluent)(args)
-    print("RESULT " + json.dumps({"count": count, "first": first, "last": last}), flush=True)
+    count, first, last, latency = (run_ours if args.client == "ours" else run_confluent)(args)
+    result = {"count": count, "first": first, "last": last, "latency_ms": latency}
+    print("RESULT " + json.dumps(result), flush=True)
 
 
 if __name__ == "__main__":

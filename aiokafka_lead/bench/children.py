@@ -127,7 +127,8 @@ def save_bars(
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    fig, axes = plt.subplots(1, len(panels), figsize=figsize)
+    fig, grid = plt.subplots(1, len(panels), figsize=figsize, squeeze=False)
+    axes = list(grid[0])
     for ax, (ylabel, groups, cells, scale, fmt) in zip(axes, panels, strict=True):
         bar_panel(ax, groups, cells, scale=scale, fmt=fmt, colors=colors, labels=labels)
         ax.set_ylabel(ylabel)

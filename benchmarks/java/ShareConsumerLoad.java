@@ -10,7 +10,8 @@
 // Either way it stops once IDLE_MS pass without records (after the first one) or MAX_MS
 // in all, closes the consumer, and prints "DONE <records> <first ns> <last ns>"
 // (System.nanoTime() of the first and last record, for rates across processes use the
-// wall-clock "WALL <first ms> <last ms>" line after it).
+// wall-clock "WALL <first ms> <last ms>" line after it), then "LATENCY <ms> <ms> ..." (per
+// record, the wall-clock ms from its timestamp to its delivery to this member).
 import java.io.BufferedReader;
 import java.io.IOException;
 import java.io.InputStreamReader;
@@ -44,6 +45,7 @@ public class ShareConsumerLoad {
         props.put("share.acknowledgement.mode", explicit ? "explicit" : "implicit");
         long count = 0, firstNs = 0, lastNs = 0, firstMs = 0, lastMs = 0;
         long start = System.nanoTime();
+        StringBuilder latencies = new StringBuilder("LATENCY");
         try (KafkaShareConsumer<byte[], byte[]> consumer = new KafkaShareConsumer<>(props)) {
             consumer.subscribe(List.of(topic));
             if (barrier) {
@@ -61,8 +63,10 @@ public class ShareConsumerLoad {
                 ConsumerRecords<byte[], byte[]> records = consumer.poll(Duration.ofMillis(100));
                 if (records.isEmpty()) continue;
                 List<ConsumerRecord<byte[], byte[]>> got = new ArrayList<>();
+                long deliveredMs = System.currentTimeMillis();
                 for (ConsumerRecord<byte[], byte[]> r : records) {
                     got.add(r);
+                    latencies.append(' ').append(deliveredMs - r.timestamp());
                     if (explicit) consumer.acknowledge(r, AcknowledgeType.ACCEPT);
                 }
                 if (count == 0) {
@@ -91,6 +95,7 @@ public class ShareConsumerLoad {
         }
         System.out.println("DONE " + count + " " + firstNs + " " + lastNs);
         System.out.println("WALL " + count + " " + firstMs + " " + lastMs);
+        System.out.println(latencies);
         System.out.flush();
     }
 }
