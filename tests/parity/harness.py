@@ -134,7 +134,10 @@ class Context:
         name = self.name(key, "t") if concrete is None else self.names.add(concrete, f"<t:{key}>")
         admin = await self.setup.admin()
         async with asyncio.timeout(STEP_TIMEOUT):
-            await admin.create_topics([NewTopic(name, partitions, -1, topic_configs=configs or {})])
+            # records carry fixed timestamps from BASE_TS (2023): without retention.ms=-1 the
+            # brokers' retention check (every 5 min) may delete them in the middle of a scenario
+            settings = {"retention.ms": "-1", **(configs or {})}
+            await admin.create_topics([NewTopic(name, partitions, -1, topic_configs=settings)])
         self.setup.created_topics.append(name)
         return name
 
