@@ -16,15 +16,22 @@ MAIN_CLASS = "LeaderMoveLoad"
 
 def build(source: Path, kafka_version: str = jars.DEFAULT_KAFKA_VERSION) -> str:
     """Compile ``source`` (once per content and Kafka version); return the classpath to run it."""
+    what = "the Java benchmark client"
+    return compile_class(source, MAIN_CLASS, kafka_version, prefix="java-bench", what=what)
+
+
+def compile_class(source: Path, main_class: str, kafka_version: str, *, prefix: str, what: str) -> str:
+    """Compile ``source`` against the kafka-clients jar of ``kafka_version`` into the user's
+    cache (``prefix``-version-digest, once per content); return the classpath to run it."""
     libs = jars.provision(kafka_version, quiet=True)
     digest = hashlib.sha256(source.read_bytes()).hexdigest()[:12]
-    out = jars.cache_root() / f"java-bench-{kafka_version}-{digest}"
+    out = jars.cache_root() / f"{prefix}-{kafka_version}-{digest}"
     classpath = f"{out}:{libs}/*"
-    if (out / f"{MAIN_CLASS}.class").exists():
+    if (out / f"{main_class}.class").exists():
         return classpath
     javac = shutil.which("javac")
     if javac is None:
-        raise ClusterError("javac is not on PATH (a JDK 17+ is needed for the Java benchmark client)")
+        raise ClusterError(f"javac is not on PATH (a JDK 17+ is needed for {what})")
     tmp = out.with_name(out.name + ".tmp")
     shutil.rmtree(tmp, ignore_errors=True)
     tmp.mkdir(parents=True)

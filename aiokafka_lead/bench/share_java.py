@@ -4,13 +4,11 @@ the cluster harness provisions, cached per user beside the jars."""
 
 from __future__ import annotations
 
-import hashlib
-import shutil
-import subprocess
 from pathlib import Path
 
+from aiokafka_lead.bench.java import compile_class
 from aiokafka_lead.testing.cluster import jars
-from aiokafka_lead.testing.cluster.node import ClusterError, java_executable
+from aiokafka_lead.testing.cluster.node import java_executable
 
 MAIN_CLASS = "ShareConsumerLoad"
 SOURCE = Path(__file__).resolve().parents[2] / "benchmarks" / "java" / f"{MAIN_CLASS}.java"
@@ -18,27 +16,8 @@ SOURCE = Path(__file__).resolve().parents[2] / "benchmarks" / "java" / f"{MAIN_C
 
 def build(source: Path = SOURCE, kafka_version: str = jars.DEFAULT_KAFKA_VERSION) -> str:
     """Compile ``source`` (once per content and Kafka version); return the classpath to run it."""
-    libs = jars.provision(kafka_version, quiet=True)
-    digest = hashlib.sha256(source.read_bytes()).hexdigest()[:12]
-    out = jars.cache_root() / f"java-share-{kafka_version}-{digest}"
-    classpath = f"{out}:{libs}/*"
-    if (out / f"{MAIN_CLASS}.class").exists():
-        return classpath
-    javac = shutil.which("javac")
-    if javac is None:
-        raise ClusterError("javac is not on PATH (a JDK 17+ is needed for the Java share consumer)")
-    tmp = out.with_name(out.name + ".tmp")
-    shutil.rmtree(tmp, ignore_errors=True)
-    tmp.mkdir(parents=True)
-    subprocess.run(
-        [javac, "-nowarn", "-cp", f"{libs}/*", "-d", str(tmp), str(source)],
-        check=True,
-        capture_output=True,
-        text=True,
-    )
-    shutil.rmtree(out, ignore_errors=True)
-    tmp.replace(out)
-    return classpath
+    what = "the Java share consumer"
+    return compile_class(source, MAIN_CLASS, kafka_version, prefix="java-share", what=what)
 
 
 def command(
