@@ -10,10 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Generic, NamedTuple, Self, TypeVar
-
-if TYPE_CHECKING:
-    from aiokafka_lead.errors import KafkaError
+from typing import Any, Generic, NamedTuple, Self, TypeVar
 
 KT = TypeVar("KT")
 VT = TypeVar("VT")
@@ -93,7 +90,7 @@ class PartitionMetadata(NamedTuple):
     leader: int
     replicas: list[int]
     isr: list[int]
-    error: KafkaError | None
+    error: Exception | None  # a KafkaError subclass; typed wider so errors.py can import this module
 
 
 class ConsumerGroupMetadata(NamedTuple):

@@ -115,7 +115,18 @@ public final class LeaderMoveLoad {
             json.append(i == 0 ? "" : ",").append(String.format(Locale.ROOT, "%.3f", run.blockedMs[i]));
         }
         json.append("], \"moves\": [], \"extra\": {\"version\": \"")
-            .append(org.apache.kafka.common.utils.AppInfoParser.getVersion()).append("\"}}");
+            .append(clientsVersion()).append("\"}}");
         Files.writeString(out, json.toString());
+    }
+
+    /** The kafka-clients version, from the properties file the jar carries. */
+    static String clientsVersion() throws IOException {
+        Properties props = new Properties();
+        try (var in = KafkaProducer.class.getResourceAsStream("/kafka/kafka-version.properties")) {
+            if (in != null) {
+                props.load(in);
+            }
+        }
+        return props.getProperty("version", "unknown");
     }
 }

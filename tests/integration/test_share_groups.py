@@ -553,13 +553,16 @@ def share_scenario(group: str) -> Callable[[Connection, str], Awaitable[dict[str
         )
         out["fetch_open_with_acks"] = await conn.send(_share_fetch(group, me, 0, tid, acks=[(0, 0, 1)]))
         out["fetch_open"] = await conn.send(_share_fetch(group, me, 0, tid))
-        out["fetch_accept_release"] = await conn.send(
-            _share_fetch(group, me, 1, tid, [(0, 0, 1), (1, 1, 2)], wait=0)
-        )
-        out["ack_below_start"] = await conn.send(_share_ack(group, me, 2, tid, [(0, 0, 1)]))
+        # Acknowledged on their own, not on a fetch: a real broker runs a ShareFetch's
+        # acknowledgements and its fetch side by side, so whether that fetch re-acquires
+        # the record it releases is a race.
+        out["ack_accept_release"] = await conn.send(_share_ack(group, me, 1, tid, [(0, 0, 1), (1, 1, 2)]))
+        out["fetch_reacquires_released"] = await conn.send(_share_fetch(group, me, 2, tid))
+        out["ack_below_start"] = await conn.send(_share_ack(group, me, 3, tid, [(0, 0, 1)]))
         out["ack_wrong_epoch"] = await conn.send(_share_ack(group, me, 99, tid, [(1, 1, 1)]))
         out["ack_no_session"] = await conn.send(_share_ack(group, new_member_id(), 1, tid, [(1, 1, 1)]))
         out["ack_epoch_zero"] = await conn.send(_share_ack(group, me, 0, tid, [(1, 1, 1)]))
+        out["ack_release_rest"] = await conn.send(_share_ack(group, me, 4, tid, [(1, 2, 2)]))
         out["ack_close_not_acquired"] = await conn.send(_share_ack(group, me, -1, tid, [(1, 2, 1)]))
         out["heartbeat_leave"] = await conn.send(
             ShareGroupHeartbeatRequest(group_id=group, member_id=me, member_epoch=-1)
@@ -607,3 +610,5 @@ async def test_the_fake_answers_share_requests_like_a_real_broker(bootstrap: str
         assert f == r, f"{step}:\n fake={f}\n real={r}"
     opened = real["fetch_open"].responses[0].partitions[0].acquired_records
     assert [(a.first_offset, a.last_offset, a.delivery_count) for a in opened] == [(0, 2, 1)]
+    again = real["fetch_reacquires_released"].responses[0].partitions[0].acquired_records
+    assert [(a.first_offset, a.last_offset, a.delivery_count) for a in again] == [(1, 1, 2)]
