@@ -401,7 +401,11 @@ async def test_fake_answers_like_a_real_broker(kafka_cluster_1: Any) -> None:
     topic = f"fake-vs-real-{uuid.uuid4().hex[:8]}"
     bootstrap = kafka_cluster_1.bootstrap()
     async with AdminClient(bootstrap_servers=bootstrap) as admin:
-        await admin.create_topics([NewTopic(topic, num_partitions=1, replication_factor=1)])
+        # retention.ms=-1: the scenario writes fixed 2023 timestamps, which the brokers'
+        # retention check could delete mid-scenario
+        await admin.create_topics(
+            [NewTopic(topic, num_partitions=1, replication_factor=1, topic_configs={"retention.ms": "-1"})]
+        )
         with anyio.fail_after(30):
             while True:
                 (described,) = await admin.describe_topics([topic])
