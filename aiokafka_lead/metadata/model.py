@@ -124,3 +124,14 @@ class MetadataChange:
             or self.topics_added
             or self.topics_removed
         )
+
+
+__all__ = [
+    "BrokerNode",
+    "HintOutcome",
+    "LeaderHint",
+    "MetadataChange",
+    "MetadataSnapshot",
+    "PartitionMetadata",
+    "TopicMetadata",
+]
