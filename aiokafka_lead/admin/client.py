@@ -24,7 +24,7 @@ Both retry retriable errors within ``timeout_ms`` (default request_timeout_ms) t
 from __future__ import annotations
 
 import warnings
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Sequence
 from types import TracebackType
 from typing import Any, Self
 
@@ -36,7 +36,7 @@ from aiokafka_lead.admin.leaders import LeadersMixin
 from aiokafka_lead.admin.offsets import OffsetsMixin
 from aiokafka_lead.admin.share_groups import ShareGroupsMixin
 from aiokafka_lead.admin.topics import TopicsCore, TopicsMixin
-from aiokafka_lead.admin.types import ConfigResource, NewPartitions, NewTopic, RecordsToDelete
+from aiokafka_lead.admin.types import ConfigResource, NewPartitions, NewTopic
 from aiokafka_lead.client import ClientCore, guarded
 from aiokafka_lead.errors import KafkaError, NotLeaderOrFollowerError, error_for_code
 from aiokafka_lead.requests.base import RequestBase
@@ -287,24 +287,18 @@ class AIOKafkaAdminClient(
         return {tp: OffsetAndMetadata(offset, metadata) for tp, offset, metadata, _ in rows}
 
     # ------------------------------------------------------------------- records
-    @guarded
-    async def delete_records(
-        self,
-        records_to_delete: Mapping[TopicPartition, int | RecordsToDelete],
-        timeout_ms: int | None = None,
-    ) -> dict[TopicPartition, int]:
-        """New low watermark per partition. A partition the cluster does not have (after
-        a metadata refresh) raises NotLeaderForPartitionError at once, as aiokafka's."""
+    async def _check_deletable(self, partitions: Iterable[TopicPartition]) -> None:
+        """``delete_records``: a partition the cluster does not have (after a metadata
+        refresh) raises NotLeaderForPartitionError at once, as aiokafka's."""
         await self._core.refresh_metadata("delete_records")
         store = self._core.store
         unknown = [
-            tp for tp in records_to_delete if tp.partition not in (store.partitions_for_topic(tp.topic) or ())
+            tp for tp in partitions if tp.partition not in (store.partitions_for_topic(tp.topic) or ())
         ]
         if unknown:
             raise NotLeaderOrFollowerError(
                 f"delete_records: no such partition(s) in the cluster: {unknown[:5]}"
             )
-        return await super().delete_records(records_to_delete, timeout_ms)
 
 
 __all__ = ["AIOKafkaAdminClient", "AdminClient", "AdminClientBase", "KafkaError"]

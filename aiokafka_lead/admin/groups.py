@@ -72,6 +72,27 @@ class GroupCore(GroupRequests):
         version = conn.version_for(DescribeGroupsRequest.API_KEY)
         return await conn.send(request, version=version if max_version is None else min(version, max_version))
 
+    async def _delete_groups(self, method: str, group_ids: Iterable[str]) -> None:
+        """DeleteGroups of each group at its coordinator; a retriable error is retried, the
+        others raised after every group was asked, naming each failed group."""
+        failures: list[tuple[str, int, str | None]] = []
+        for group_id in group_ids:
+
+            async def attempt(group_id: str = group_id) -> None:
+                node = await self.find_coordinator(group_id)
+                response = await self._core.send(node, DeleteGroupsRequest(groups_names=[group_id]))
+                answered = [r.group_id for r in response.results]
+                check_answered(f"DeleteGroups from node {node}", "results", [group_id], answered)
+                for r in response.results:
+                    if r.error_code and error_for_code(r.error_code).retriable:
+                        raise error_for_code(r.error_code, f"DeleteGroups {group_id}")
+                    if r.error_code:
+                        failures.append((r.group_id, r.error_code, r.error_message))
+
+            await self._retrying(f"{method}({group_id})", attempt, None)
+        raise_item_errors("DeleteGroups", failures)
+
+
 class GroupsMixin(GroupCore):
     """Typed group methods (``AdminClient``'s)."""
 
@@ -169,22 +190,7 @@ class GroupsMixin(GroupCore):
 
     @guarded
     async def delete_consumer_groups(self, group_ids: Iterable[str]) -> None:
-        failures: list[tuple[str, int, str | None]] = []
-        for group_id in group_ids:
-
-            async def attempt(group_id: str = group_id) -> None:
-                node = await self.find_coordinator(group_id)
-                response = await self._core.send(node, DeleteGroupsRequest(groups_names=[group_id]))
-                answered = [r.group_id for r in response.results]
-                check_answered(f"DeleteGroups from node {node}", "results", [group_id], answered)
-                for r in response.results:
-                    if r.error_code and error_for_code(r.error_code).retriable:
-                        raise error_for_code(r.error_code, f"DeleteGroups {group_id}")
-                    if r.error_code:
-                        failures.append((r.group_id, r.error_code, r.error_message))
-
-            await self._retrying(f"delete_consumer_groups({group_id})", attempt, None)
-        raise_item_errors("DeleteGroups", failures)
+        await self._delete_groups("delete_consumer_groups", group_ids)
 
 
 def _described_partitions(assignment: ConsumerGroupDescribeResponse.Assignment) -> frozenset[TopicPartition]:

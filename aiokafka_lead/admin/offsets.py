@@ -3,7 +3,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 
 from aiokafka_lead.admin.types import RecordsToDelete
 from aiokafka_lead.client import guarded
@@ -26,6 +26,7 @@ class OffsetsMixin(OffsetsRequests):
     ) -> dict[TopicPartition, int]:
         """Delete records before each offset (an int or a ``RecordsToDelete``; -1: to the
         high watermark); return the new low watermarks."""
+        await self._check_deletable(records_to_delete)
         wanted = {tp: v if isinstance(v, int) else v.before_offset for tp, v in records_to_delete.items()}
         timeout = self._request_timeout_ms if timeout_ms is None else timeout_ms
         results: dict[TopicPartition, int] = {}
@@ -73,6 +74,10 @@ class OffsetsMixin(OffsetsRequests):
             return dict(results)
 
         return await self._retrying("delete_records", attempt, timeout + self._request_timeout_ms)
+
+    async def _check_deletable(self, partitions: Iterable[TopicPartition]) -> None:
+        """Before DeleteRecords is sent: nothing to check here (a partition the cluster does
+        not have fails in the request); aiokafka's client checks them at once."""
 
 
 __all__ = ["OffsetsMixin"]

@@ -11,15 +11,15 @@ whole request, naming every failed item.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
+from typing import Any
 
 from aiokafka_lead.admin.groups import GroupCore
 from aiokafka_lead.client import guarded
 from aiokafka_lead.errors import error_for_code
 from aiokafka_lead.protocol.messages import (
     AlterShareGroupOffsetsRequest,
-    DeleteGroupsRequest,
     DeleteShareGroupOffsetsRequest,
     DescribeShareGroupOffsetsRequest,
     ListGroupsRequest,
@@ -193,29 +193,18 @@ class ShareGroupsMixin(GroupCore):
                 for t, ps in by_topic.items()
             ],
         )
-        failures: list[tuple[str, int, str | None]] = []
-
-        async def attempt() -> None:
-            failures.clear()
-            node = await self.find_coordinator(group_id)
-            response = await self._core.send(node, request)
-            if response.error_code:
-                err = error_for_code(
-                    response.error_code, response.error_message or f"AlterShareGroupOffsets {group_id}"
-                )
-                if err.retriable:
-                    raise err
-                failures.append((group_id, response.error_code, response.error_message))
-                return
-            for t in response.responses:
-                for p in t.partitions:
-                    if p.error_code:
-                        failures.append(
-                            (f"{t.topic_name}-{p.partition_index}", p.error_code, p.error_message)
-                        )
-
-        await self._retrying(f"alter_share_group_offsets({group_id})", attempt, None)
-        raise_item_errors("AlterShareGroupOffsets", failures)
+        await self._send_offsets_request(
+            "AlterShareGroupOffsets",
+            "alter_share_group_offsets",
+            group_id,
+            request,
+            lambda response: (
+                (f"{t.topic_name}-{p.partition_index}", p.error_code, p.error_message)
+                for t in response.responses
+                for p in t.partitions
+                if p.error_code
+            ),
+        )
 
     @guarded
     async def delete_share_group_offsets(self, group_id: str, topics: Iterable[str]) -> None:
@@ -227,6 +216,27 @@ class ShareGroupsMixin(GroupCore):
                 for t in topics
             ],
         )
+        await self._send_offsets_request(
+            "DeleteShareGroupOffsets",
+            "delete_share_group_offsets",
+            group_id,
+            request,
+            lambda response: (
+                (t.topic_name, t.error_code, t.error_message) for t in response.responses if t.error_code
+            ),
+        )
+
+    async def _send_offsets_request(
+        self,
+        api: str,
+        method: str,
+        group_id: str,
+        request: Any,
+        item_failures: Callable[[Any], Iterable[tuple[str, int, str | None]]],
+    ) -> None:
+        """Send a request changing ``group_id``'s offsets to its coordinator. A retriable
+        group error is retried; the group's other errors, and the failed items
+        (``item_failures`` of the response), are raised after, naming each."""
         failures: list[tuple[str, int, str | None]] = []
 
         async def attempt() -> None:
@@ -234,37 +244,20 @@ class ShareGroupsMixin(GroupCore):
             node = await self.find_coordinator(group_id)
             response = await self._core.send(node, request)
             if response.error_code:
-                err = error_for_code(
-                    response.error_code, response.error_message or f"DeleteShareGroupOffsets {group_id}"
-                )
+                err = error_for_code(response.error_code, response.error_message or f"{api} {group_id}")
                 if err.retriable:
                     raise err
                 failures.append((group_id, response.error_code, response.error_message))
                 return
-            failures.extend(
-                (t.topic_name, t.error_code, t.error_message) for t in response.responses if t.error_code
-            )
+            failures.extend(item_failures(response))
 
-        await self._retrying(f"delete_share_group_offsets({group_id})", attempt, None)
-        raise_item_errors("DeleteShareGroupOffsets", failures)
+        await self._retrying(f"{method}({group_id})", attempt, None)
+        raise_item_errors(api, failures)
 
     @guarded
     async def delete_share_groups(self, group_ids: Iterable[str]) -> None:
         """Delete share groups (DeleteGroups; each must have no members)."""
-        failures: list[tuple[str, int, str | None]] = []
-        for group_id in group_ids:
-
-            async def attempt(group_id: str = group_id) -> None:
-                node = await self.find_coordinator(group_id)
-                response = await self._core.send(node, DeleteGroupsRequest(groups_names=[group_id]))
-                for r in response.results:
-                    if r.error_code and error_for_code(r.error_code).retriable:
-                        raise error_for_code(r.error_code, f"DeleteGroups {group_id}")
-                    if r.error_code:
-                        failures.append((r.group_id, r.error_code, r.error_message))
-
-            await self._retrying(f"delete_share_groups({group_id})", attempt, None)
-        raise_item_errors("DeleteGroups", failures)
+        await self._delete_groups("delete_share_groups", group_ids)
 
 
 def _description(g: ShareGroupDescribeResponse.DescribedGroup) -> ShareGroupDescription:

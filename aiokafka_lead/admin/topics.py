@@ -14,7 +14,7 @@ lists them (KRaft brokers learn asynchronously): the caller can use the result a
 from __future__ import annotations
 
 import logging
-from collections.abc import Awaitable, Callable, Iterable, Sequence
+from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
 from typing import Any
 
 import anyio
@@ -135,17 +135,19 @@ class TopicsCore(RequestBase):
         outcomes = await self._per_topic(
             "create_topics", list(topics), send, timeout + self._request_timeout_ms
         )
-        created = {name: topics[name].num_partitions for name, code, _ in outcomes if not code}
-        if created and not validate_only:
-            await self._await_propagation(
-                "create_topics", list(created), lambda t: _ready(t, created[t.name]), timeout
+        created = await self._await_partition_counts(
+            "create_topics",
+            outcomes,
+            {name: t.num_partitions for name, t in topics.items()},
+            timeout,
+            validate_only=validate_only,
+        )
+        absent = [name for name in created if self._core.store.partitions_for_topic(name) is None]
+        if absent:
+            raise KafkaTimeoutError(
+                f"create_topics: the controller reported {absent} created, but the brokers' "
+                f"metadata still does not show them after {timeout} ms"
             )
-            absent = [name for name in created if self._core.store.partitions_for_topic(name) is None]
-            if absent:
-                raise KafkaTimeoutError(
-                    f"create_topics: the controller reported {absent} created, but the brokers' "
-                    f"metadata still does not show them after {timeout} ms"
-                )
         return outcomes
 
     async def _delete_topics(self, topics: Iterable[str], timeout_ms: int | None) -> list[Outcome]:
@@ -202,12 +204,32 @@ class TopicsCore(RequestBase):
         outcomes = await self._per_topic(
             "create_partitions", sorted(topic_partitions), send, timeout + self._request_timeout_ms
         )
-        grown = {name: topic_partitions[name].total_count for name, code, _ in outcomes if not code}
-        if grown and not validate_only:
-            await self._await_propagation(
-                "create_partitions", list(grown), lambda t: _ready(t, grown[t.name]), timeout
-            )
+        await self._await_partition_counts(
+            "create_partitions",
+            outcomes,
+            {name: p.total_count for name, p in topic_partitions.items()},
+            timeout,
+            validate_only=validate_only,
+        )
         return outcomes
+
+    async def _await_partition_counts(
+        self,
+        what: str,
+        outcomes: list[Outcome],
+        counts: Mapping[str, int],
+        timeout_ms: float,
+        *,
+        validate_only: bool,
+    ) -> list[str]:
+        """Wait (see :meth:`_await_propagation`) until the topics that succeeded show their
+        partition count (``counts``; -1: the broker's default) and a leader for each; return
+        them (none when only validated: nothing changed)."""
+        changed = {name: counts[name] for name, code, _ in outcomes if not code}
+        if not changed or validate_only:
+            return []
+        await self._await_propagation(what, list(changed), lambda t: _ready(t, changed[t.name]), timeout_ms)
+        return list(changed)
 
     async def _metadata(self, topics: Sequence[str] | None) -> Any:
         """Metadata of ``topics`` (all when None); never creates a topic it names."""

@@ -8,6 +8,7 @@ from dataclasses import dataclass, field
 
 from aiokafka_lead.error_code import ErrorCode
 from aiokafka_lead.errors import IllegalArgumentError
+from aiokafka_lead.metadata.model import BrokerNode
 from aiokafka_lead.structs import TopicPartition
 
 
@@ -145,11 +146,8 @@ class TopicDescription:
 
 
 @dataclass(frozen=True, slots=True)
-class BrokerDescription:
-    node_id: int
-    host: str
-    port: int
-    rack: str | None = None
+class BrokerDescription(BrokerNode):
+    """A broker as ``describe_cluster`` reports it: a metadata broker node."""
 
 
 @dataclass(frozen=True, slots=True)

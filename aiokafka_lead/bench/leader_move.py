@@ -45,6 +45,27 @@ async def fresh_topic(admin: AdminClient, prefix: str, cfg: BenchConfig) -> str:
     return name
 
 
+async def produce_for(
+    producer: AIOKafkaProducer,
+    topic: str,
+    cfg: BenchConfig,
+    seconds: float,
+    samples: Samples,
+    *,
+    progress: Callable[[float], None] | None = None,
+) -> None:
+    """Records of ``cfg.record_size`` at ``cfg.rate`` for ``seconds``, into ``samples``."""
+    await paced_produce(
+        producer,
+        topic,
+        rate=cfg.rate,
+        duration_s=seconds,
+        record_size=cfg.record_size,
+        samples=samples,
+        progress=progress,
+    )
+
+
 async def warm_cluster(
     bootstrap: str, admin: AdminClient, cfg: BenchConfig, seconds: float, *, say: Say
 ) -> None:
@@ -69,10 +90,7 @@ async def warm_cluster(
                 )
                 async with anyio.create_task_group() as tg:
                     tg.start_soon(moving)
-                    await paced_produce(
-                        producer, topic, rate=cfg.rate, duration_s=warm.duration_s,
-                        record_size=cfg.record_size, samples=Samples("cluster warm-up"),
-                    )  # fmt: skip
+                    await produce_for(producer, topic, cfg, warm.duration_s, Samples("cluster warm-up"))
             finally:
                 await admin.delete_topics([topic])
 
@@ -117,14 +135,7 @@ async def run_in_process(
         ) as producer:
             await producer.partitions_for(topic)
             say(f"    warming up for {cfg.warmup_s:.0f}s")
-            await paced_produce(
-                producer,
-                topic,
-                rate=cfg.rate,
-                duration_s=cfg.warmup_s,
-                record_size=cfg.record_size,
-                samples=Samples(client="warm-up"),
-            )
+            await produce_for(producer, topic, cfg, cfg.warmup_s, Samples(client="warm-up"))
 
             def progress(fraction: float) -> None:
                 done = fraction * 100
@@ -137,15 +148,7 @@ async def run_in_process(
                         run_moves, admin, topic, cfg, started=started, moves=samples.moves, say=say
                     )
                 )
-                await paced_produce(
-                    producer,
-                    topic,
-                    rate=cfg.rate,
-                    duration_s=cfg.duration_s,
-                    record_size=cfg.record_size,
-                    samples=samples,
-                    progress=progress,
-                )
+                await produce_for(producer, topic, cfg, cfg.duration_s, samples, progress=progress)
             samples.extra = {"metrics": producer.metrics()}
     finally:
         await admin.delete_topics([topic])

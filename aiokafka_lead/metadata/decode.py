@@ -30,27 +30,32 @@ assert _TOPIC_FIELDS == ["error_code", "name"], _TOPIC_FIELDS
 _NAME_AT = 2
 
 
+def _skim_plan(
+    view: memoryview, version: int, names: frozenset[str] | None
+) -> tuple[int, Callable[[memoryview, int], bool]] | None:
+    """The header size and the topic filter of a skim keeping only ``names``; None when the
+    frame is decoded whole (all topics wanted, or header tags present: the full decoder
+    reads them)."""
+    header = 4 + (1 if MetadataResponse.header_version(version) >= 1 else 0)
+    if names is None or (header == 5 and view[4] != 0):
+        return None
+    flexible = MetadataResponse.is_flexible(version)
+    return header, lambda buf, item: read_name(buf, item + _NAME_AT, flexible) in names
+
+
 def metadata_decoder(
     version: int, wanted: Collection[str] | None
 ) -> Callable[[memoryview | bytes], MetadataResponse]:
     """A frame decoder that keeps only the ``wanted`` topics (all of them when None)."""
     names = None if wanted is None else frozenset(wanted)
-    flexible = MetadataResponse.is_flexible(version)
 
     def decode(frame: memoryview | bytes) -> MetadataResponse:
-        if names is None:
-            return decode_response(frame, MetadataResponse, version)[1]
         view = memoryview(frame)
-        header = 4 + (1 if MetadataResponse.header_version(version) >= 1 else 0)
-        if header == 5 and view[4] != 0:  # header tags present: let the full decoder read them
+        plan = _skim_plan(view, version, names)
+        if plan is None:
             return decode_response(frame, MetadataResponse, version)[1]
-        body = keep_array_items(
-            MetadataResponse,
-            view[header:],
-            version,
-            "topics",
-            lambda buf, item: read_name(buf, item + _NAME_AT, flexible) in names,
-        )
+        header, keep = plan
+        body = keep_array_items(MetadataResponse, view[header:], version, "topics", keep)
         return decode_response(bytes(view[:header]) + body, MetadataResponse, version)[1]
 
     return decode
@@ -60,19 +65,12 @@ async def decode_metadata(
     frame: memoryview | bytes, version: int, wanted: Collection[str] | None
 ) -> MetadataResponse:
     """:func:`metadata_decoder`'s result, giving the event loop a turn every ``SLICE_S``."""
-    names = None if wanted is None else frozenset(wanted)
     view = memoryview(frame)
-    header = 4 + (1 if MetadataResponse.header_version(version) >= 1 else 0)
-    if names is None or (header == 5 and view[4] != 0):
-        return metadata_decoder(version, names)(frame)
-    flexible = MetadataResponse.is_flexible(version)
-    walk = iter_keep_array_items(
-        MetadataResponse,
-        view[header:],
-        version,
-        "topics",
-        lambda buf, item: read_name(buf, item + _NAME_AT, flexible) in names,
-    )
+    plan = _skim_plan(view, version, None if wanted is None else frozenset(wanted))
+    if plan is None:
+        return decode_response(frame, MetadataResponse, version)[1]
+    header, keep = plan
+    walk = iter_keep_array_items(MetadataResponse, view[header:], version, "topics", keep)
     turn_at = time.monotonic() + SLICE_S
     while True:
         try:

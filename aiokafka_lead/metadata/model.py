@@ -19,6 +19,19 @@ ZERO_UUID = uuid.UUID(int=0)
 
 
 @dataclass(frozen=True, slots=True)
+class PartitionValue:
+    """A value about one partition: its ``topic`` and ``partition`` (first, in that order)
+    and their ``tp``."""
+
+    topic: str
+    partition: int
+
+    @property
+    def tp(self) -> TopicPartition:
+        return TopicPartition(self.topic, self.partition)
+
+
+@dataclass(frozen=True, slots=True)
 class BrokerNode:
     """A broker's identity and address (Metadata ``Brokers`` / KIP-951 ``NodeEndpoints``)."""
 
@@ -33,21 +46,15 @@ class BrokerNode:
 
 
 @dataclass(frozen=True, slots=True)
-class PartitionMetadata:
+class PartitionMetadata(PartitionValue):
     """One partition's leadership, as last accepted by the store."""
 
-    topic: str
-    partition: int
     leader_id: int
     leader_epoch: int
     replica_nodes: tuple[int, ...] = ()
     isr_nodes: tuple[int, ...] = ()
     offline_replicas: tuple[int, ...] = ()
     error_code: int = 0
-
-    @property
-    def tp(self) -> TopicPartition:
-        return TopicPartition(self.topic, self.partition)
 
 
 @dataclass(frozen=True, slots=True)
@@ -82,17 +89,11 @@ class MetadataSnapshot:
 
 
 @dataclass(frozen=True, slots=True)
-class LeaderHint:
+class LeaderHint(PartitionValue):
     """KIP-951 ``CurrentLeader`` for one partition of a Produce/Fetch response."""
 
-    topic: str
-    partition: int
     leader_id: int
     leader_epoch: int
-
-    @property
-    def tp(self) -> TopicPartition:
-        return TopicPartition(self.topic, self.partition)
 
 
 class HintOutcome(enum.Enum):
@@ -124,3 +125,14 @@ class MetadataChange:
             or self.topics_added
             or self.topics_removed
         )
+
+
+__all__ = [
+    "BrokerNode",
+    "HintOutcome",
+    "LeaderHint",
+    "MetadataChange",
+    "MetadataSnapshot",
+    "PartitionMetadata",
+    "TopicMetadata",
+]

@@ -10,6 +10,7 @@ import json
 from collections.abc import Mapping
 from dataclasses import dataclass
 
+from aiokafka_lead.metadata.model import PartitionValue
 from aiokafka_lead.spark.options import EARLIEST, LATEST, SparkOptionError
 from aiokafka_lead.structs import TopicPartition
 
@@ -43,17 +44,11 @@ def parse_spec(spec: str, name: str) -> Offsets | int:
 
 
 @dataclass(frozen=True, slots=True)
-class OffsetRange:
+class OffsetRange(PartitionValue):
     """Offsets [start, end) of one partition: what one Spark task reads."""
 
-    topic: str
-    partition: int
     start: int
     end: int
-
-    @property
-    def tp(self) -> TopicPartition:
-        return TopicPartition(self.topic, self.partition)
 
 
 def plan_ranges(start: Mapping[TopicPartition, int], end: Mapping[TopicPartition, int]) -> list[OffsetRange]:

@@ -117,6 +117,11 @@ async def _groups_deleted(admin: Any, broker: AdminBroker) -> None:
     assert "h" not in broker.groups
 
 
+async def _share_groups_deleted(admin: Any, broker: AdminBroker) -> None:
+    await admin.delete_share_groups(["h"])
+    assert "h" not in broker.groups
+
+
 async def _low_watermarks(admin: Any, broker: AdminBroker) -> dict[TopicPartition, int]:
     marks: dict[TopicPartition, int] = await admin.delete_records({TP: 5})
     assert set(marks) == {TP}, f"low watermarks of other partitions: {marks}"
@@ -177,6 +182,12 @@ ADMIN_SCENARIOS: dict[str, tuple[int, Any]] = {
         DELETE_GROUPS,
         _scenario(
             DELETE_GROUPS, lambda a, b: a.delete_consumer_groups(["g"]), _groups_deleted, groups={"g", "h"}
+        ),
+    ),
+    "DeleteGroups(share)": (
+        DELETE_GROUPS,
+        _scenario(
+            DELETE_GROUPS, lambda a, b: a.delete_share_groups(["g"]), _share_groups_deleted, groups={"g", "h"}
         ),
     ),
     "DeleteRecords": (DELETE_RECORDS, _scenario(DELETE_RECORDS, _low_watermarks, _records_deleted)),

@@ -13,7 +13,7 @@ import pytest
 from aiokafka_lead.errors import KafkaProtocolError, KafkaTimeoutError
 from aiokafka_lead.protocol.generated import REQUEST_CLASSES
 from aiokafka_lead.protocol.versions import CLIENT_VERSIONS
-from tests.support.lies import cases, lie
+from tests.support.lies import EVERY, cases, lie
 from tests.support.script_server import WIRE_FAULTS, wire_fault
 from tests.unit.hostile.harness import check_error
 from tests.unit.hostile.scenarios_admin import ADMIN_SCENARIOS
@@ -57,3 +57,12 @@ def check_admin_error(error: BaseException | None) -> None:
 def test_every_api_has_cases() -> None:
     assert set(COUNTS) == set(ADMIN_SCENARIOS)
     assert all(n >= len(WIRE_FAULTS) + 3 for n in COUNTS.values()), COUNTS
+
+
+@pytest.mark.parametrize("api", ["DeleteGroups", "DeleteGroups(share)"])
+async def test_a_deletion_answered_for_another_group_is_an_error(api: str) -> None:
+    applied: list[int] = []
+    report = await ADMIN_SCENARIOS[api][1](lie(("results", EVERY, "group_id"), "another", applied))
+    assert applied == [1]
+    assert isinstance(report.error, KafkaProtocolError), report.error
+    assert "DeleteGroups" in str(report.error)
