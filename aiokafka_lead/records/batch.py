@@ -256,7 +256,8 @@ def _decode_records(  # noqa: PLR0917 - the C twin's positional signature
     base_timestamp: int,
     log_append_time: int | None,
 ) -> list[Record]:
-    """The hot loop: one- and two-byte varints are inlined, longer ones call ``decode_varint``.
+    """The hot loop: one- and two-byte varints are inlined, longer ones call ``decode_varint``;
+    key and value (the same field twice) are read by ``_nullable_bytes``.
 
     The pure-Python twin of ``_speedups.decode_records`` (used when the extension is absent).
 
@@ -272,6 +273,7 @@ def _decode_records(  # noqa: PLR0917 - the C twin's positional signature
     new = tuple.__new__
     cls = Record
     varint = decode_varint
+    field = _nullable_bytes
     no_headers = _NO_HEADERS
     zz = _ZIGZAG
     last = base_offset - 1
@@ -312,40 +314,8 @@ def _decode_records(  # noqa: PLR0917 - the C twin's positional signature
                 "offsets in a batch must increase"
             )
         last = offset
-        b = buf[pos]
-        if b < 0x80:
-            n = zz[b]
-            pos += 1
-        elif buf[pos + 1] < 0x80:
-            v = (b & 0x7F) | (buf[pos + 1] << 7)
-            n = (v >> 1) ^ -(v & 1)
-            pos += 2
-        else:
-            n, pos = varint(buf, pos, 5)
-        if n >= 0:
-            key: bytes | None = buf[pos : pos + n]
-            pos += n
-        elif n == -1:
-            key = None
-        else:
-            raise DecodeError(f"invalid key length {n}")
-        b = buf[pos]
-        if b < 0x80:
-            n = zz[b]
-            pos += 1
-        elif buf[pos + 1] < 0x80:
-            v = (b & 0x7F) | (buf[pos + 1] << 7)
-            n = (v >> 1) ^ -(v & 1)
-            pos += 2
-        else:
-            n, pos = varint(buf, pos, 5)
-        if n >= 0:
-            value: bytes | None = buf[pos : pos + n]
-            pos += n
-        elif n == -1:
-            value = None
-        else:
-            raise DecodeError(f"invalid value length {n}")
+        key, pos = field(buf, pos, "key")
+        value, pos = field(buf, pos, "value")
         if buf[pos] == 0:
             headers: Sequence[Header] = no_headers
             pos += 1
@@ -359,6 +329,25 @@ def _decode_records(  # noqa: PLR0917 - the C twin's positional signature
     if log_append_time is not None:
         return [r._replace(timestamp=log_append_time) for r in records]
     return records
+
+
+def _nullable_bytes(buf: bytes, pos: int, what: str) -> tuple[bytes | None, int]:
+    """A record's key or value at ``pos``: its varint length (-1: null), then its bytes."""
+    b = buf[pos]
+    if b < 0x80:
+        n = _ZIGZAG[b]
+        pos += 1
+    elif buf[pos + 1] < 0x80:
+        v = (b & 0x7F) | (buf[pos + 1] << 7)
+        n = (v >> 1) ^ -(v & 1)
+        pos += 2
+    else:
+        n, pos = decode_varint(buf, pos, 5)
+    if n >= 0:
+        return buf[pos : pos + n], pos + n
+    if n == -1:
+        return None, pos
+    raise DecodeError(f"invalid {what} length {n}")
 
 
 def _decode_headers(buf: bytes, pos: int, rec_end: int) -> tuple[tuple[Header, ...], int]:
