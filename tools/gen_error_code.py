@@ -42,6 +42,8 @@ from aiokafka_lead._errors_base import {imports}
 
 @dataclass(frozen=True)
 class Row:
+    """One line of the table: a code and what its class is made of."""
+
     code: int
     kafka_name: str
     class_name: str
