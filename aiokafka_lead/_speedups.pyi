@@ -1,6 +1,8 @@
 from collections.abc import Sequence
 from typing import Any, Self
 
+from aiokafka_lead.records.native import BuildConsumerRecords, DecodeRecords
+
 ABI: int
 
 def configure(
@@ -10,18 +12,10 @@ def configure(
     decode_error: type[Exception],
     corrupt_error: type[Exception],
 ) -> None: ...
-def decode_records(
-    buf: bytes,
-    pos: int,
-    end: int,
-    count: int,
-    base_offset: int,
-    base_timestamp: int,
-    log_append_time: int | None,
-) -> list[Any]: ...
-def build_consumer_records(
-    rows: list[Any], topic: str, partition: int, timestamp_type: int, leader_epoch: int
-) -> list[Any]: ...
+
+# The signatures native.py gives the C loops (the same as their pure-Python twins').
+decode_records: DecodeRecords
+build_consumer_records: BuildConsumerRecords
 
 class RecordsBuffer:
     _count: int

@@ -8,9 +8,9 @@ hash, ``len``, unpacking and ``repr`` are the tuple's) that also carry the leade
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Generic, NamedTuple, Self, TypeVar
+from typing import Any, Generic, NamedTuple, Protocol, Self, TypeVar
 
 KT = TypeVar("KT")
 VT = TypeVar("VT")
@@ -21,6 +21,26 @@ class TopicPartition(NamedTuple):
 
     topic: str
     partition: int
+
+
+class _HasLeaderEpoch(Protocol):
+    leader_epoch: int
+
+
+_E = TypeVar("_E", bound=_HasLeaderEpoch)
+
+
+def _with_leader_epoch(value: _E, leader_epoch: int) -> _E:
+    """``value`` carrying ``leader_epoch`` (unknown, -1, stays the class's default)."""
+    if leader_epoch != -1:
+        value.leader_epoch = leader_epoch
+    return value
+
+
+def _replaced(value: _E, replace: Callable[..., _E], changes: dict[str, Any]) -> _E:
+    """``replace(**changes)`` (the tuple's ``_replace``), keeping or changing ``leader_epoch``."""
+    epoch = changes.pop("leader_epoch", value.leader_epoch)
+    return _with_leader_epoch(replace(**changes), epoch)
 
 
 class _OffsetAndMetadataFields(NamedTuple):
@@ -37,15 +57,10 @@ class OffsetAndMetadata(_OffsetAndMetadataFields):
     leader_epoch: int = -1
 
     def __new__(cls, offset: int, metadata: str = "", leader_epoch: int = -1) -> Self:
-        self = super().__new__(cls, offset, metadata)
-        if leader_epoch != -1:
-            self.leader_epoch = leader_epoch
-        return self
+        return _with_leader_epoch(super().__new__(cls, offset, metadata), leader_epoch)
 
     def _replace(self, **changes: Any) -> Self:
-        epoch = changes.pop("leader_epoch", self.leader_epoch)
-        fields = super()._replace(**changes)
-        return type(self)(fields.offset, fields.metadata, epoch)
+        return _replaced(self, super()._replace, changes)
 
 
 class _OffsetAndTimestampFields(NamedTuple):
@@ -62,15 +77,10 @@ class OffsetAndTimestamp(_OffsetAndTimestampFields):
     leader_epoch: int = -1
 
     def __new__(cls, offset: int, timestamp: int | None, leader_epoch: int = -1) -> Self:
-        self = super().__new__(cls, offset, timestamp)
-        if leader_epoch != -1:
-            self.leader_epoch = leader_epoch
-        return self
+        return _with_leader_epoch(super().__new__(cls, offset, timestamp), leader_epoch)
 
     def _replace(self, **changes: Any) -> Self:
-        epoch = changes.pop("leader_epoch", self.leader_epoch)
-        fields = super()._replace(**changes)
-        return type(self)(fields.offset, fields.timestamp, epoch)
+        return _replaced(self, super()._replace, changes)
 
 
 class BrokerMetadata(NamedTuple):

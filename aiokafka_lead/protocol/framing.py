@@ -14,6 +14,8 @@ Note that the request header's client_id stays a non-compact nullable string eve
 from __future__ import annotations
 
 import struct
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import TypeVar
 
@@ -93,8 +95,19 @@ def _skip_header_tags(buf: memoryview, pos: int) -> int:
     return pos
 
 
-def _read_request_header(buf: memoryview) -> tuple[RequestHeader, type[Request], int]:
+@contextmanager
+def _malformed(what: str) -> Iterator[None]:
+    """What a truncated or garbled ``what`` makes the readers raise, as a DecodeError."""
     try:
+        yield
+    except DecodeError:
+        raise
+    except DECODE_FAILURES as exc:
+        raise DecodeError(f"malformed {what} ({exc!r})") from exc
+
+
+def _read_request_header(buf: memoryview) -> tuple[RequestHeader, type[Request], int]:
+    with _malformed("request header"):
         api_key, api_version, correlation_id = _REQ_HEAD.unpack_from(buf, 0)
         cls = REQUEST_CLASSES.get(api_key)
         if cls is None:
@@ -102,10 +115,6 @@ def _read_request_header(buf: memoryview) -> tuple[RequestHeader, type[Request],
         client_id, pos = read_nullable_string(buf, 8)
         if cls.header_version(api_version) >= 2:
             pos = _skip_header_tags(buf, pos)
-    except DecodeError:
-        raise
-    except DECODE_FAILURES as exc:
-        raise DecodeError(f"malformed request header ({exc!r})") from exc
     return RequestHeader(api_key, api_version, correlation_id, client_id), cls, pos
 
 
@@ -136,15 +145,11 @@ def peek_correlation_id(frame: Buf) -> int:
 def decode_response(frame: Buf, response_cls: type[R], version: int) -> tuple[int, R]:
     """Correlation id and body of a response frame (no size prefix)."""
     buf = as_view(frame)
-    try:
+    with _malformed("response header"):
         (correlation_id,) = I32.unpack_from(buf, 0)
         pos = 4
         if response_cls.header_version(version) >= 1:
             pos = _skip_header_tags(buf, pos)
-    except DecodeError:
-        raise
-    except DECODE_FAILURES as exc:
-        raise DecodeError(f"malformed response header ({exc!r})") from exc
     body, end = response_cls.decode_at(buf, pos, version)
     if end != len(buf):
         raise DecodeError(
@@ -178,39 +183,38 @@ class FrameReader:
     def feed(self, data: Buf) -> list[memoryview | bytes]:
         frames: list[memoryview | bytes] = []
         if not self._buf:
-            self._need = -1
             chunk = data if type(data) is bytes else bytes(data)
             view = memoryview(chunk)
-            pos, total = 0, len(chunk)
-            while total - pos >= 4:
-                size = self._check(I32.unpack_from(chunk, pos)[0])
-                if total - pos - 4 < size:
-                    self._need = 4 + size
-                    break
-                frames.append(view[pos + 4 : pos + 4 + size])
-                pos += 4 + size
-            if pos < total:
+            pos = self._split(view, frames)
+            if pos < len(chunk):
                 self._buf += view[pos:]
             return frames
         self._buf += data
         buf = self._buf
         if self._need > len(buf):
             return frames
+        pos = self._split(buf, frames)
+        if pos == len(buf):
+            self._buf = bytearray()  # drop the capacity a big frame left behind
+        else:
+            del buf[:pos]
+        return frames
+
+    def _split(self, buf: memoryview | bytearray, frames: list[memoryview | bytes]) -> int:
+        """Appends the whole frames at the start of ``buf`` to ``frames`` (views of a view,
+        copies out of the internal buffer) and returns where the rest starts; ``_need`` is
+        then the full size of the frame begun there (-1: its size is not known yet)."""
+        self._need = -1
         pos, total = 0, len(buf)
         while total - pos >= 4:
             size = self._check(I32.unpack_from(buf, pos)[0])
             if total - pos - 4 < size:
                 self._need = 4 + size
                 break
-            frames.append(bytes(buf[pos + 4 : pos + 4 + size]))
+            frame = buf[pos + 4 : pos + 4 + size]
+            frames.append(frame if isinstance(frame, memoryview) else bytes(frame))
             pos += 4 + size
-        else:
-            self._need = -1
-        if pos == total:
-            self._buf = bytearray()  # drop the capacity a big frame left behind
-        else:
-            del buf[:pos]
-        return frames
+        return pos
 
     @property
     def buffered(self) -> int:

@@ -16,12 +16,13 @@ from __future__ import annotations
 import struct
 import uuid
 from collections.abc import Callable
-from typing import TypeAlias
+from typing import Any, TypeAlias, TypeVar
 
 from aiokafka_lead.errors import DecodeError
 
 Buf: TypeAlias = bytes | bytearray | memoryview
 Appender: TypeAlias = Callable[[Buf], None]
+_T = TypeVar("_T")
 
 I8 = struct.Struct(">b")
 I16 = struct.Struct(">h")
@@ -56,18 +57,8 @@ def read_uvarint(buf: memoryview, pos: int) -> tuple[int, int]:
     b = buf[pos]
     if b < 0x80:
         return b, pos + 1
-    result = b & 0x7F
-    shift = 7
-    pos += 1
-    while True:
-        b = buf[pos]
-        pos += 1
-        result |= (b & 0x7F) << shift
-        if b < 0x80:
-            return result & 0xFFFFFFFF, pos
-        shift += 7
-        if shift > 28:
-            raise DecodeError("unsigned varint longer than 5 bytes")
+    value, pos = _read_base128(buf, pos, 5, "unsigned varint")
+    return value & 0xFFFFFFFF, pos
 
 
 def read_varint(buf: memoryview, pos: int) -> tuple[int, int]:
@@ -77,8 +68,20 @@ def read_varint(buf: memoryview, pos: int) -> tuple[int, int]:
 
 
 def read_uvarlong(buf: memoryview, pos: int) -> tuple[int, int]:
+    return _read_base128(buf, pos, 10, "varlong")
+
+
+def read_varlong(buf: memoryview, pos: int) -> tuple[int, int]:
+    raw, pos = read_uvarlong(buf, pos)
+    return (raw >> 1) ^ -(raw & 1), pos
+
+
+def _read_base128(buf: memoryview, pos: int, max_bytes: int, what: str) -> tuple[int, int]:
+    """The 7-bit groups at ``pos``, least significant first (the high bit of each byte says
+    another follows), of at most ``max_bytes`` bytes."""
     result = 0
     shift = 0
+    last_shift = 7 * (max_bytes - 1)
     while True:
         b = buf[pos]
         pos += 1
@@ -86,13 +89,8 @@ def read_uvarlong(buf: memoryview, pos: int) -> tuple[int, int]:
         if b < 0x80:
             return result, pos
         shift += 7
-        if shift > 63:
-            raise DecodeError("varlong longer than 10 bytes")
-
-
-def read_varlong(buf: memoryview, pos: int) -> tuple[int, int]:
-    raw, pos = read_uvarlong(buf, pos)
-    return (raw >> 1) ^ -(raw & 1), pos
+        if shift > last_shift:
+            raise DecodeError(f"{what} longer than {max_bytes} bytes")
 
 
 def uvarint(value: int) -> bytes:
@@ -101,12 +99,7 @@ def uvarint(value: int) -> bytes:
         return _UV_SMALL[value]
     if value < 0 or value > 0xFFFFFFFF:
         raise ValueError(f"unsigned varint out of range: {value}")
-    out = bytearray()
-    while value >= 0x80:
-        out.append((value & 0x7F) | 0x80)
-        value >>= 7
-    out.append(value)
-    return bytes(out)
+    return _base128(value)
 
 
 def varint(value: int) -> bytes:
@@ -118,12 +111,16 @@ def varint(value: int) -> bytes:
 def varlong(value: int) -> bytes:
     if not -(1 << 63) <= value < (1 << 63):
         raise ValueError(f"varlong out of range: {value}")
-    raw = ((value << 1) ^ (value >> 63)) & 0xFFFFFFFFFFFFFFFF
+    return _base128(((value << 1) ^ (value >> 63)) & 0xFFFFFFFFFFFFFFFF)
+
+
+def _base128(value: int) -> bytes:
+    """``value`` (not negative) as ``_read_base128`` reads it."""
     out = bytearray()
-    while raw >= 0x80:
-        out.append((raw & 0x7F) | 0x80)
-        raw >>= 7
-    out.append(raw)
+    while value >= 0x80:
+        out.append((value & 0x7F) | 0x80)
+        value >>= 7
+    out.append(value)
     return bytes(out)
 
 
@@ -168,165 +165,89 @@ def write_fixed_array(ap: Appender, values: list[int], code: str) -> None:
     ap(struct.pack(f">{len(values)}{code}", *values))
 
 
-# ---------------------------------------------------------------- strings
+# ---------------------------------------------------------------- strings, bytes and records
+# Each is a length then that many bytes: the length an int16 (strings) or an int32 (bytes,
+# records), or in flexible versions a compact uvarint of length + 1; null is length -1
+# (compact: 0). One reader and one writer serve every combination, per the tables below.
 
 
-def read_string(buf: memoryview, pos: int) -> tuple[str, int]:
-    (n,) = I16.unpack_from(buf, pos)
-    pos += 2
-    if n < 0:
-        raise DecodeError(f"null in a non-nullable string at offset {pos - 2}")
-    end = _take(buf, pos, n)
-    return str(buf[pos:end], "utf-8"), end
+def _reader(
+    prefix: struct.Struct | None, null: str | None, convert: Callable[[memoryview], object] | None = None
+) -> Callable[[memoryview, int], tuple[Any, int]]:
+    """The reader of a length-prefixed field: ``prefix`` is the length's struct (``None``:
+    compact); ``null`` names the field in the error a null raises (``None``: null reads as
+    ``None``); ``convert`` makes the value of the field's bytes (``None``: UTF-8 text)."""
+    size = 0 if prefix is None else prefix.size
+
+    def read(buf: memoryview, pos: int) -> tuple[Any, int]:
+        if prefix is None:
+            n, start = read_uvarint(buf, pos)
+            n -= 1
+        else:
+            (n,) = prefix.unpack_from(buf, pos)
+            start = pos + size
+        if n < 0:
+            if null is not None:
+                raise DecodeError(f"null in a non-nullable {null} at offset {pos}")
+            return None, start
+        end = start + n
+        if end > len(buf):
+            raise DecodeError(f"length {n} at offset {start} runs past the end ({len(buf)} bytes)")
+        if convert is None:
+            return str(buf[start:end], "utf-8"), end
+        return convert(buf[start:end]), end
+
+    return read
 
 
-def read_nullable_string(buf: memoryview, pos: int) -> tuple[str | None, int]:
-    (n,) = I16.unpack_from(buf, pos)
-    pos += 2
-    if n < 0:
-        return None, pos
-    end = _take(buf, pos, n)
-    return str(buf[pos:end], "utf-8"), end
+def _writer(prefix: struct.Struct | None, null: bytes | None, text: bool) -> Callable[[Appender, Any], None]:
+    """The writer of a length-prefixed field: ``prefix`` is the length's struct (``None``:
+    compact); ``null`` is what a ``None`` is written as (``None``: a ``None`` raises
+    ValueError); ``text``: the value is a ``str``, written as UTF-8 (at most 32767 bytes)."""
+    what = "string" if text else "bytes"
 
-
-def read_compact_string(buf: memoryview, pos: int) -> tuple[str, int]:
-    n, pos = read_uvarint(buf, pos)
-    if n == 0:
-        raise DecodeError(f"null in a non-nullable string at offset {pos - 1}")
-    end = _take(buf, pos, n - 1)
-    return str(buf[pos:end], "utf-8"), end
-
-
-def read_compact_nullable_string(buf: memoryview, pos: int) -> tuple[str | None, int]:
-    n, pos = read_uvarint(buf, pos)
-    if n == 0:
-        return None, pos
-    end = _take(buf, pos, n - 1)
-    return str(buf[pos:end], "utf-8"), end
-
-
-def _utf8(value: str | None, max_len: int) -> bytes:
-    if value is None:
-        raise ValueError("None in a non-nullable string field")
-    data = value.encode("utf-8")
-    if len(data) > max_len:
-        raise ValueError(f"string of {len(data)} bytes is longer than {max_len}")
-    return data
-
-
-def write_string(ap: Appender, value: str | None) -> None:
-    data = _utf8(value, 0x7FFF)
-    ap(I16.pack(len(data)))
-    ap(data)
-
-
-def write_nullable_string(ap: Appender, value: str | None) -> None:
-    if value is None:
-        ap(NULL16)
-    else:
-        write_string(ap, value)
-
-
-def write_compact_string(ap: Appender, value: str | None) -> None:
-    data = _utf8(value, 0x7FFF)
-    ap(uvarint(len(data) + 1))
-    ap(data)
-
-
-def write_compact_nullable_string(ap: Appender, value: str | None) -> None:
-    if value is None:
-        ap(ZERO)
-    else:
-        write_compact_string(ap, value)
-
-
-# ---------------------------------------------------------------- bytes and records
-
-
-def read_bytes(buf: memoryview, pos: int) -> tuple[bytes, int]:
-    (n,) = I32.unpack_from(buf, pos)
-    pos += 4
-    if n < 0:
-        raise DecodeError(f"null in a non-nullable bytes field at offset {pos - 4}")
-    end = _take(buf, pos, n)
-    return bytes(buf[pos:end]), end
-
-
-def read_nullable_bytes(buf: memoryview, pos: int) -> tuple[bytes | None, int]:
-    (n,) = I32.unpack_from(buf, pos)
-    pos += 4
-    if n < 0:
-        return None, pos
-    end = _take(buf, pos, n)
-    return bytes(buf[pos:end]), end
-
-
-def read_compact_bytes(buf: memoryview, pos: int) -> tuple[bytes, int]:
-    n, pos = read_uvarint(buf, pos)
-    if n == 0:
-        raise DecodeError(f"null in a non-nullable bytes field at offset {pos - 1}")
-    end = _take(buf, pos, n - 1)
-    return bytes(buf[pos:end]), end
-
-
-def read_compact_nullable_bytes(buf: memoryview, pos: int) -> tuple[bytes | None, int]:
-    n, pos = read_uvarint(buf, pos)
-    if n == 0:
-        return None, pos
-    end = _take(buf, pos, n - 1)
-    return bytes(buf[pos:end]), end
-
-
-def read_records(buf: memoryview, pos: int) -> tuple[memoryview | None, int]:
-    """Record data is not copied: a view into the caller's buffer."""
-    (n,) = I32.unpack_from(buf, pos)
-    pos += 4
-    if n < 0:
-        return None, pos
-    end = _take(buf, pos, n)
-    return buf[pos:end], end
-
-
-def read_compact_records(buf: memoryview, pos: int) -> tuple[memoryview | None, int]:
-    n, pos = read_uvarint(buf, pos)
-    if n == 0:
-        return None, pos
-    end = _take(buf, pos, n - 1)
-    return buf[pos:end], end
-
-
-def _nbytes(value: Buf) -> int:
-    return len(value) if type(value) is bytes else memoryview(value).nbytes
-
-
-def write_bytes(ap: Appender, value: Buf | None) -> None:
-    if value is None:
-        raise ValueError("None in a non-nullable bytes field")
-    ap(I32.pack(_nbytes(value)))
-    ap(value)
-
-
-def write_nullable_bytes(ap: Appender, value: Buf | None) -> None:
-    if value is None:
-        ap(NULL32)
-    else:
-        ap(I32.pack(_nbytes(value)))
+    def write(ap: Appender, value: Any) -> None:
+        if value is None:
+            if null is None:
+                raise ValueError(f"None in a non-nullable {what} field")
+            ap(null)
+            return
+        if text:
+            value = value.encode("utf-8")
+            n = len(value)
+            if n > 0x7FFF:
+                raise ValueError(f"string of {n} bytes is longer than {0x7FFF}")
+        else:
+            n = len(value) if type(value) is bytes else memoryview(value).nbytes
+        ap(uvarint(n + 1) if prefix is None else prefix.pack(n))
         ap(value)
 
-
-def write_compact_bytes(ap: Appender, value: Buf | None) -> None:
-    if value is None:
-        raise ValueError("None in a non-nullable bytes field")
-    ap(uvarint(_nbytes(value) + 1))
-    ap(value)
+    return write
 
 
-def write_compact_nullable_bytes(ap: Appender, value: Buf | None) -> None:
-    if value is None:
-        ap(ZERO)
-    else:
-        ap(uvarint(_nbytes(value) + 1))
-        ap(value)
+Reader: TypeAlias = Callable[[memoryview, int], tuple[_T, int]]
+Writer: TypeAlias = Callable[[Appender, _T], None]
+
+read_string: Reader[str] = _reader(I16, "string")
+read_nullable_string: Reader[str | None] = _reader(I16, None)
+read_compact_string: Reader[str] = _reader(None, "string")
+read_compact_nullable_string: Reader[str | None] = _reader(None, None)
+read_bytes: Reader[bytes] = _reader(I32, "bytes field", bytes)
+read_nullable_bytes: Reader[bytes | None] = _reader(I32, None, bytes)
+read_compact_bytes: Reader[bytes] = _reader(None, "bytes field", bytes)
+read_compact_nullable_bytes: Reader[bytes | None] = _reader(None, None, bytes)
+# Record data is not copied: a view into the caller's buffer.
+read_records: Reader[memoryview | None] = _reader(I32, None, memoryview)
+read_compact_records: Reader[memoryview | None] = _reader(None, None, memoryview)
+
+write_string: Writer[str | None] = _writer(I16, None, text=True)
+write_nullable_string: Writer[str | None] = _writer(I16, NULL16, text=True)
+write_compact_string: Writer[str | None] = _writer(None, None, text=True)
+write_compact_nullable_string: Writer[str | None] = _writer(None, ZERO, text=True)
+write_bytes: Writer[Buf | None] = _writer(I32, None, text=False)
+write_nullable_bytes: Writer[Buf | None] = _writer(I32, NULL32, text=False)
+write_compact_bytes: Writer[Buf | None] = _writer(None, None, text=False)
+write_compact_nullable_bytes: Writer[Buf | None] = _writer(None, ZERO, text=False)
 
 
 # ---------------------------------------------------------------- uuid

@@ -125,6 +125,13 @@ class Versioned(Struct):
         flex = cls.FLEXIBLE_MIN_VERSION
         return flex is not None and version >= flex
 
+    @classmethod
+    def _not_supported(cls, version: int) -> str:
+        return (
+            f"{cls.__name__} v{version} is not supported "
+            f"(this codec has v{cls.MIN_VERSION}-v{cls.LATEST_VERSION})"
+        )
+
     def encode(self, version: int) -> bytes:
         """The body at ``version`` (no header, no size prefix)."""
         parts: list[Buf] = []
@@ -135,10 +142,7 @@ class Versioned(Struct):
         """Append the body's parts (lets framing join header and body in one copy)."""
         enc = self._ENCODERS.get(version)
         if enc is None:
-            raise UnsupportedVersionError(
-                f"{type(self).__name__} v{version} is not supported "
-                f"(this codec has v{self.MIN_VERSION}-v{self.LATEST_VERSION})"
-            )
+            raise UnsupportedVersionError(self._not_supported(version))
         try:
             enc(self, ap)
         except struct.error as exc:
@@ -166,10 +170,7 @@ class Versioned(Struct):
         """Decode starting at ``pos`` of a byte view; returns the object and the end."""
         dec = cls._DECODERS.get(version)
         if dec is None:
-            raise DecodeError(
-                f"{cls.__name__} v{version} is not supported "
-                f"(this codec has v{cls.MIN_VERSION}-v{cls.LATEST_VERSION})"
-            )
+            raise DecodeError(cls._not_supported(version))
         try:
             obj, end = dec(buf, pos)
         except DecodeError:

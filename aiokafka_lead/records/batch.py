@@ -15,7 +15,7 @@ called, and compressed payloads are inflated only then.
 from __future__ import annotations
 
 import struct
-from collections.abc import Iterator, Sequence
+from collections.abc import Sequence
 from enum import IntEnum
 
 from crc32c import crc32c
@@ -23,11 +23,11 @@ from crc32c import crc32c
 from aiokafka_lead.errors import CorruptRecordError, DecodeError
 from aiokafka_lead.records import native
 from aiokafka_lead.records.compression import (
-    DEFAULT_MAX_DECOMPRESSED_SIZE,
     CompressionType,
     decompress,
 )
 from aiokafka_lead.records.record import Header, Record
+from aiokafka_lead.records.span import BatchSpan
 from aiokafka_lead.records.varint import decode_varint
 
 __all__ = [
@@ -97,14 +97,10 @@ def parse_control_record_key(key: bytes | None) -> ControlRecordType:
         return ControlRecordType.UNKNOWN
 
 
-class RecordBatch:
+class RecordBatch(BatchSpan):
     """A magic v2 batch over ``buf[start:end]``; header fields are plain attributes."""
 
     __slots__ = (
-        "_buf",
-        "_end",
-        "_max_decompressed_size",
-        "_start",
         "attributes",
         "base_offset",
         "base_sequence",
@@ -118,13 +114,11 @@ class RecordBatch:
         "last_offset_delta",
         "magic",
         "max_timestamp",
-        "partition",
         "partition_leader_epoch",
         "producer_epoch",
         "producer_id",
         "record_count",
         "timestamp_type",
-        "topic",
     )
 
     base_offset: int
@@ -140,17 +134,9 @@ class RecordBatch:
     base_sequence: int
     record_count: int
 
-    def __init__(
-        self,
-        buf: bytes | bytearray | memoryview,
-        start: int = 0,
-        *,
-        topic: str | None = None,
-        partition: int | None = None,
-        max_decompressed_size: int = DEFAULT_MAX_DECOMPRESSED_SIZE,
-    ) -> None:
-        if not isinstance(buf, bytes):
-            buf = bytes(buf)  # records are sliced out of it: they must come out as bytes
+    def _read_header(self) -> int:
+        buf = self._buf
+        start = self._start
         if len(buf) - start < HEADER_SIZE:
             raise DecodeError("record batch shorter than its 61-byte header")
         (
@@ -168,17 +154,11 @@ class RecordBatch:
             self.base_sequence,
             self.record_count,
         ) = HEADER_STRUCT.unpack_from(buf, start)
-        self.topic = topic
-        self.partition = partition
         if self.magic != 2:
             raise DecodeError(f"RecordBatch needs magic 2, got {self.magic}{self._where()}")
         end = start + LOG_OVERHEAD + self.batch_length
         if self.batch_length < HEADER_SIZE - LOG_OVERHEAD or end > len(buf):
             raise DecodeError(f"invalid record batch length {self.batch_length}{self._where()}")
-        self._buf = buf
-        self._start = start
-        self._end = end
-        self._max_decompressed_size = max_decompressed_size
         self.attributes = attributes
         self.compression_type = attributes & COMPRESSION_MASK
         self.timestamp_type = (
@@ -187,9 +167,10 @@ class RecordBatch:
         self.is_transactional = bool(attributes & TRANSACTIONAL_BIT)
         self.is_control = bool(attributes & CONTROL_BIT)
         self.last_offset = self.base_offset + self.last_offset_delta
+        return end
 
-    def _where(self) -> str:
-        return f" (topic={self.topic}, partition={self.partition}, offset={self.base_offset})"
+    def _error_offset(self) -> int:
+        return self.base_offset
 
     @property
     def has_delete_horizon(self) -> bool:
@@ -200,29 +181,13 @@ class RecordBatch:
     def delete_horizon_ms(self) -> int | None:
         return self.base_timestamp if self.attributes & DELETE_HORIZON_BIT else None
 
-    def size_in_bytes(self) -> int:
-        return self._end - self._start
-
-    @property
-    def next_offset(self) -> int:
-        return self.last_offset + 1
-
-    def raw(self) -> bytes:
-        """The batch's bytes exactly as received (e.g. to forward or re-validate)."""
-        return self._buf[self._start : self._end]
-
     def is_valid(self) -> bool:
         return bool(crc32c(memoryview(self._buf)[self._start + CRC_START : self._end]) == self.crc)
 
     def validate_crc(self) -> None:
         """Raise :class:`CorruptRecordError` naming topic, partition and base offset."""
         if not self.is_valid():
-            raise CorruptRecordError(
-                f"record batch CRC32C mismatch (stored {self.crc:#010x})",
-                topic=self.topic,
-                partition=self.partition,
-                offset=self.base_offset,
-            )
+            raise self._corrupt(f"record batch CRC32C mismatch (stored {self.crc:#010x})")
 
     @property
     def control_type(self) -> ControlRecordType | None:
@@ -247,9 +212,7 @@ class RecordBatch:
             try:
                 buf = decompress(codec, memoryview(buf)[pos:end], self._max_decompressed_size)
             except CorruptRecordError as exc:
-                raise CorruptRecordError(
-                    str(exc), topic=self.topic, partition=self.partition, offset=self.base_offset
-                ) from None
+                raise self._corrupt(str(exc)) from None
             except DecodeError as exc:
                 raise DecodeError(f"{exc}{self._where()}") from None
             pos = 0
@@ -265,14 +228,9 @@ class RecordBatch:
         except DecodeError as exc:
             raise DecodeError(f"{exc}{self._where()}") from None
         except CorruptRecordError as exc:
-            raise CorruptRecordError(
-                str(exc), topic=self.topic, partition=self.partition, offset=self.base_offset
-            ) from None
+            raise self._corrupt(str(exc)) from None
         except (IndexError, ValueError) as exc:  # reads past the end, bad UTF-8
             raise DecodeError(f"malformed record: {exc}{self._where()}") from None
-
-    def __iter__(self) -> Iterator[Record]:
-        return iter(self.records())
 
     def __repr__(self) -> str:
         return (
@@ -298,7 +256,8 @@ def _decode_records(  # noqa: PLR0917 - the C twin's positional signature
     base_timestamp: int,
     log_append_time: int | None,
 ) -> list[Record]:
-    """The hot loop: one- and two-byte varints are inlined, longer ones call ``decode_varint``.
+    """The hot loop: one- and two-byte varints are inlined, longer ones call ``decode_varint``;
+    key and value (the same field twice) are read by ``_nullable_bytes``.
 
     The pure-Python twin of ``_speedups.decode_records`` (used when the extension is absent).
 
@@ -314,6 +273,7 @@ def _decode_records(  # noqa: PLR0917 - the C twin's positional signature
     new = tuple.__new__
     cls = Record
     varint = decode_varint
+    field = _nullable_bytes
     no_headers = _NO_HEADERS
     zz = _ZIGZAG
     last = base_offset - 1
@@ -354,40 +314,8 @@ def _decode_records(  # noqa: PLR0917 - the C twin's positional signature
                 "offsets in a batch must increase"
             )
         last = offset
-        b = buf[pos]
-        if b < 0x80:
-            n = zz[b]
-            pos += 1
-        elif buf[pos + 1] < 0x80:
-            v = (b & 0x7F) | (buf[pos + 1] << 7)
-            n = (v >> 1) ^ -(v & 1)
-            pos += 2
-        else:
-            n, pos = varint(buf, pos, 5)
-        if n >= 0:
-            key: bytes | None = buf[pos : pos + n]
-            pos += n
-        elif n == -1:
-            key = None
-        else:
-            raise DecodeError(f"invalid key length {n}")
-        b = buf[pos]
-        if b < 0x80:
-            n = zz[b]
-            pos += 1
-        elif buf[pos + 1] < 0x80:
-            v = (b & 0x7F) | (buf[pos + 1] << 7)
-            n = (v >> 1) ^ -(v & 1)
-            pos += 2
-        else:
-            n, pos = varint(buf, pos, 5)
-        if n >= 0:
-            value: bytes | None = buf[pos : pos + n]
-            pos += n
-        elif n == -1:
-            value = None
-        else:
-            raise DecodeError(f"invalid value length {n}")
+        key, pos = field(buf, pos, "key")
+        value, pos = field(buf, pos, "value")
         if buf[pos] == 0:
             headers: Sequence[Header] = no_headers
             pos += 1
@@ -401,6 +329,25 @@ def _decode_records(  # noqa: PLR0917 - the C twin's positional signature
     if log_append_time is not None:
         return [r._replace(timestamp=log_append_time) for r in records]
     return records
+
+
+def _nullable_bytes(buf: bytes, pos: int, what: str) -> tuple[bytes | None, int]:
+    """A record's key or value at ``pos``: its varint length (-1: null), then its bytes."""
+    b = buf[pos]
+    if b < 0x80:
+        n = _ZIGZAG[b]
+        pos += 1
+    elif buf[pos + 1] < 0x80:
+        v = (b & 0x7F) | (buf[pos + 1] << 7)
+        n = (v >> 1) ^ -(v & 1)
+        pos += 2
+    else:
+        n, pos = decode_varint(buf, pos, 5)
+    if n >= 0:
+        return buf[pos : pos + n], pos + n
+    if n == -1:
+        return None, pos
+    raise DecodeError(f"invalid {what} length {n}")
 
 
 def _decode_headers(buf: bytes, pos: int, rec_end: int) -> tuple[tuple[Header, ...], int]:

@@ -114,18 +114,8 @@ class PyRecords:
         # Inlined lookups in the varint cache (index value + 1); big values take varint_bytes.
         cache = VARINT_CACHE
         ts_delta = timestamp_ms - self._base_timestamp if count else 0
-        if key is None:
-            key_len = _NULL
-            key = b""
-        else:
-            n = len(key)
-            key_len = cache[n + 1] if n < VARINT_CACHE_LIMIT else varint_bytes(n)
-        if value is None:
-            value_len = _NULL
-            value = b""
-        else:
-            n = len(value)
-            value_len = cache[n + 1] if n < VARINT_CACHE_LIMIT else varint_bytes(n)
+        key_len, key = _length_and_bytes(key)
+        value_len, value = _length_and_bytes(value)
         body = b"".join(
             (
                 _ZERO,  # attributes (unused)
@@ -325,6 +315,14 @@ else:
         """Accumulates records for one partition and builds a magic v2 batch."""
 
         __slots__ = _BUILDER_SLOTS
+
+
+def _length_and_bytes(data: bytes | None) -> tuple[bytes, bytes]:
+    """A record's key or value as its varint length (-1: null) and its bytes (none: null)."""
+    if data is None:
+        return _NULL, b""
+    n = len(data)
+    return (VARINT_CACHE[n + 1] if n < VARINT_CACHE_LIMIT else varint_bytes(n)), data
 
 
 def _encode_headers(headers: Sequence[Header]) -> bytes:

@@ -187,6 +187,16 @@ def _unlz4(data: bytes | memoryview, max_size: int, legacy_header: bool) -> byte
     return bytes(out)
 
 
+def _read_u32(
+    field: struct.Struct, buf: bytes | memoryview, pos: int, end: int, what: str
+) -> tuple[int, int]:
+    """The 4-byte ``field`` at ``pos`` (before ``end``) and the position after it."""
+    if pos + 4 > end:
+        raise DecodeError(f"truncated {what}")
+    (value,) = field.unpack_from(buf, pos)
+    return value, pos + 4
+
+
 def _unsnappy(data: bytes | memoryview, max_size: int) -> bytes:
     snappy = _cramjam().snappy
     view = memoryview(data)
@@ -202,10 +212,7 @@ def _unsnappy(data: bytes | memoryview, max_size: int) -> bytes:
         out: list[bytes] = []
         total = 0
         while pos < end:
-            if pos + 4 > end:
-                raise DecodeError("truncated xerial snappy block length")
-            (n,) = _INT32.unpack_from(view, pos)
-            pos += 4
+            n, pos = _read_u32(_INT32, view, pos, end, "xerial snappy block length")
             if n < 0 or pos + n > end:
                 raise DecodeError("xerial snappy block overruns its buffer")
             block = view[pos : pos + n]
@@ -232,15 +239,10 @@ def _zstd_output_bound(buf: bytes) -> int:
     end = len(buf)
     bound = 0
     while pos < end:
-        if pos + 4 > end:
-            raise DecodeError("truncated zstd frame")
-        (magic,) = _UINT32_LE.unpack_from(buf, pos)
-        pos += 4
+        magic, pos = _read_u32(_UINT32_LE, buf, pos, end, "zstd frame")
         if magic & 0xFFFFFFF0 == 0x184D2A50:  # skippable frame
-            if pos + 4 > end:
-                raise DecodeError("truncated zstd skippable frame")
-            (n,) = _UINT32_LE.unpack_from(buf, pos)
-            pos += 4 + n
+            n, pos = _read_u32(_UINT32_LE, buf, pos, end, "zstd skippable frame")
+            pos += n
             continue
         if magic != _ZSTD_MAGIC:
             raise DecodeError("invalid zstd frame magic")

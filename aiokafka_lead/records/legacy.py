@@ -14,15 +14,14 @@ from __future__ import annotations
 
 import struct
 import zlib
-from collections.abc import Iterator
 
 from aiokafka_lead.errors import CorruptRecordError, DecodeError
 from aiokafka_lead.records.batch import Record, TimestampType
 from aiokafka_lead.records.compression import (
-    DEFAULT_MAX_DECOMPRESSED_SIZE,
     CompressionType,
     decompress,
 )
+from aiokafka_lead.records.span import BatchSpan
 
 __all__ = ["LegacyRecordBatch"]
 
@@ -83,23 +82,17 @@ def _read_bytes(buf: bytes, pos: int, end: int) -> tuple[bytes | None, int]:
     return buf[pos : pos + n], pos + n
 
 
-class LegacyRecordBatch:
+class LegacyRecordBatch(BatchSpan):
     """One top-level v0/v1 message (plain or compressed wrapper) seen as a batch."""
 
     __slots__ = (
-        "_buf",
-        "_end",
-        "_max_decompressed_size",
         "_message",
         "_records",
-        "_start",
         "compression_type",
         "last_offset",
         "magic",
         "max_timestamp",
-        "partition",
         "timestamp_type",
-        "topic",
     )
 
     partition_leader_epoch = -1
@@ -110,28 +103,12 @@ class LegacyRecordBatch:
     is_control = False
     control_type = None
 
-    def __init__(
-        self,
-        buf: bytes | bytearray | memoryview,
-        start: int = 0,
-        *,
-        topic: str | None = None,
-        partition: int | None = None,
-        max_decompressed_size: int = DEFAULT_MAX_DECOMPRESSED_SIZE,
-    ) -> None:
-        if not isinstance(buf, bytes):
-            buf = bytes(buf)  # records are sliced out of it: they must come out as bytes
-        self.topic = topic
-        self.partition = partition
+    def _read_header(self) -> int:
         try:
-            msg = _Message(buf, start, len(buf))
+            msg = _Message(self._buf, self._start, len(self._buf))
         except DecodeError as exc:
-            raise DecodeError(f"{exc} (topic={topic}, partition={partition})") from None
+            raise DecodeError(f"{exc} (topic={self.topic}, partition={self.partition})") from None
         self._message = msg
-        self._buf = buf
-        self._start = start
-        self._end = msg.end
-        self._max_decompressed_size = max_decompressed_size
         self._records: list[Record] | None = None
         self.magic = msg.magic
         self.compression_type = msg.attributes & 0x07
@@ -143,6 +120,7 @@ class LegacyRecordBatch:
             self.timestamp_type = TimestampType.CREATE_TIME
         self.last_offset = msg.offset
         self.max_timestamp = msg.timestamp
+        return msg.end
 
     @property
     def base_offset(self) -> int:
@@ -160,16 +138,6 @@ class LegacyRecordBatch:
     def record_count(self) -> int:
         return len(self.records()) if self.compression_type else 1
 
-    @property
-    def next_offset(self) -> int:
-        return self.last_offset + 1
-
-    def size_in_bytes(self) -> int:
-        return self._end - self._start
-
-    def raw(self) -> bytes:
-        return self._buf[self._start : self._end]
-
     def is_valid(self) -> bool:
         crc = zlib.crc32(memoryview(self._buf)[self._start + 16 : self._end])
         return crc == self._message.crc
@@ -177,23 +145,15 @@ class LegacyRecordBatch:
     def validate_crc(self) -> None:
         """Raise :class:`CorruptRecordError` naming topic, partition and offset."""
         if not self.is_valid():
-            raise CorruptRecordError(
-                f"legacy message CRC32 mismatch (stored {self._message.crc:#010x})",
-                topic=self.topic,
-                partition=self.partition,
-                offset=self.last_offset,
-            )
+            raise self._corrupt(f"legacy message CRC32 mismatch (stored {self._message.crc:#010x})")
 
     def records(self) -> list[Record]:
         if self._records is None:
             self._records = self._decode()
         return self._records
 
-    def __iter__(self) -> Iterator[Record]:
-        return iter(self.records())
-
-    def _where(self) -> str:
-        return f" (topic={self.topic}, partition={self.partition}, offset={self.last_offset})"
+    def _error_offset(self) -> int:
+        return self.last_offset
 
     def _decode(self) -> list[Record]:
         msg = self._message
@@ -213,9 +173,7 @@ class LegacyRecordBatch:
                 legacy_lz4_header=msg.magic == 0,
             )
         except CorruptRecordError as exc:
-            raise CorruptRecordError(
-                str(exc), topic=self.topic, partition=self.partition, offset=self.last_offset
-            ) from None
+            raise self._corrupt(str(exc)) from None
         except DecodeError as exc:
             raise DecodeError(f"{exc}{self._where()}") from None
         messages: list[_Message] = []

@@ -13,8 +13,8 @@ from collections.abc import Iterator
 
 from aiokafka_lead.errors import DecodeError
 from aiokafka_lead.records.batch import HEADER_SIZE, LOG_OVERHEAD, RecordBatch
-from aiokafka_lead.records.compression import DEFAULT_MAX_DECOMPRESSED_SIZE
 from aiokafka_lead.records.legacy import LegacyRecordBatch
+from aiokafka_lead.records.span import PartitionBytes
 
 __all__ = ["AnyRecordBatch", "MemoryRecords"]
 
@@ -26,24 +26,10 @@ _LAST_DELTA = struct.Struct(">i")
 _LAST_DELTA_OFFSET = 23  # v2: baseOffset, batchLength, leaderEpoch, magic, crc, attributes
 
 
-class MemoryRecords:
+class MemoryRecords(PartitionBytes):
     """The ``records`` bytes of one partition; iterate for batches."""
 
-    __slots__ = ("_buf", "_max_decompressed_size", "partition", "topic")
-
-    def __init__(
-        self,
-        data: bytes | bytearray | memoryview,
-        *,
-        topic: str | None = None,
-        partition: int | None = None,
-        max_decompressed_size: int = DEFAULT_MAX_DECOMPRESSED_SIZE,
-    ) -> None:
-        # One copy of a view: indexing ``bytes`` is much faster in the record loop.
-        self._buf = data if isinstance(data, bytes) else bytes(data)
-        self.topic = topic
-        self.partition = partition
-        self._max_decompressed_size = max_decompressed_size
+    __slots__ = ()
 
     def __len__(self) -> int:
         return len(self._buf)

@@ -23,7 +23,7 @@ from __future__ import annotations
 import functools
 import os
 from collections.abc import Iterator
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Protocol, TypeVar
 
 import pytest
 
@@ -45,9 +45,7 @@ CLUSTER_ENV = "AIOKAFKA_LEAD_CLUSTER"
 START_TIMEOUT = 120.0
 
 
-def _session_cluster(
-    tmp_path_factory: pytest.TempPathFactory, brokers: int
-) -> Iterator[AnyCluster]:
+def _session_cluster(tmp_path_factory: pytest.TempPathFactory, brokers: int) -> Iterator[AnyCluster]:
     external = ExternalCluster.from_env()
     if external is not None:
         yield external
@@ -56,23 +54,13 @@ def _session_cluster(
         from aiokafka_lead.testing.containers import KafkaContainerCluster
 
         require_docker()
-        containers = KafkaContainerCluster(brokers, start_timeout=START_TIMEOUT)
-        containers.up()
-        try:
-            yield containers
-        finally:
-            containers.down()
+        yield from _running(KafkaContainerCluster(brokers, start_timeout=START_TIMEOUT))
         return
     directory = tmp_path_factory.mktemp(f"kafka-{brokers}node", numbered=True)
     # Every client listener at once, so one cluster serves all the security tests.
-    cluster = KafkaCluster(
-        directory, brokers, listeners=CLIENT_PROTOCOLS, profile="testing", stop_at_exit=True
+    yield from _running(
+        KafkaCluster(directory, brokers, listeners=CLIENT_PROTOCOLS, profile="testing", stop_at_exit=True)
     )
-    cluster.up(timeout=START_TIMEOUT)
-    try:
-        yield cluster
-    finally:
-        cluster.down()
 
 
 def versioned_cluster(
@@ -81,9 +69,21 @@ def versioned_cluster(
     """A ``brokers``-node KRaft cluster of Kafka ``version`` (jars provisioned on first use),
     stopped when the generator is closed: ``yield from`` it in a fixture."""
     directory = tmp_path_factory.mktemp(f"kafka-{version}-{brokers}node", numbered=True)
-    cluster = KafkaCluster(
-        directory, brokers, kafka_version=version, profile="testing", stop_at_exit=True
+    yield from _running(
+        KafkaCluster(directory, brokers, kafka_version=version, profile="testing", stop_at_exit=True)
     )
+
+
+class _Startable(Protocol):
+    def up(self, timeout: float) -> object: ...
+    def down(self) -> None: ...
+
+
+_C = TypeVar("_C", bound=_Startable)
+
+
+def _running(cluster: _C) -> Iterator[_C]:
+    """``cluster`` started (within ``START_TIMEOUT``), stopped when the generator is closed."""
     cluster.up(timeout=START_TIMEOUT)
     try:
         yield cluster

@@ -2,10 +2,14 @@
 
 from __future__ import annotations
 
+import importlib.util
 import re
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
+
+import pytest
 
 from aiokafka_lead.error_code import INVALID_METADATA_CODES, RETRIABLE_CODES, ErrorCode
 from aiokafka_lead.errors import ERROR_CLASSES, error_for_code
@@ -67,3 +71,33 @@ def test_the_package_names_error_codes() -> None:
         for pattern in (DECLARED, COMPARED, LITERAL_SET):
             found += [f"{rel}: {m.group(0).strip()}" for m in pattern.finditer(text)]
     assert not found, "\n".join(found)
+
+
+def _generator() -> Any:
+    spec = importlib.util.spec_from_file_location("gen_error_code", ROOT / "tools" / "gen_error_code.py")
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = module  # its dataclass looks its module up there
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_the_classes_module_is_written_from_the_table() -> None:
+    gen = _generator()
+    rows = gen.read_table()
+    assert (ROOT / "aiokafka_lead" / "_error_codes.py").read_text() == gen.classes_module(rows)
+    # a changed row changes the module, so ``--check`` sees the drift
+    assert gen.classes_module(rows[1:]) != gen.classes_module(rows)
+
+
+def test_a_malformed_table_line_is_named(tmp_path: Path) -> None:
+    gen = _generator()
+    table = tmp_path / "table.txt"
+    table.write_text(
+        "# comment\n3  UNKNOWN_TOPIC_OR_PARTITION  UnknownTopicOrPartitionError  -  retriable,stale\n"
+    )
+    with pytest.raises(SystemExit, match=r"table\.txt:2: unknown flag \['stale'\]"):
+        gen.read_table(table)
+    table.write_text("3  UNKNOWN_TOPIC_OR_PARTITION\n")
+    with pytest.raises(SystemExit, match=r"table\.txt:1: expected 5 columns, found 2"):
+        gen.read_table(table)

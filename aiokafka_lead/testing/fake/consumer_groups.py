@@ -26,6 +26,7 @@ import re
 from dataclasses import dataclass, field
 
 from aiokafka_lead.error_code import ErrorCode
+from aiokafka_lead.testing.fake.epochs import MEMBER_EPOCH, epoch_error
 
 TP = tuple[str, int]
 
@@ -122,11 +123,7 @@ class ConsumerGroup:
         member = self.members.get(member_id)
         if member is None or member.departed:
             return ErrorCode.UNKNOWN_MEMBER_ID
-        if epoch < member.epoch:
-            return ErrorCode.STALE_MEMBER_EPOCH
-        if epoch > member.epoch:
-            return ErrorCode.FENCED_MEMBER_EPOCH
-        return ErrorCode.NONE
+        return epoch_error(epoch, member.epoch, MEMBER_EPOCH)
 
     def remove(self, member_id: str) -> bool:
         if self.members.pop(member_id, None) is None:

@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 from aiokafka_lead.error_code import ErrorCode
+from aiokafka_lead.testing.fake.epochs import PRODUCER_EPOCH, epoch_error
 from aiokafka_lead.testing.fake.groups import CommittedOffset
 
 if TYPE_CHECKING:
@@ -84,11 +85,7 @@ class TxnCoordinator:
     def _check_epoch(self, txn: Transaction | None, producer_id: int, producer_epoch: int) -> int:
         if txn is None or txn.producer_id != producer_id:
             return ErrorCode.INVALID_PRODUCER_ID_MAPPING
-        if producer_epoch < txn.producer_epoch:
-            return ErrorCode.PRODUCER_FENCED
-        if producer_epoch > txn.producer_epoch:
-            return ErrorCode.INVALID_PRODUCER_EPOCH
-        return ErrorCode.NONE
+        return epoch_error(producer_epoch, txn.producer_epoch, PRODUCER_EPOCH)
 
     def add_partitions(
         self, transactional_id: str, producer_id: int, producer_epoch: int, partitions: list[tuple[str, int]]

@@ -2,13 +2,15 @@
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, TypeAlias
+from typing import TYPE_CHECKING, Any, Literal, TypeAlias, TypeVar
 
 from aiokafka_lead.error_code import ErrorCode
 from aiokafka_lead.protocol.framing import RequestHeader
 from aiokafka_lead.protocol.messages import Response
+from aiokafka_lead.testing.fake.epochs import LEADER_EPOCH, epoch_error
 
 if TYPE_CHECKING:
     from aiokafka_lead.testing.fake.cluster import FakeCluster
@@ -17,6 +19,39 @@ if TYPE_CHECKING:
 Handler: TypeAlias = Callable[
     ["FakeCluster", int, RequestHeader, Any], Awaitable[Response | None]
 ]
+
+
+_R = TypeVar("_R", bound=Response)
+_Q = TypeVar("_Q")
+
+
+def coordinator_only(
+    kind: Literal["group", "transaction"], response: Callable[..., _R]
+) -> Callable[
+    [Callable[[FakeCluster, int, RequestHeader, _Q], Awaitable[_R]]],
+    Callable[[FakeCluster, int, RequestHeader, _Q], Awaitable[_R]],
+]:
+    """For the handler of a request only a coordinator answers: the group's
+    (``request.group_id``) or the transaction's (``request.transactional_id``). Any other
+    node answers ``response(error_code=NOT_COORDINATOR)`` without calling the handler."""
+
+    def wrap(
+        handler: Callable[[FakeCluster, int, RequestHeader, _Q], Awaitable[_R]],
+    ) -> Callable[[FakeCluster, int, RequestHeader, _Q], Awaitable[_R]]:
+        @functools.wraps(handler)
+        async def checked(cluster: FakeCluster, node_id: int, header: RequestHeader, request: _Q) -> _R:
+            req: Any = request  # a group request names group_id, a transaction's transactional_id
+            if kind == "group":
+                found = cluster.groups.is_coordinator(node_id, req.group_id)
+            else:
+                found = cluster.txns.is_coordinator(node_id, req.transactional_id)
+            if not found:
+                return response(error_code=ErrorCode.NOT_COORDINATOR)
+            return await handler(cluster, node_id, header, request)
+
+        return checked
+
+    return wrap
 
 
 #: a node id no fake cluster has, for the "unknown_node" hint
@@ -42,12 +77,9 @@ def leader_check(part: Partition, node_id: int, current_leader_epoch: int) -> in
 def epoch_check(part: Partition, current_leader_epoch: int) -> int:
     """Error for a request naming a leader epoch (-1: none): fenced if older, unknown if newer
     (KIP-320); a follower serving a consumer (KIP-392) checks it as the leader does."""
-    if current_leader_epoch >= 0:
-        if current_leader_epoch < part.leader_epoch:
-            return ErrorCode.FENCED_LEADER_EPOCH
-        if current_leader_epoch > part.leader_epoch:
-            return ErrorCode.UNKNOWN_LEADER_EPOCH
-    return ErrorCode.NONE
+    if current_leader_epoch < 0:
+        return ErrorCode.NONE
+    return epoch_error(current_leader_epoch, part.leader_epoch, LEADER_EPOCH)
 
 
 def hint_for(cluster: FakeCluster, part: Partition) -> Hint:

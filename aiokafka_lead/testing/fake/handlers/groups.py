@@ -32,6 +32,7 @@ from aiokafka_lead.testing.fake.groups import (
     Group,
     Member,
 )
+from aiokafka_lead.testing.fake.handlers.common import coordinator_only
 
 if TYPE_CHECKING:
     from aiokafka_lead.testing.fake.cluster import FakeCluster
@@ -46,6 +47,14 @@ def _member_check(group: Group | None, member_id: str, generation_id: int) -> in
     if generation_id != group.generation_id:
         return ErrorCode.ILLEGAL_GENERATION
     return ErrorCode.NONE
+
+
+def _group_and_member_check(
+    cluster: FakeCluster, request: SyncGroupRequest | HeartbeatRequest
+) -> tuple[Group | None, int]:
+    """The request's group and ``_member_check`` of the member and generation it names."""
+    group = cluster.groups.groups.get(request.group_id)
+    return group, _member_check(group, request.member_id, request.generation_id)
 
 
 def _join_error(error_code: int, member_id: str, version: int) -> JoinGroupResponse:
@@ -121,13 +130,11 @@ async def handle_join_group(
     )
 
 
+@coordinator_only("group", SyncGroupResponse)
 async def handle_sync_group(
     cluster: FakeCluster, node_id: int, header: RequestHeader, request: SyncGroupRequest
 ) -> SyncGroupResponse:
-    if not cluster.groups.is_coordinator(node_id, request.group_id):
-        return SyncGroupResponse(error_code=ErrorCode.NOT_COORDINATOR)
-    group = cluster.groups.groups.get(request.group_id)
-    error = _member_check(group, request.member_id, request.generation_id)
+    group, error = _group_and_member_check(cluster, request)
     if error:
         return SyncGroupResponse(error_code=error)
     assert group is not None
@@ -152,23 +159,20 @@ async def handle_sync_group(
     )
 
 
+@coordinator_only("group", HeartbeatResponse)
 async def handle_heartbeat(
     cluster: FakeCluster, node_id: int, header: RequestHeader, request: HeartbeatRequest
 ) -> HeartbeatResponse:
-    if not cluster.groups.is_coordinator(node_id, request.group_id):
-        return HeartbeatResponse(error_code=ErrorCode.NOT_COORDINATOR)
-    group = cluster.groups.groups.get(request.group_id)
-    error = _member_check(group, request.member_id, request.generation_id)
+    group, error = _group_and_member_check(cluster, request)
     if not error and group is not None and group.state == PREPARING:
         error = ErrorCode.REBALANCE_IN_PROGRESS
     return HeartbeatResponse(error_code=error)
 
 
+@coordinator_only("group", LeaveGroupResponse)
 async def handle_leave_group(
     cluster: FakeCluster, node_id: int, header: RequestHeader, request: LeaveGroupRequest
 ) -> LeaveGroupResponse:
-    if not cluster.groups.is_coordinator(node_id, request.group_id):
-        return LeaveGroupResponse(error_code=ErrorCode.NOT_COORDINATOR)
     group = cluster.groups.groups.get(request.group_id)
     if header.api_version < 3:
         ok = group is not None and group.remove(request.member_id)

@@ -18,6 +18,7 @@ from aiokafka_lead.protocol.messages import (
     TxnOffsetCommitResponse,
 )
 from aiokafka_lead.testing.fake.groups import CommittedOffset
+from aiokafka_lead.testing.fake.handlers.common import coordinator_only
 
 if TYPE_CHECKING:
     from aiokafka_lead.testing.fake.cluster import FakeCluster
@@ -73,11 +74,10 @@ async def handle_add_partitions_to_txn(
     return AddPartitionsToTxnResponse(results_by_transaction=results)
 
 
+@coordinator_only("transaction", AddOffsetsToTxnResponse)
 async def handle_add_offsets_to_txn(
     cluster: FakeCluster, node_id: int, header: RequestHeader, request: AddOffsetsToTxnRequest
 ) -> AddOffsetsToTxnResponse:
-    if not cluster.txns.is_coordinator(node_id, request.transactional_id):
-        return AddOffsetsToTxnResponse(error_code=ErrorCode.NOT_COORDINATOR)
     code = cluster.txns.add_offsets(
         request.transactional_id, request.producer_id, request.producer_epoch, request.group_id
     )
@@ -134,11 +134,10 @@ async def handle_txn_offset_commit(
     return TxnOffsetCommitResponse(topics=topics)
 
 
+@coordinator_only("transaction", EndTxnResponse)
 async def handle_end_txn(
     cluster: FakeCluster, node_id: int, header: RequestHeader, request: EndTxnRequest
 ) -> EndTxnResponse:
-    if not cluster.txns.is_coordinator(node_id, request.transactional_id):
-        return EndTxnResponse(error_code=ErrorCode.NOT_COORDINATOR)
     code, pid, epoch = cluster.txns.end_txn(
         request.transactional_id,
         request.producer_id,
