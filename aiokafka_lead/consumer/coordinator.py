@@ -172,8 +172,7 @@ class GroupCoordinator(GroupMemberBase):
                 continue
             try:
                 await self._join_and_sync()
-                failures = 0
-                self._warn.clear("join")
+                failures = self._recovered("join")
             except KafkaError as exc:
                 # any failed join or sync (a lost, cut or undecodable answer too) is joined again
                 self._need_rejoin = True
@@ -454,8 +453,7 @@ class GroupCoordinator(GroupMemberBase):
                 continue
             try:
                 await self._heartbeat()
-                failures = 0
-                self._warn.clear("heartbeat")
+                failures = self._recovered("heartbeat")
             except KafkaError as exc:
                 failures += 1
                 log.debug("group %s: heartbeat failed: %r", self.group_id, exc)

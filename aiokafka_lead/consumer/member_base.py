@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import logging
 import time
-from collections.abc import Callable, Coroutine, Mapping
+from collections.abc import Callable, Coroutine
 from typing import Any, ClassVar
 
 import anyio
@@ -75,6 +75,9 @@ class GroupMemberBase:
             request_timeout_ms=config.request_timeout_ms,
             consumed_offsets=consumed_offsets,
         )
+        #: ``commit(offsets, *, only_changed=False, timeout_ms=None)``: commit ``offsets`` (None:
+        #: the consumed positions) within ``timeout_ms``
+        self.commit = self._committer.commit
         self.listener: ConsumerRebalanceListener | None = None
         #: topics whose metadata the group needs beyond the subscription (the classic leader's)
         self.group_topics: set[str] = set()
@@ -125,19 +128,15 @@ class GroupMemberBase:
             )  # fmt: skip
         return failures
 
+    def _recovered(self, key: str) -> int:
+        """A ``key`` request succeeded: the next run of failures warns at once again; returns
+        the new count of failures in a row (0)."""
+        self._warn.clear(key)
+        return 0
+
     @property
     def coordinator_id(self) -> int | None:
         return self._link.node_id
-
-    async def commit(
-        self,
-        offsets: Mapping[TopicPartition, OffsetAndMetadata] | None,
-        *,
-        only_changed: bool = False,
-        timeout_ms: float | None = None,
-    ) -> None:
-        """Commit ``offsets`` (None: the consumed positions) within ``timeout_ms``."""
-        await self._committer.commit(offsets, only_changed=only_changed, timeout_ms=timeout_ms)
 
     # the committer's questions, answered by each protocol
     def commit_identity(self) -> CommitIdentity:
