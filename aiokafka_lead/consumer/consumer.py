@@ -16,7 +16,6 @@ import re
 import time
 import warnings
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterable, Iterator, Mapping
-from types import TracebackType
 from typing import Any, Self, TypeVar
 
 import anyio
@@ -45,7 +44,7 @@ from aiokafka_lead.metadata import MetadataChange
 from aiokafka_lead.protocol.messages import MetadataRequest
 from aiokafka_lead.records import native
 from aiokafka_lead.requests.lookup import Lookups
-from aiokafka_lead.runtime import ClientClosedError
+from aiokafka_lead.runtime import ClientClosedError, ExitOnLeave
 from aiokafka_lead.structs import (
     ConsumerGroupMetadata,
     ConsumerRecord,
@@ -80,7 +79,7 @@ def _gc_paused() -> Iterator[None]:
         gc.enable()
 
 
-class AIOKafkaConsumer(ConsumerKeywords[KT, VT]):
+class AIOKafkaConsumer(ConsumerKeywords[KT, VT], ExitOnLeave):
     """Asyncio Kafka consumer with aiokafka's constructor keywords and methods.
 
     Positions are KIP-320 aware (every fetch carries the leader epoch, truncation after a
@@ -237,12 +236,7 @@ class AIOKafkaConsumer(ConsumerKeywords[KT, VT]):
         await self._begin(self._core.enter)
         return self
 
-    async def __aexit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
+    async def _exit(self, exc: BaseException | None) -> None:
         await self.stop()
 
     def _require_started(self) -> None:
