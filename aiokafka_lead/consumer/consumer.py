@@ -696,10 +696,8 @@ class AIOKafkaConsumer(ConsumerKeywords[KT, VT], ExitOnLeave):
         ``read_replica_fallbacks`` (reason -> times a partition went back to its leader);
         connections: ``sasl_reauthentications`` (KIP-368) and ``connections_closed_by_broker``."""
         stats = self._fetcher.stats
-        conns = self._core.connection_stats
         return {
-            "sasl_reauthentications": conns.reauthentications,
-            "connections_closed_by_broker": conns.closed_by_broker,
+            **self._core.connection_metrics(),
             "fetches": stats.fetches,
             "hints_applied": stats.hints_applied,
             "hints_ignored": stats.hints_ignored,

@@ -429,10 +429,8 @@ class AIOKafkaProducer(ProducerKeywords, ExitOnLeave):
         SASL re-authentications (KIP-368) and connections closed by brokers."""
         store = self._core.store
         m = self._metrics
-        conns = self._core.connection_stats
         return {
-            "sasl_reauthentications": conns.reauthentications,
-            "connections_closed_by_broker": conns.closed_by_broker,
+            **self._core.connection_metrics(),
             "records_sent": m.records_sent,
             "records_failed": m.records_failed,
             "batches_sent": m.batches_sent,
