@@ -310,26 +310,8 @@ class AIOKafkaConsumer(ConsumerKeywords[KT, VT], ExitOnLeave):
             rows: list[Any] = records  # headers: a tuple of (str, bytes | None), as in aiokafka
             if kd is None and vd is None and build is not None:
                 out += build(records, topic, partition, ts_type, epoch)
-            elif kd is None and vd is None:
-                # Positional arguments: a dozen keywords would cost three times as much.
-                out += [
-                    new(
-                        topic,
-                        partition,
-                        offset,
-                        timestamp,
-                        ts_type,
-                        key,
-                        value,
-                        None,
-                        -1 if key is None else len(key),
-                        -1 if value is None else len(value),
-                        headers,
-                        epoch,
-                    )
-                    for offset, timestamp, key, value, headers in rows
-                ]
             else:
+                # Positional arguments: a dozen keywords would cost three times as much.
                 out += [
                     new(
                         topic,
