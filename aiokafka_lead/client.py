@@ -98,6 +98,15 @@ class ClientCore:
             raise KafkaConnectionError(f"{self.name} is not started")
         return self._pool
 
+    def connection_metrics(self) -> dict[str, int]:
+        """The connections' part of a client's ``metrics()``: ``sasl_reauthentications``
+        (KIP-368) and ``connections_closed_by_broker``."""
+        conns = self.connection_stats
+        return {
+            "sasl_reauthentications": conns.reauthentications,
+            "connections_closed_by_broker": conns.closed_by_broker,
+        }
+
     def on_failure(self, callback: Callable[[ClientFailedError], None]) -> None:
         """Run ``callback`` (synchronously) if a background task fails: resolve what is pending."""
         self._failure_callbacks.append(callback)

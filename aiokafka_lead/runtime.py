@@ -23,6 +23,7 @@ import asyncio
 import contextlib
 import logging
 from collections.abc import Awaitable, Callable, Iterator
+from types import TracebackType
 
 import anyio
 import anyio.abc
@@ -201,4 +202,21 @@ class TaskGroupHost:
                 task.exception()  # the supervisor reports failures itself; never re-raised here
 
 
-__all__ = ["ClientClosedError", "ClientFailedError", "TaskGroupHost", "unwrap_group"]
+class ExitOnLeave:
+    """``async with``'s end for the clients and the fake cluster: leaving the block runs
+    :meth:`_exit` (a client's aiokafka ``stop()`` or ``close()``)."""
+
+    async def __aexit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        await self._exit(exc)
+
+    async def _exit(self, exc: BaseException | None) -> None:
+        """Leave the ``async with`` block; ``exc``: what it raised (None if nothing)."""
+        raise NotImplementedError
+
+
+__all__ = ["ClientClosedError", "ClientFailedError", "ExitOnLeave", "TaskGroupHost", "unwrap_group"]

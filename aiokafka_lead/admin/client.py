@@ -25,7 +25,6 @@ from __future__ import annotations
 
 import warnings
 from collections.abc import Iterable, Sequence
-from types import TracebackType
 from typing import Any, Self
 
 from aiokafka_lead.admin import responses as r
@@ -40,10 +39,11 @@ from aiokafka_lead.admin.types import ConfigResource, NewPartitions, NewTopic
 from aiokafka_lead.client import ClientCore, guarded
 from aiokafka_lead.errors import KafkaError, NotLeaderOrFollowerError, error_for_code
 from aiokafka_lead.requests.base import RequestBase
+from aiokafka_lead.runtime import ExitOnLeave
 from aiokafka_lead.structs import OffsetAndMetadata, TopicPartition
 
 
-class AdminClientBase(AdminKeywords, RequestBase):
+class AdminClientBase(AdminKeywords, RequestBase, ExitOnLeave):
     """The lifecycle both clients share (their constructor keywords: ``AdminKeywords``)."""
 
     def _configure(self, config: AdminConfig) -> None:
@@ -59,12 +59,7 @@ class AdminClientBase(AdminKeywords, RequestBase):
         await self._core.enter()
         return self
 
-    async def __aexit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
+    async def _exit(self, exc: BaseException | None) -> None:
         await self.close()
 
 

@@ -21,103 +21,60 @@ and ``on_assignment()`` on every member.
 
 from __future__ import annotations
 
-import enum
 import logging
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
 from typing import Any
 
-from aiokafka_lead.consumer.assignor_base import AbstractPartitionAssignor, AssignmentCluster
+from aiokafka_lead.consumer.assignor_base import (
+    AbstractPartitionAssignor,
+    Assignment,
+    AssignmentCluster,
+    MemberAssignment,
+    MemberSubscription,
+    PartitionAssignor,
+    RebalanceProtocol,
+)
 from aiokafka_lead.consumer.member_protocol import (
     ConsumerProtocolMemberAssignment,
     ConsumerProtocolMemberMetadata,
 )
+from aiokafka_lead.consumer.sticky_assignor import StickyPartitionAssignor
 from aiokafka_lead.structs import TopicPartition
 
 log = logging.getLogger(__name__)
-
-
-class RebalanceProtocol(enum.Enum):
-    EAGER = "eager"
-    COOPERATIVE = "cooperative"
-
-
-@dataclass(frozen=True, slots=True)
-class MemberSubscription:
-    """One member as the group leader sees it."""
-
-    member_id: str
-    topics: tuple[str, ...]
-    group_instance_id: str | None = None
-    owned_partitions: tuple[TopicPartition, ...] = ()
-    generation_id: int = -1
-    rack_id: str | None = None
-    user_data: bytes | None = None
-    #: the ConsumerProtocolSubscription version the member sent
-    version: int = 0
-
-    def sort_key(self) -> tuple[int, str]:
-        if self.group_instance_id is not None:
-            return (0, self.group_instance_id)
-        return (1, self.member_id)
-
-
-@dataclass(frozen=True, slots=True)
-class MemberAssignment:
-    """What SyncGroup gave this member: its partitions, the leader's user data, the version."""
-
-    partitions: tuple[TopicPartition, ...]
-    user_data: bytes | None = None
-    version: int = 0
-
-
-Assignment = dict[str, list[TopicPartition]]
-
-
-class PartitionAssignor:
-    """Base class: ``name`` goes on the wire; ``assign`` runs on the group leader only."""
-
-    name: str = ""
-    rebalance_protocol: RebalanceProtocol = RebalanceProtocol.EAGER
-
-    def assign(
-        self, partitions_per_topic: Mapping[str, int], members: Mapping[str, MemberSubscription]
-    ) -> Assignment:
-        raise NotImplementedError
-
-    def user_data(self) -> bytes | None:
-        """Extra bytes to put in this member's subscription (none by default)."""
-        return None
-
-    def subscription_user_data(self, topics: Sequence[str]) -> bytes | None:
-        """The user data of this member's subscription to ``topics`` (default: :meth:`user_data`)."""
-        return self.user_data()
-
-    def assignment_user_data(self, member_id: str) -> bytes | None:
-        """Leader: the user data to send with ``member_id``'s share of the last :meth:`assign`."""
-        return None
-
-    def on_assignment(self, assignment: MemberAssignment, generation_id: int) -> None:
-        """Every member, after each SyncGroup of this protocol: what it was given."""
 
 
 def _ordered(members: Mapping[str, MemberSubscription]) -> list[MemberSubscription]:
     return sorted(members.values(), key=MemberSubscription.sort_key)
 
 
-class RangePartitionAssignor(PartitionAssignor):
-    """Per topic: consecutive ranges of partitions, the first members getting one extra."""
-
-    name = "range"
-    rebalance_protocol = RebalanceProtocol.EAGER
+class _OrderedAssignor(PartitionAssignor):
+    """An assignor that deals the partitions to the members in their order: every member
+    gets a list, an empty one too."""
 
     def assign(
         self, partitions_per_topic: Mapping[str, int], members: Mapping[str, MemberSubscription]
     ) -> Assignment:
         out: Assignment = {m: [] for m in members}
         ordered = _ordered(members)
-        for topic in sorted(partitions_per_topic):
-            count = partitions_per_topic[topic]
+        if ordered:
+            self._deal(partitions_per_topic, ordered, out)
+        return out
+
+    def _deal(self, counts: Mapping[str, int], ordered: list[MemberSubscription], out: Assignment) -> None:
+        """Add to ``out`` what each of the ``ordered`` members gets ({topic: partitions} ``counts``)."""
+        raise NotImplementedError
+
+
+class RangePartitionAssignor(_OrderedAssignor):
+    """Per topic: consecutive ranges of partitions, the first members getting one extra."""
+
+    name = "range"
+    rebalance_protocol = RebalanceProtocol.EAGER
+
+    def _deal(self, counts: Mapping[str, int], ordered: list[MemberSubscription], out: Assignment) -> None:
+        for topic in sorted(counts):
+            count = counts[topic]
             subscribers = [m for m in ordered if topic in m.topics]
             if not subscribers or count <= 0:
                 continue
@@ -127,51 +84,35 @@ class RangePartitionAssignor(PartitionAssignor):
                 n = per + (1 if i < extra else 0)
                 out[member.member_id].extend(TopicPartition(topic, p) for p in range(start, start + n))
                 start += n
-        return out
 
 
-class RoundRobinPartitionAssignor(PartitionAssignor):
+class RoundRobinPartitionAssignor(_OrderedAssignor):
     """All partitions in (topic, partition) order, dealt to subscribed members in turn."""
 
     name = "roundrobin"
     rebalance_protocol = RebalanceProtocol.EAGER
 
-    def assign(
-        self, partitions_per_topic: Mapping[str, int], members: Mapping[str, MemberSubscription]
-    ) -> Assignment:
-        out: Assignment = {m: [] for m in members}
-        ordered = _ordered(members)
-        if not ordered:
-            return out
+    def _deal(self, counts: Mapping[str, int], ordered: list[MemberSubscription], out: Assignment) -> None:
         turn = 0
-        for topic in sorted(partitions_per_topic):
-            for p in range(partitions_per_topic[topic]):
+        for topic in sorted(counts):
+            for p in range(counts[topic]):
                 for _ in range(len(ordered)):
                     member = ordered[turn % len(ordered)]
                     turn += 1
                     if topic in member.topics:
                         out[member.member_id].append(TopicPartition(topic, p))
                         break
-        return out
 
 
-class CooperativeStickyAssignor(PartitionAssignor):
+class CooperativeStickyAssignor(_OrderedAssignor):
     """Balanced, sticky and incremental (KIP-429 / KIP-341 semantics)."""
 
     name = "cooperative-sticky"
     rebalance_protocol = RebalanceProtocol.COOPERATIVE
 
-    def assign(
-        self, partitions_per_topic: Mapping[str, int], members: Mapping[str, MemberSubscription]
-    ) -> Assignment:
-        ordered = _ordered(members)
-        out: Assignment = {m.member_id: [] for m in ordered}
-        if not ordered:
-            return out
-        owners = _valid_owners(partitions_per_topic, ordered)
-        everything = [
-            TopicPartition(t, p) for t in sorted(partitions_per_topic) for p in range(partitions_per_topic[t])
-        ]
+    def _deal(self, counts: Mapping[str, int], ordered: list[MemberSubscription], out: Assignment) -> None:
+        owners = _valid_owners(counts, ordered)
+        everything = [TopicPartition(t, p) for t in sorted(counts) for p in range(counts[t])]
         eligible = [tp for tp in everything if any(tp.topic in m.topics for m in ordered)]
         min_quota, extra = divmod(len(eligible), len(ordered))
         # 1. keep owned partitions, at most the quota, fewest members above the minimum
@@ -203,7 +144,6 @@ class CooperativeStickyAssignor(PartitionAssignor):
         # 3. cooperative: nothing moves between two members in one round
         for member_id, assigned in out.items():
             out[member_id] = [tp for tp in assigned if owners.get(tp, member_id) == member_id]
-        return out
 
 
 def _valid_owners(
@@ -293,22 +233,19 @@ def _aiokafka_style(strategy: object) -> bool:
     )
 
 
-def _by_name() -> dict[str, type[PartitionAssignor]]:
-    # imported here: the sticky assignor's module imports this one
-    from aiokafka_lead.consumer.sticky_assignor import StickyPartitionAssignor
-
-    return {
-        "range": RangePartitionAssignor,
-        "roundrobin": RoundRobinPartitionAssignor,
-        "sticky": StickyPartitionAssignor,
-        "cooperative-sticky": CooperativeStickyAssignor,
-    }
+#: the built-in assignors by name
+BY_NAME: dict[str, type[PartitionAssignor]] = {
+    "range": RangePartitionAssignor,
+    "roundrobin": RoundRobinPartitionAssignor,
+    "sticky": StickyPartitionAssignor,
+    "cooperative-sticky": CooperativeStickyAssignor,
+}
 
 
 def resolve_assignors(strategies: Sequence[object]) -> list[PartitionAssignor]:
     """Accept assignor instances, classes or names ("range", "roundrobin", "sticky",
     "cooperative-sticky"), and aiokafka-style assignors (classes or instances)."""
-    known = _by_name()
+    known = BY_NAME
     out: list[PartitionAssignor] = []
     for s in strategies:
         if isinstance(s, PartitionAssignor):
@@ -324,3 +261,21 @@ def resolve_assignors(strategies: Sequence[object]) -> list[PartitionAssignor]:
     if not out:
         raise ValueError("partition_assignment_strategy is empty")
     return out
+
+
+__all__ = [
+    "BY_NAME",
+    "AbstractPartitionAssignor",
+    "AiokafkaAssignorAdapter",
+    "Assignment",
+    "AssignmentCluster",
+    "CooperativeStickyAssignor",
+    "MemberAssignment",
+    "MemberSubscription",
+    "PartitionAssignor",
+    "RangePartitionAssignor",
+    "RebalanceProtocol",
+    "RoundRobinPartitionAssignor",
+    "StickyPartitionAssignor",
+    "resolve_assignors",
+]

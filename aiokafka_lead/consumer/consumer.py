@@ -16,7 +16,6 @@ import re
 import time
 import warnings
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterable, Iterator, Mapping
-from types import TracebackType
 from typing import Any, Self, TypeVar
 
 import anyio
@@ -45,7 +44,7 @@ from aiokafka_lead.metadata import MetadataChange
 from aiokafka_lead.protocol.messages import MetadataRequest
 from aiokafka_lead.records import native
 from aiokafka_lead.requests.lookup import Lookups
-from aiokafka_lead.runtime import ClientClosedError
+from aiokafka_lead.runtime import ClientClosedError, ExitOnLeave
 from aiokafka_lead.structs import (
     ConsumerGroupMetadata,
     ConsumerRecord,
@@ -80,7 +79,7 @@ def _gc_paused() -> Iterator[None]:
         gc.enable()
 
 
-class AIOKafkaConsumer(ConsumerKeywords[KT, VT]):
+class AIOKafkaConsumer(ConsumerKeywords[KT, VT], ExitOnLeave):
     """Asyncio Kafka consumer with aiokafka's constructor keywords and methods.
 
     Positions are KIP-320 aware (every fetch carries the leader epoch, truncation after a
@@ -237,12 +236,7 @@ class AIOKafkaConsumer(ConsumerKeywords[KT, VT]):
         await self._begin(self._core.enter)
         return self
 
-    async def __aexit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
+    async def _exit(self, exc: BaseException | None) -> None:
         await self.stop()
 
     def _require_started(self) -> None:
@@ -316,26 +310,8 @@ class AIOKafkaConsumer(ConsumerKeywords[KT, VT]):
             rows: list[Any] = records  # headers: a tuple of (str, bytes | None), as in aiokafka
             if kd is None and vd is None and build is not None:
                 out += build(records, topic, partition, ts_type, epoch)
-            elif kd is None and vd is None:
-                # Positional arguments: a dozen keywords would cost three times as much.
-                out += [
-                    new(
-                        topic,
-                        partition,
-                        offset,
-                        timestamp,
-                        ts_type,
-                        key,
-                        value,
-                        None,
-                        -1 if key is None else len(key),
-                        -1 if value is None else len(value),
-                        headers,
-                        epoch,
-                    )
-                    for offset, timestamp, key, value, headers in rows
-                ]
             else:
+                # Positional arguments: a dozen keywords would cost three times as much.
                 out += [
                     new(
                         topic,
@@ -702,10 +678,8 @@ class AIOKafkaConsumer(ConsumerKeywords[KT, VT]):
         ``read_replica_fallbacks`` (reason -> times a partition went back to its leader);
         connections: ``sasl_reauthentications`` (KIP-368) and ``connections_closed_by_broker``."""
         stats = self._fetcher.stats
-        conns = self._core.connection_stats
         return {
-            "sasl_reauthentications": conns.reauthentications,
-            "connections_closed_by_broker": conns.closed_by_broker,
+            **self._core.connection_metrics(),
             "fetches": stats.fetches,
             "hints_applied": stats.hints_applied,
             "hints_ignored": stats.hints_ignored,

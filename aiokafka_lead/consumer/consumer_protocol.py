@@ -26,7 +26,7 @@ from __future__ import annotations
 import logging
 import time
 import uuid
-from typing import Any
+from typing import Any, ClassVar
 
 import anyio
 import anyio.abc
@@ -37,12 +37,11 @@ from aiokafka_lead.consumer.group_common import (
     COORDINATOR_MOVED,
     call_listener,
 )
-from aiokafka_lead.consumer.member_base import GroupMemberBase
+from aiokafka_lead.consumer.member_base import GroupMemberBase, Loop
 from aiokafka_lead.consumer.subscription import SubscriptionType
 from aiokafka_lead.error_code import ErrorCode
 from aiokafka_lead.errors import KafkaError, KafkaProtocolError, UnsupportedVersionError, error_for_code
 from aiokafka_lead.protocol.messages import ConsumerGroupHeartbeatRequest, ConsumerGroupHeartbeatResponse
-from aiokafka_lead.ratelog import RateLimitedLog
 from aiokafka_lead.requests.coordinator import new_member_id
 from aiokafka_lead.structs import TopicPartition
 
@@ -64,8 +63,13 @@ DEFAULT_HEARTBEAT_MS = 5000
 class ConsumerGroupMember(GroupMemberBase):
     """Membership of one consumer in one consumer-protocol group (KIP-848)."""
 
+    _log = log
+    #: the member retries heartbeats for ever, as Java's
+    _RETRIED: ClassVar[dict[str, tuple[str, int]]] = {
+        "heartbeat": ("heartbeats keep failing", WARN_AFTER_FAILURES)
+    }
+
     def _init_protocol(self) -> None:
-        self._warn = RateLimitedLog(log)
         self._error_answers = 0  # retriable error answers in a row
         self.remote_assignor = self._config.group_remote_assignor
         self.member_id = ""
@@ -139,13 +143,8 @@ class ConsumerGroupMember(GroupMemberBase):
         return self._subs.kind == SubscriptionType.AUTO_PATTERN and self._regex_supported
 
     # ------------------------------------------------------------------- tasks
-    async def run(self, *, task_status: anyio.abc.TaskStatus[None] = anyio.TASK_STATUS_IGNORED) -> None:
-        async with anyio.create_task_group() as tg:
-            tg.start_soon(self._reconcile_loop)
-            if self._auto_commit:
-                tg.start_soon(self._committer.auto_commit_loop, self._auto_commit_s)
-            task_status.started()
-            await self._heartbeat_loop()
+    def _loops(self) -> tuple[Loop, Loop]:
+        return self._reconcile_loop, self._heartbeat_loop
 
     async def _heartbeat_loop(self) -> None:
         failures = 0
@@ -169,17 +168,7 @@ class ConsumerGroupMember(GroupMemberBase):
                 continue
             except KafkaError as exc:
                 delay = self._backoff.delay_s(failures)
-                failures += 1
-                log.info(
-                    "group %s: heartbeat failed (%r); retrying in %.0f ms", self.group_id, exc, delay * 1e3
-                )
-                if failures >= WARN_AFTER_FAILURES:  # the member retries for ever, as Java's
-                    self._warn.warning(
-                        "heartbeat",
-                        "group %s: heartbeats keep failing (%d in a row, coordinator node %s); "
-                        "last error: %r; still retrying",
-                        self.group_id, failures, self._link.node_id, exc,
-                    )  # fmt: skip
+                failures = self._retrying("heartbeat", exc, delay, failures)
             with anyio.move_on_after(delay):
                 await self._wake.wait()
 

@@ -19,7 +19,7 @@ from __future__ import annotations
 import logging
 import time
 from collections.abc import Collection, Iterable, Sequence
-from typing import Any
+from typing import Any, ClassVar
 
 import anyio
 import anyio.abc
@@ -40,7 +40,7 @@ from aiokafka_lead.consumer.group_common import (
     GroupMember,
     call_listener,
 )
-from aiokafka_lead.consumer.member_base import GroupMemberBase
+from aiokafka_lead.consumer.member_base import GroupMemberBase, Loop
 from aiokafka_lead.consumer.subscription import SubscriptionState, SubscriptionType
 from aiokafka_lead.error_code import ErrorCode
 from aiokafka_lead.errors import (
@@ -58,7 +58,6 @@ from aiokafka_lead.protocol.messages import (
     LeaveGroupRequest,
     SyncGroupRequest,
 )
-from aiokafka_lead.ratelog import RateLimitedLog
 from aiokafka_lead.structs import TopicPartition
 
 log = logging.getLogger(__name__)
@@ -87,6 +86,10 @@ ASSIGNMENT_VERSION = 3
 class GroupCoordinator(GroupMemberBase):
     """Membership of one consumer in one classic group."""
 
+    _log = log
+    #: the member retries joins for ever, as aiokafka's
+    _RETRIED: ClassVar[dict[str, tuple[str, int]]] = {"join": ("joining keeps failing", WARN_AFTER_JOINS)}
+
     def _init_protocol(self) -> None:
         config = self._config
         strategy = config.partition_assignment_strategy or (RangePartitionAssignor,)
@@ -105,7 +108,6 @@ class GroupCoordinator(GroupMemberBase):
         self.stable_event = anyio.Event()
         self._pending_lost: set[TopicPartition] = set()
         self._revoked_for_join = False  # the listener heard of this join's revocation
-        self._warn = RateLimitedLog(log)
 
     # ------------------------------------------------------------------ state
     @property
@@ -156,47 +158,35 @@ class GroupCoordinator(GroupMemberBase):
         return await self._link.send(request, timeout_ms=timeout_ms)
 
     # ------------------------------------------------------------------- loop
-    async def run(self, *, task_status: anyio.abc.TaskStatus[None] = anyio.TASK_STATUS_IGNORED) -> None:
-        async with anyio.create_task_group() as tg:
-            tg.start_soon(self._heartbeat_loop)
-            if self._auto_commit:
-                tg.start_soon(self._committer.auto_commit_loop, self._auto_commit_s)
-            task_status.started()
-            failures = 0
-            while True:
+    def _loops(self) -> tuple[Loop, Loop]:
+        return self._heartbeat_loop, self._join_loop
+
+    async def _join_loop(self) -> None:
+        """(Re)join whenever the member should be in the group and is not."""
+        failures = 0
+        while True:
+            if not (self._wants_membership() and self._need_rejoin):
+                self._wake = anyio.Event()
                 if not (self._wants_membership() and self._need_rejoin):
-                    self._wake = anyio.Event()
-                    if not (self._wants_membership() and self._need_rejoin):
-                        await self._wake.wait()
-                    continue
-                try:
-                    await self._join_and_sync()
-                    failures = 0
-                    self._warn.clear("join")
-                except KafkaError as exc:
-                    # any failed join or sync (a lost, cut or undecodable answer too) is joined again
-                    self._need_rejoin = True
-                    code = getattr(exc, "errno", None)
-                    if (code in REJOIN_AT_ONCE and failures < 5) or (
-                        code in COORDINATOR_MOVED and failures == 0
-                    ):
-                        delay = 0.0  # the protocol's own answer: rejoin (or re-find) right away
-                    else:
-                        if not exc.retriable and code not in GROUP_RETRIABLE:
-                            self._report_error(exc)
-                        delay = self._backoff.delay_s(failures)
-                    failures += 1
-                    log.info(
-                        "group %s: join failed (%r); retrying in %.0f ms", self.group_id, exc, delay * 1000
-                    )
-                    if failures >= WARN_AFTER_JOINS:  # the member retries for ever, as aiokafka's
-                        self._warn.warning(
-                            "join",
-                            "group %s: joining keeps failing (%d attempts in a row, coordinator node %s); "
-                            "last error: %r; still retrying",
-                            self.group_id, failures, self._link.node_id, exc,
-                        )  # fmt: skip
-                    await anyio.sleep(delay)
+                    await self._wake.wait()
+                continue
+            try:
+                await self._join_and_sync()
+                failures = self._recovered("join")
+            except KafkaError as exc:
+                # any failed join or sync (a lost, cut or undecodable answer too) is joined again
+                self._need_rejoin = True
+                code = getattr(exc, "errno", None)
+                if (code in REJOIN_AT_ONCE and failures < 5) or (
+                    code in COORDINATOR_MOVED and failures == 0
+                ):
+                    delay = 0.0  # the protocol's own answer: rejoin (or re-find) right away
+                else:
+                    if not exc.retriable and code not in GROUP_RETRIABLE:
+                        self._report_error(exc)
+                    delay = self._backoff.delay_s(failures)
+                failures = self._retrying("join", exc, delay, failures)
+                await anyio.sleep(delay)
 
     def _wants_membership(self) -> bool:
         return self._subs.kind in (SubscriptionType.AUTO_TOPICS, SubscriptionType.AUTO_PATTERN)
@@ -463,8 +453,7 @@ class GroupCoordinator(GroupMemberBase):
                 continue
             try:
                 await self._heartbeat()
-                failures = 0
-                self._warn.clear("heartbeat")
+                failures = self._recovered("heartbeat")
             except KafkaError as exc:
                 failures += 1
                 log.debug("group %s: heartbeat failed: %r", self.group_id, exc)

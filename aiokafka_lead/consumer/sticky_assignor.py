@@ -32,7 +32,7 @@ import struct
 from collections.abc import Iterable, Mapping, Sequence
 from typing import NamedTuple
 
-from aiokafka_lead.consumer.assignors import (
+from aiokafka_lead.consumer.assignor_base import (
     Assignment,
     MemberAssignment,
     MemberSubscription,

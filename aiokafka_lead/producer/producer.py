@@ -10,7 +10,6 @@ from __future__ import annotations
 import time
 import warnings
 from collections.abc import Awaitable, Callable, Iterable, Sequence
-from types import TracebackType
 from typing import Any, Self
 
 import anyio
@@ -41,7 +40,7 @@ from aiokafka_lead.producer.sender import Sender
 from aiokafka_lead.producer.transaction import TransactionContext, TransactionManager
 from aiokafka_lead.producer.txn_requests import TxnRequests
 from aiokafka_lead.records import RecordBatchBuilder, native
-from aiokafka_lead.runtime import ClientClosedError, ClientFailedError
+from aiokafka_lead.runtime import ClientClosedError, ClientFailedError, ExitOnLeave
 from aiokafka_lead.structs import ConsumerGroupMetadata, OffsetAndMetadata, TopicPartition
 
 Headers = Sequence[tuple[str, bytes | None]]
@@ -105,7 +104,7 @@ class BatchBuilder:
         return self._builder.size_in_bytes()
 
 
-class AIOKafkaProducer(ProducerKeywords):
+class AIOKafkaProducer(ProducerKeywords, ExitOnLeave):
     """Asyncio Kafka producer (aiokafka-compatible)."""
 
     def _configure(self, config: ProducerConfig) -> None:
@@ -203,9 +202,7 @@ class AIOKafkaProducer(ProducerKeywords):
         if getattr(self, "_needs_close", False):
             warnings.warn(f"Unclosed AIOKafkaProducer {self!r}", ResourceWarning, source=self, stacklevel=1)
 
-    async def __aexit__(
-        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
-    ) -> None:
+    async def _exit(self, exc: BaseException | None) -> None:
         await self.stop()
 
     # ------------------------------------------------------------------- sending
@@ -432,10 +429,8 @@ class AIOKafkaProducer(ProducerKeywords):
         SASL re-authentications (KIP-368) and connections closed by brokers."""
         store = self._core.store
         m = self._metrics
-        conns = self._core.connection_stats
         return {
-            "sasl_reauthentications": conns.reauthentications,
-            "connections_closed_by_broker": conns.closed_by_broker,
+            **self._core.connection_metrics(),
             "records_sent": m.records_sent,
             "records_failed": m.records_failed,
             "batches_sent": m.batches_sent,

@@ -142,6 +142,12 @@ class TxnRequests:
                 self.coordinator_id = None  # a dead coordinator: look it up again
             raise
 
+    async def _send_to_coordinator(
+        self, request: Any, version_for: Callable[[int], int] = lambda v: v
+    ) -> tuple[Any, int]:
+        """Send to the transaction coordinator (looked up first when not known)."""
+        return await self._send(await self._coordinator(), request, version_for)
+
     async def transaction_version(self) -> int:
         """2 when the coordinator's cluster finalized ``transaction.version`` >= 2, else 1."""
 
@@ -174,15 +180,15 @@ class TxnRequests:
         """InitProducerId with the transactional id: fences older instances, aborts their open
         transaction; with a current id and epoch (v3+) it bumps the epoch instead (KIP-360)."""
 
+        request = InitProducerIdRequest(
+            transactional_id=self.transactional_id,
+            transaction_timeout_ms=self._txn_timeout_ms,
+            producer_id=producer_id,
+            producer_epoch=producer_epoch,
+        )
+
         async def attempt() -> tuple[int, int]:
-            node = await self._coordinator()
-            request = InitProducerIdRequest(
-                transactional_id=self.transactional_id,
-                transaction_timeout_ms=self._txn_timeout_ms,
-                producer_id=producer_id,
-                producer_epoch=producer_epoch,
-            )
-            response, _ = await self._send(node, request, lambda v: v)
+            response, _ = await self._send_to_coordinator(request)
             self._check(response.error_code, f"InitProducerId({self.transactional_id})")
             return int(response.producer_id), int(response.producer_epoch)
 
@@ -200,18 +206,20 @@ class TxnRequests:
         for tp in partitions:
             topics.setdefault(tp.topic, []).append(tp.partition)
 
+        request = AddPartitionsToTxnRequest(
+            v3_and_below_transactional_id=self.transactional_id,
+            v3_and_below_producer_id=producer_id,
+            v3_and_below_producer_epoch=producer_epoch,
+            v3_and_below_topics=[
+                AddPartitionsToTxnRequest.AddPartitionsToTxnTopic(name=t, partitions=ps)
+                for t, ps in topics.items()
+            ],
+        )
+
         async def attempt() -> dict[TopicPartition, int]:
-            node = await self._coordinator()
-            request = AddPartitionsToTxnRequest(
-                v3_and_below_transactional_id=self.transactional_id,
-                v3_and_below_producer_id=producer_id,
-                v3_and_below_producer_epoch=producer_epoch,
-                v3_and_below_topics=[
-                    AddPartitionsToTxnRequest.AddPartitionsToTxnTopic(name=t, partitions=ps)
-                    for t, ps in topics.items()
-                ],
+            response, _ = await self._send_to_coordinator(
+                request, lambda v: min(v, ADD_PARTITIONS_CLIENT_MAX)
             )
-            response, _ = await self._send(node, request, lambda v: min(v, ADD_PARTITIONS_CLIENT_MAX))
             out: dict[TopicPartition, int] = {}
             for t in response.results_by_topic_v3_and_below:
                 for p in t.results_by_partition:
@@ -226,15 +234,15 @@ class TxnRequests:
     async def add_offsets(self, group_id: str, producer_id: int, producer_epoch: int) -> None:
         """AddOffsetsToTxn (transaction version 1): the group's offsets join the transaction."""
 
+        request = AddOffsetsToTxnRequest(
+            transactional_id=self.transactional_id,
+            producer_id=producer_id,
+            producer_epoch=producer_epoch,
+            group_id=group_id,
+        )
+
         async def attempt() -> None:
-            node = await self._coordinator()
-            request = AddOffsetsToTxnRequest(
-                transactional_id=self.transactional_id,
-                producer_id=producer_id,
-                producer_epoch=producer_epoch,
-                group_id=group_id,
-            )
-            response, _ = await self._send(node, request, lambda v: v)
+            response, _ = await self._send_to_coordinator(request)
             self._check(response.error_code, f"AddOffsetsToTxn({group_id})")
 
         await self._retrying(f"AddOffsetsToTxn({self.transactional_id}, {group_id})", attempt)
@@ -301,15 +309,15 @@ class TxnRequests:
         def version_for(negotiated: int) -> int:
             return negotiated if txn_version >= 2 else min(negotiated, TV2_END_TXN - 1)
 
+        request = EndTxnRequest(
+            transactional_id=self.transactional_id,
+            producer_id=producer_id,
+            producer_epoch=producer_epoch,
+            committed=commit,
+        )
+
         async def attempt() -> tuple[int, int]:
-            node = await self._coordinator()
-            request = EndTxnRequest(
-                transactional_id=self.transactional_id,
-                producer_id=producer_id,
-                producer_epoch=producer_epoch,
-                committed=commit,
-            )
-            response, version = await self._send(node, request, version_for)
+            response, version = await self._send_to_coordinator(request, version_for)
             self._check(response.error_code, f"EndTxn({'commit' if commit else 'abort'})")
             if version >= TV2_END_TXN:  # checked by the transaction manager before use
                 return int(response.producer_id), int(response.producer_epoch)

@@ -12,7 +12,6 @@ from __future__ import annotations
 import logging
 import warnings
 from collections.abc import AsyncIterator, Iterable, Mapping
-from types import TracebackType
 from typing import Self
 
 import anyio
@@ -23,7 +22,7 @@ from aiokafka_lead.client import ClientCore, guarded
 from aiokafka_lead.errors import ConsumerStoppedError, IllegalStateError, KafkaError, KafkaTimeoutError
 from aiokafka_lead.metadata import MetadataChange
 from aiokafka_lead.requests.groups import GroupRequests
-from aiokafka_lead.runtime import ClientClosedError
+from aiokafka_lead.runtime import ClientClosedError, ExitOnLeave
 from aiokafka_lead.share.acks import AckLedger
 from aiokafka_lead.share.config import ShareConsumerConfig, ShareConsumerKeywords
 from aiokafka_lead.share.fetcher import ShareFetcher
@@ -34,7 +33,7 @@ from aiokafka_lead.structs import KT, VT, TopicPartition
 log = logging.getLogger(__name__)
 
 
-class AIOKafkaShareConsumer(ShareConsumerKeywords[KT, VT]):
+class AIOKafkaShareConsumer(ShareConsumerKeywords[KT, VT], ExitOnLeave):
     """A share-group consumer (brokers with the share APIs and ``share.version`` finalized).
 
     Its keywords are :class:`ShareConsumerKeywords`' (declared in ``share/config.py``).
@@ -159,9 +158,7 @@ class AIOKafkaShareConsumer(ShareConsumerKeywords[KT, VT]):
         await self.start()
         return self
 
-    async def __aexit__(
-        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
-    ) -> None:
+    async def _exit(self, exc: BaseException | None) -> None:
         await self.close()
 
     def __del__(self) -> None:

@@ -30,6 +30,7 @@ import anyio.abc
 from aiokafka_lead.client import ClientCore
 from aiokafka_lead.error_code import ErrorCode
 from aiokafka_lead.errors import KafkaConnectionError, KafkaError, KafkaTimeoutError, error_for_code
+from aiokafka_lead.mappings import get_or_add
 from aiokafka_lead.metadata.model import BrokerNode, LeaderHint
 from aiokafka_lead.protocol.messages import ShareAcknowledgeResponse, ShareFetchResponse
 from aiokafka_lead.ratelog import RateLimitedLog
@@ -233,16 +234,10 @@ class ShareFetcher:
         return riding.outcomes
 
     def lock(self, node_id: int) -> anyio.Lock:
-        lock = self._locks.get(node_id)
-        if lock is None:
-            lock = self._locks[node_id] = anyio.Lock()
-        return lock
+        return get_or_add(self._locks, node_id, lambda _: anyio.Lock())
 
     def session(self, node_id: int) -> ShareSession:
-        session = self.sessions.get(node_id)
-        if session is None:
-            session = self.sessions[node_id] = ShareSession(node_id)
-        return session
+        return get_or_add(self.sessions, node_id, ShareSession)
 
     # ------------------------------------------------------------------ fetch
     async def _fetch(self, node_id: int, wanted: dict[TopicPartition, uuid.UUID]) -> bool:

@@ -11,8 +11,9 @@ unknown (a cut connection), resets the session: the next request opens a new one
 from __future__ import annotations
 
 import uuid
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
+from typing import Any, TypeVar
 
 from aiokafka_lead.protocol.messages import ShareAcknowledgeRequest, ShareFetchRequest
 from aiokafka_lead.share.acks import ack_batches, has_renew
@@ -23,6 +24,22 @@ CLOSE_EPOCH = -1
 MAX_EPOCH = 2**31 - 1
 #: ShareFetch v2 ShareAcquireMode
 BATCH_OPTIMIZED, RECORD_LIMIT = 0, 1
+
+P = TypeVar("P")
+
+
+def acked_partition(
+    partition: Callable[..., P], batch: Callable[..., Any], tp: TopicPartition, acks: dict[int, int]
+) -> P:
+    """``tp``'s entry of a ShareFetch or ShareAcknowledge (``partition`` and ``batch`` are
+    that request's partition and acknowledgement batch classes) carrying ``acks``."""
+    return partition(
+        partition_index=tp.partition,
+        acknowledgement_batches=[
+            batch(first_offset=b.first_offset, last_offset=b.last_offset, acknowledge_types=list(b.types))
+            for b in ack_batches(acks)
+        ],
+    )
 
 
 @dataclass(frozen=True, slots=True)
@@ -80,18 +97,12 @@ class ShareSession:
             forgotten = {tp: tid for tp, tid in self.partitions.items() if tp not in wanted}
         by_topic: dict[uuid.UUID, list[ShareFetchRequest.FetchPartition]] = {}
         for tp in sorted(listed):
-            batches = ack_batches(acks.get(tp, {}))
             by_topic.setdefault(wanted[tp], []).append(
-                ShareFetchRequest.FetchPartition(
-                    partition_index=tp.partition,
-                    acknowledgement_batches=[
-                        ShareFetchRequest.AcknowledgementBatch(
-                            first_offset=b.first_offset,
-                            last_offset=b.last_offset,
-                            acknowledge_types=list(b.types),
-                        )
-                        for b in batches
-                    ],
+                acked_partition(
+                    ShareFetchRequest.FetchPartition,
+                    ShareFetchRequest.AcknowledgementBatch,
+                    tp,
+                    acks.get(tp, {}),
                 )
             )
         gone: dict[uuid.UUID, list[int]] = {}
@@ -128,16 +139,11 @@ class ShareSession:
         by_topic: dict[uuid.UUID, list[ShareAcknowledgeRequest.AcknowledgePartition]] = {}
         for tp in sorted(acks):
             by_topic.setdefault(topic_ids[tp.topic], []).append(
-                ShareAcknowledgeRequest.AcknowledgePartition(
-                    partition_index=tp.partition,
-                    acknowledgement_batches=[
-                        ShareAcknowledgeRequest.AcknowledgementBatch(
-                            first_offset=b.first_offset,
-                            last_offset=b.last_offset,
-                            acknowledge_types=list(b.types),
-                        )
-                        for b in ack_batches(acks[tp])
-                    ],
+                acked_partition(
+                    ShareAcknowledgeRequest.AcknowledgePartition,
+                    ShareAcknowledgeRequest.AcknowledgementBatch,
+                    tp,
+                    acks[tp],
                 )
             )
         return ShareAcknowledgeRequest(

@@ -17,13 +17,12 @@ import time
 import uuid
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
-from types import TracebackType
 from typing import Any, Self
 
 import anyio
 import anyio.abc
 
-from aiokafka_lead.runtime import TaskGroupHost
+from aiokafka_lead.runtime import ExitOnLeave, TaskGroupHost
 from aiokafka_lead.testing.fake.broker import FakeBroker
 from aiokafka_lead.testing.fake.groups import GroupCoordinator
 from aiokafka_lead.testing.fake.intercept import Action, InterceptFn, Interceptor
@@ -60,7 +59,7 @@ class MetadataView:
     partitions: dict[TP, tuple[int, int]] = field(default_factory=dict)
 
 
-class FakeCluster:
+class FakeCluster(ExitOnLeave):
     """An in-process Kafka cluster for tests; use it as ``async with FakeCluster() as fc``."""
 
     def __init__(
@@ -123,12 +122,7 @@ class FakeCluster:
         for broker in self.brokers.values():
             await tg.start(broker.run)
 
-    async def __aexit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
+    async def _exit(self, exc: BaseException | None) -> None:
         # Brokers never fail their task group, so the body's own exception (if any)
         # propagates as itself rather than wrapped in an ExceptionGroup.
         await self._host.stop()

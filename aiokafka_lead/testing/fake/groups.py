@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING
 
 import anyio
 
+from aiokafka_lead.mappings import get_or_add
 from aiokafka_lead.testing.fake.consumer_groups import ConsumerGroup
 
 if TYPE_CHECKING:
@@ -137,16 +138,10 @@ class GroupCoordinator:
         return self._cluster.coordinator_for(group_id, 0) == node_id
 
     def group(self, group_id: str) -> Group:
-        g = self.groups.get(group_id)
-        if g is None:
-            g = self.groups[group_id] = Group(group_id)
-        return g
+        return get_or_add(self.groups, group_id, Group)
 
     def consumer_group(self, group_id: str) -> ConsumerGroup:
-        g = self.consumer_groups.get(group_id)
-        if g is None:
-            g = self.consumer_groups[group_id] = ConsumerGroup(group_id)
-        return g
+        return get_or_add(self.consumer_groups, group_id, ConsumerGroup)
 
     def expire_member(self, group_id: str, member_id: str) -> None:
         """What a session timeout does: the broker forgets the member (KIP-848 groups)."""
