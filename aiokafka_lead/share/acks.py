@@ -33,23 +33,17 @@ class AckBatch:
 
 def ack_batches(acks: dict[int, int]) -> list[AckBatch]:
     """Runs of consecutive offsets; a run with one type is sent with a single type."""
+    offsets = sorted(acks)
     out: list[AckBatch] = []
-    run: list[tuple[int, int]] = []
-    for offset in sorted(acks):
-        if run and offset != run[-1][0] + 1:
-            out.append(_batch(run))
-            run = []
-        run.append((offset, acks[offset]))
-    if run:
-        out.append(_batch(run))
+    start = 0
+    for i in range(1, len(offsets) + 1):
+        if i < len(offsets) and offsets[i] == offsets[i - 1] + 1:
+            continue
+        types = [acks[o] for o in offsets[start:i]]
+        single = types.count(types[0]) == len(types)
+        out.append(AckBatch(offsets[start], offsets[i - 1], (types[0],) if single else tuple(types)))
+        start = i
     return out
-
-
-def _batch(run: list[tuple[int, int]]) -> AckBatch:
-    types = tuple(t for _, t in run)
-    if len(set(types)) == 1:
-        types = types[:1]
-    return AckBatch(run[0][0], run[-1][0], types)
 
 
 class AckLedger:
@@ -77,9 +71,13 @@ class AckLedger:
             pending[offset] = GAP
 
     def delivered(self, records: Iterable[ShareConsumerRecord[Any, Any]]) -> None:
-        for record in records:
-            tp = TopicPartition(record.topic, record.partition)
-            self._delivered.setdefault(tp, {})[record.offset] = record
+        key: tuple[str, int] | None = None
+        held: dict[int, ShareConsumerRecord[Any, Any]] = {}
+        for record in records:  # a poll's records come in runs of one partition
+            if key != (record.topic, record.partition):
+                key = (record.topic, record.partition)
+                held = self._delivered.setdefault(TopicPartition(*key), {})
+            held[record.offset] = record
 
     def acknowledge(self, record: ShareConsumerRecord[Any, Any], kind: AcknowledgeType) -> None:
         kind = AcknowledgeType(kind)
@@ -105,18 +103,30 @@ class AckLedger:
 
     def before_poll(self) -> None:
         """Implicit mode: accept what the last poll delivered. Explicit: check it is settled."""
-        unsettled = self.unsettled()
-        if not unsettled:
+        if not self._delivered:
             return
         if self.explicit:
+            unsettled = self.unsettled()
+            if not unsettled:
+                return
             shown = ", ".join(f"{tp.topic}-{tp.partition}@{o}" for tp, o in unsettled[:5])
             more = f" and {len(unsettled) - 5} more" if len(unsettled) > 5 else ""
             raise IllegalStateError(
                 f"explicit acknowledgement: {len(unsettled)} delivered record(s) not acknowledged "
                 f"({shown}{more}); call acknowledge(record, type) for each before the next poll"
             )
-        for tp, offset in unsettled:
-            self._settle(tp, offset, AcknowledgeType.ACCEPT)
+        accept = int(AcknowledgeType.ACCEPT)
+        for tp, held in list(self._delivered.items()):
+            renewed = self._renewed.get(tp)
+            offsets = list(held) if renewed is None else [o for o in held if o not in renewed]
+            self._pending.setdefault(tp, {}).update(dict.fromkeys(offsets, accept))
+            if renewed is None:
+                del self._delivered[tp]
+            else:
+                for offset in offsets:
+                    del held[offset]
+                if not held:
+                    del self._delivered[tp]
 
     def unsettled(self) -> list[tuple[TopicPartition, int]]:
         """Delivered records neither acknowledged nor renewed."""
@@ -195,7 +205,8 @@ class AckLedger:
 
 
 def has_renew(acks: dict[TopicPartition, dict[int, int]]) -> bool:
-    return any(t == AcknowledgeType.RENEW for per in acks.values() for t in per.values())
+    renew = int(AcknowledgeType.RENEW)
+    return any(renew in per.values() for per in acks.values())
 
 
 __all__ = ["AckBatch", "AckLedger", "ack_batches", "has_renew"]

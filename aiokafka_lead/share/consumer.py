@@ -227,8 +227,13 @@ class AIOKafkaShareConsumer(ShareConsumerKeywords[KT, VT], ExitOnLeave):
         ones; explicit mode raises ``IllegalStateError`` if any is unacknowledged."""
         records = await self._poll(timeout_ms, max_records or self._max_poll_records)
         out: dict[TopicPartition, list[ShareConsumerRecord[KT, VT]]] = {}
-        for record in records:
-            out.setdefault(TopicPartition(record.topic, record.partition), []).append(record)
+        key: tuple[str, int] | None = None
+        run: list[ShareConsumerRecord[KT, VT]] = []
+        for record in records:  # they come in runs of one partition
+            if key != (record.topic, record.partition):
+                key = (record.topic, record.partition)
+                run = out.setdefault(TopicPartition(*key), [])
+            run.append(record)
         return out
 
     @guarded

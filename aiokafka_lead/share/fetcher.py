@@ -17,6 +17,7 @@ record (control records) are acknowledged as GAP.
 
 from __future__ import annotations
 
+import bisect
 import logging
 import time
 import uuid
@@ -125,8 +126,12 @@ class ShareFetcher:
         out: list[ShareConsumerRecord[Any, Any]] = []
         for node_id, buf in self._buffer.items():
             if partitions is None:
-                while buf and len(out) < max_records:
-                    out.append(buf.popleft())
+                n = min(len(buf), max_records - len(out))
+                if n == len(buf):
+                    out.extend(buf)
+                    buf.clear()
+                else:
+                    out.extend(buf.popleft() for _ in range(n))
             else:
                 keep: deque[ShareConsumerRecord[Any, Any]] = deque()
                 while buf:
@@ -346,26 +351,29 @@ class ShareFetcher:
             )  # fmt: skip
             return 0
         found: list[ShareConsumerRecord[Any, Any]] = []
-        seen: set[int] = set()
+        got: list[int] = []  # offsets delivered, in the order found
         if part.records:
             kd, vd = self._kd, self._vd
+            lookup = _DeliveryCounts(ranges)
             for batch in MemoryRecords(part.records, topic=tp.topic, partition=tp.partition):
                 if batch.is_control or batch.last_offset < ranges[0][0] or batch.base_offset > ranges[-1][1]:
                     continue
                 epoch = getattr(batch, "partition_leader_epoch", -1)
+                ts_type = int(batch.timestamp_type)
                 rows: list[Any] = batch.records()  # headers: (str, bytes | None) pairs, as aiokafka's
+                whole = lookup.covering(batch.base_offset, batch.last_offset)
                 for offset, timestamp, key, value, headers in rows:
-                    count = _delivery_count(ranges, offset)
+                    count = whole or lookup.count(offset)
                     if count is None:
                         continue
-                    seen.add(offset)
+                    got.append(offset)
                     found.append(
                         ShareConsumerRecord(
                             tp.topic,
                             tp.partition,
                             offset,
                             timestamp,
-                            int(batch.timestamp_type),
+                            ts_type,
                             key if kd is None or key is None else kd(key),
                             value if vd is None or value is None else vd(value),
                             None,
@@ -377,7 +385,7 @@ class ShareFetcher:
                             deadline,
                         )
                     )
-        gaps = [o for first, last, _ in ranges for o in range(first, last + 1) if o not in seen]
+        gaps = _gaps(ranges, got)
         self._ledger.acquired(tp, node_id, gaps)
         self._buffer.setdefault(node_id, deque()).extend(found)
         return len(found)
@@ -463,6 +471,8 @@ class ShareFetcher:
             self._on_ack_result({tp: set(per)}, err)
 
     def _renewed(self, tp: TopicPartition, acks: dict[int, int], deadline: float) -> None:
+        if AcknowledgeType.RENEW not in acks.values():
+            return
         renewed = [o for o, t in acks.items() if t == AcknowledgeType.RENEW]
         for record in self._ledger.renewed_records(tp, renewed):
             record.lock_deadline = deadline
@@ -486,11 +496,46 @@ def _bad_ranges(ranges: list[tuple[int, int, int]]) -> str | None:
     return None
 
 
-def _delivery_count(ranges: list[tuple[int, int, int]], offset: int) -> int | None:
-    for first, last, count in ranges:
-        if first <= offset <= last:
+class _DeliveryCounts:
+    """The delivery count of an offset inside the (sorted) acquired ranges, ``None`` outside;
+    O(1) per offset while offsets ascend, as a batch's records do."""
+
+    __slots__ = ("_i", "_ranges")
+
+    def __init__(self, ranges: list[tuple[int, int, int]]) -> None:
+        self._ranges = ranges
+        self._i = 0
+
+    def covering(self, first: int, last: int) -> int | None:
+        """The delivery count when one range holds every offset from ``first`` to ``last``."""
+        count = self.count(first)
+        if count is not None and last <= self._ranges[self._i][1]:
             return count
-    return None
+        return None
+
+    def count(self, offset: int) -> int | None:
+        ranges = self._ranges
+        i = self._i
+        if i and offset < ranges[i][0]:
+            i = 0  # offsets went back (a broker repeating a batch): search from the start
+        while i < len(ranges) and ranges[i][1] < offset:
+            i += 1
+        self._i = min(i, len(ranges) - 1)
+        if i == len(ranges) or offset < ranges[i][0]:
+            return None
+        return ranges[i][2]
+
+
+def _gaps(ranges: list[tuple[int, int, int]], got: list[int]) -> list[int]:
+    """The offsets of the acquired ranges no delivered record holds."""
+    held = sorted(set(got))
+    gaps: list[int] = []
+    for first, last, _ in ranges:
+        lo, hi = bisect.bisect_left(held, first), bisect.bisect_right(held, last)
+        if hi - lo < last - first + 1:  # not every offset of the range came
+            inside = set(held[lo:hi])
+            gaps.extend(o for o in range(first, last + 1) if o not in inside)
+    return gaps
 
 
 __all__ = ["AckRound", "ShareFetcher"]

@@ -6,9 +6,12 @@ from __future__ import annotations
 import uuid
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 from aiokafka_lead.errors import IllegalStateError
 from aiokafka_lead.share.acks import AckBatch, AckLedger, ack_batches
+from aiokafka_lead.share.fetcher import _DeliveryCounts, _gaps
 from aiokafka_lead.share.records import GAP, AcknowledgeType, ShareConsumerRecord
 from aiokafka_lead.share.session import CLOSE_EPOCH, FetchSettings, ShareSession
 from aiokafka_lead.structs import TopicPartition
@@ -110,3 +113,50 @@ def test_session_epoch_wraps_to_one() -> None:
     session.epoch = 2**31 - 1
     session.advance()
     assert session.epoch == 1
+
+
+@st.composite
+def _acquired(draw: st.DrawFn) -> tuple[list[tuple[int, int, int]], list[int]]:
+    """Sorted, disjoint acquired ranges and the offsets a response's records carry (any
+    order, repeats, some outside the ranges)."""
+    ranges = []
+    start = draw(st.integers(0, 5))
+    for _ in range(draw(st.integers(1, 4))):
+        first = start + draw(st.integers(0, 3))
+        last = first + draw(st.integers(0, 6))
+        ranges.append((first, last, draw(st.integers(1, 5))))
+        start = last + 1
+    offsets = draw(st.lists(st.integers(0, start + 3), max_size=30))
+    if draw(st.booleans()):
+        offsets.sort()
+    return ranges, offsets
+
+
+Acquired = tuple[list[tuple[int, int, int]], list[int]]
+
+
+@given(_acquired())
+def test_delivery_counts_and_gaps_match_a_plain_scan(case: Acquired) -> None:
+    ranges, offsets = case
+    lookup = _DeliveryCounts(ranges)
+    got = []
+    for offset in offsets:
+        expected = next((c for f, la, c in ranges if f <= offset <= la), None)
+        assert lookup.count(offset) == expected
+        if expected is not None:
+            got.append(offset)
+    plain = [o for f, la, _ in ranges for o in range(f, la + 1) if o not in set(got)]
+    assert _gaps(ranges, got) == plain
+
+
+def test_implicit_mode_keeps_renewed_records_and_accepts_the_rest() -> None:
+    ledger = AckLedger(explicit=False)
+    ledger.acquired(TP, 1, gaps=[])
+    ledger.delivered([record(1), record(2), record(3)])
+    ledger.acknowledge(record(2), AcknowledgeType.RENEW)
+    ledger.before_poll()
+    assert ledger.unsettled() == []
+    accept, renew = AcknowledgeType.ACCEPT, AcknowledgeType.RENEW
+    assert ledger.take(1) == {TP: {1: accept, 2: renew, 3: accept}}
+    ledger.acknowledge(record(2), AcknowledgeType.ACCEPT)  # still awaiting its settling type
+    assert ledger.take(1) == {TP: {2: AcknowledgeType.ACCEPT}}
