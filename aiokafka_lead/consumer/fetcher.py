@@ -132,6 +132,8 @@ class Fetcher:
         self.buffered_bytes = 0
         self.max_buffered_bytes = 0
         self._nodes_in_flight: dict[int, int] = {}
+        #: time.monotonic() since which a node's fetch of caught-up partitions waits for its buffered ones
+        self._deferred_since: dict[int, float] = {}
         self._unsent = 0  # fetches started whose request is not handed to the connection yet
         self._sessions: dict[int, FetchSession] = {}
         self._in_flight: set[TopicPartition] = set()
@@ -204,6 +206,7 @@ class Fetcher:
         need_validation: list[TopicPartition] = []
         by_node: dict[int, list[TopicPartition]] = {}
         express: dict[int, list[TopicPartition]] = {}
+        held_nodes: set[int] = set()  # nodes with buffered records the user has yet to take
         for tp, st in self._subs.items():
             buffered = self._buffer.get(tp)
             if buffered is not None and _stale(st, buffered):
@@ -211,6 +214,10 @@ class Fetcher:
                 # this partition (a poll of other partitions would leave the reset unplanned)
                 self._discard(tp)
                 buffered = None
+            if buffered is not None and not st.paused:
+                holder = store.leader_for(tp)
+                if holder is not None:
+                    held_nodes.add(self.replicas.node_for(tp, holder))
             if st.paused or buffered is not None or tp in self._in_flight or self._positions.busy(tp):
                 continue
             if st.retry_at > now:
@@ -252,10 +259,27 @@ class Fetcher:
                 # the node's long poll does not cover partitions that just moved here: one
                 # extra fetch that does not wait, so a leader move costs no long-poll time
                 self._start_fetch(tg, node_id, tps, free, max_wait_ms=0)
+        max_wait_s = self._config.fetch_max_wait_ms / 1000
         for node_id, tps in by_node.items():
-            if self._nodes_in_flight.get(node_id, 0) == 0:
-                self._start_fetch(tg, node_id, tps, free, max_wait_ms=self._config.fetch_max_wait_ms)
+            if self._nodes_in_flight.get(node_id, 0) != 0:
+                continue
+            if node_id in held_nodes and all(self._caught_up(tp) for tp in tps):
+                # the broker would hold this fetch for up to fetch_max_wait_ms, and the
+                # connection with it: the node's buffered partitions, once taken, could not be
+                # fetched meanwhile. Wait for them (that long at most) and fetch all together.
+                since = self._deferred_since.setdefault(node_id, now)
+                if now - since < max_wait_s:
+                    next_retry = min(next_retry, since + max_wait_s)
+                    continue
+            self._deferred_since.pop(node_id, None)
+            self._start_fetch(tg, node_id, tps, free, max_wait_ms=self._config.fetch_max_wait_ms)
         return next_retry
+
+    def _caught_up(self, tp: TopicPartition) -> bool:
+        """The position is at the end of what a fetch can return (a fetch would long-poll)."""
+        st = self._subs.state(tp)
+        end = st.last_stable_offset if self._config.isolation_level == "read_committed" else st.highwater
+        return end is not None and st.position is not None and st.position >= end
 
     def _start_fetch(
         self,

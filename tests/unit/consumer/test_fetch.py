@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 import anyio
 import pytest
 
 from aiokafka_lead.consumer import ConsumerStoppedError, NoOffsetForPartitionError, OffsetAndTimestamp
+from aiokafka_lead.consumer.fetcher import Fetcher
 from aiokafka_lead.error_code import ErrorCode as E
 from aiokafka_lead.errors import OffsetOutOfRangeError
 from aiokafka_lead.protocol.messages import ListOffsetsResponse
@@ -215,3 +218,35 @@ async def test_stop_ends_async_for_in_another_task() -> None:
                 await c.stop()  # the loop is waiting for the next record: it ends cleanly
             with pytest.raises(ConsumerStoppedError):
                 await c.getmany()
+
+
+async def test_a_caught_up_partition_does_not_long_poll_ahead_of_its_buffered_neighbour(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A broker holds a fetch of caught-up partitions for fetch_max_wait_ms, and its
+    connection with it: the fetcher waits for the node's buffered partitions to be taken and
+    fetches them all together, instead of parking their next fetch behind that long poll."""
+    fetched: list[tuple[set[TopicPartition], int]] = []  # (partitions, TP1 records read by then)
+    read = [0]
+    start = Fetcher._start_fetch
+
+    def spy(
+        self: Fetcher, tg: Any, node: int, tps: list[TopicPartition], free: int, max_wait_ms: int
+    ) -> None:
+        fetched.append((set(tps), read[0]))
+        start(self, tg, node, tps, free, max_wait_ms)
+
+    monkeypatch.setattr(Fetcher, "_start_fetch", spy)
+    with anyio.fail_after(DEADLINE):
+        async with FakeCluster(brokers=1) as fc:
+            fc.create_topic("t", partitions=2, leaders=[1, 1])
+            produce(fc, TP0, [b"a"])
+            for _ in range(12):  # one batch per fetch (max_partition_fetch_bytes)
+                produce(fc, TP1, [b"x" * 6000])
+            async with consumer(fc, fetch_max_wait_ms=8000, max_partition_fetch_bytes=7000) as c:
+                c.assign([TP0, TP1])
+                while read[0] < 12:
+                    for tp, records in (await c.getmany(timeout_ms=1000, max_records=1)).items():
+                        read[0] += len(records) if tp == TP1 else 0
+    alone = [tps for tps, done in fetched if tps == {TP0} and done < 12]
+    assert not alone, f"{len(alone)} fetch(es) of {TP0} alone while {TP1} had records to read"
