@@ -186,16 +186,18 @@ def client_order(kinds: Sequence[str], run: int) -> list[str]:
 
 @asynccontextmanager
 async def comparison_cluster(args: argparse.Namespace, prefix: str) -> AsyncIterator[str]:
-    """The bootstrap address: ``--bootstrap-server``, or a local 1-node KRaft cluster with the
-    benchmark JVM settings, stopped on the way out (shielded from cancellation)."""
+    """The bootstrap address: ``--bootstrap-server``, or a local KRaft cluster (``args.brokers``
+    nodes, default 1) with the benchmark JVM settings, stopped on the way out (shielded from
+    cancellation)."""
     from aiokafka_lead.testing.cluster import KafkaCluster
 
     if args.bootstrap_server is not None:
         yield args.bootstrap_server
         return
     with tempfile.TemporaryDirectory(prefix=prefix) as tmp:
-        say("starting a local 1-node KRaft cluster (benchmark JVM settings)...")
-        cluster = KafkaCluster(tmp, brokers=1, benchmark=True)
+        brokers = getattr(args, "brokers", 1)
+        say(f"starting a local {brokers}-node KRaft cluster (benchmark JVM settings)...")
+        cluster = KafkaCluster(tmp, brokers=brokers, benchmark=True)
         await anyio.to_thread.run_sync(cluster.up)
         try:
             changed = ", ".join(f"{k}={v}" for k, v in cluster.non_default_settings().items())

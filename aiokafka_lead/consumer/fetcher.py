@@ -12,6 +12,11 @@ Each node keeps a KIP-227 incremental fetch session (``session.py``) for its reg
 fetch; right after a leader move, partitions that just arrived on a node get one extra,
 sessionless fetch that does not wait, so the move never waits out the node's long poll.
 
+A node's fetch of partitions that are all caught up (the broker would hold it for
+``fetch_max_wait_ms``, and the connection with it) waits, that long at most, while the same
+node has buffered partitions, and then goes out with them: a long poll never parks the
+next fetch of partitions the application is still reading (DESIGN.md invariant 33).
+
 Memory: a partition with buffered data is not fetched again until it is drained, and no
 Fetch starts while ``fetch_max_bytes`` are buffered; each Fetch asks for at most the free
 space. So the buffer holds at most ``fetch_max_bytes`` plus what the requests in flight
