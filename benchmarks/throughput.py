@@ -1,6 +1,7 @@
 """The throughput benchmark: aiokafka_lead against aiokafka and confluent-kafka.
 
-Per client and run, on a fresh topic of a 1-node cluster: one process produces
+Per client and run, on a fresh topic (RF1) of the cluster (``--brokers`` local nodes, default
+1, or ``--bootstrap-server``): one process produces
 ``--records`` records of ``--size`` bytes (no key, acks=1, linger 5 ms), then another
 process consumes all of them from the earliest offset (assign mode, no group). Each side
 reports records/s and its own peak RSS. Each client is used the way its documentation
@@ -114,7 +115,8 @@ def markdown(rows: dict[str, Any], args: argparse.Namespace, env: dict[str, Any]
     intro = (
         f"### Throughput\n\n"
         f"`python benchmarks/throughput.py` ({args.runs} runs, client order rotating): per client and run, "
-        f"on a fresh {args.partitions}-partition topic of a 1-node cluster, one process produces "
+        f"on a fresh {args.partitions}-partition topic (RF1) of a {args.brokers}-node cluster, "
+        f"one process produces "
         f"{args.records:,} records of {args.size} B (no key, acks=1, linger 5 ms, each client's other "
         f"defaults), then a second process consumes them all from the earliest offset (assign mode, "
         f"no group, the value of every record read). The rate is records over the wall time from the "
@@ -131,11 +133,12 @@ def markdown(rows: dict[str, Any], args: argparse.Namespace, env: dict[str, Any]
     )
     notes = (
         "\nReading the table:\n\n"
-        "- aiokafka_lead decodes record batches and builds `ConsumerRecord`s in a small optional C "
-        "extension (`aiokafka_lead/_speedups.c`); everything else, the producer included, is "
-        'Python. "no C" is the same client with `AIOKAFKA_LEAD_NO_EXTENSIONS=1` (what a machine '
-        "without a C compiler gets). aiokafka parses record batches with a C extension too; "
-        "confluent-kafka is librdkafka (C, its own threads).\n"
+        "- aiokafka_lead decodes record batches, builds `ConsumerRecord`s and encodes the "
+        "producer's records in a small optional C extension (`aiokafka_lead/_speedups.c`, "
+        '`_speedups_producer.c`); the rest is Python. "no C" is the same client with '
+        "`AIOKAFKA_LEAD_NO_EXTENSIONS=1` (what a machine without a C compiler gets). aiokafka "
+        "parses record batches with a C extension too; confluent-kafka is librdkafka (C, its own "
+        "threads).\n"
         "- The producer's peak RSS includes up to `buffer_memory` (32 MiB, Java's default) of "
         "records queued ahead of the broker; aiokafka blocks `send()` once a partition has a full "
         "batch waiting, so it holds less.\n"
@@ -164,6 +167,7 @@ def render(args: argparse.Namespace) -> int:
     saved = json.loads((RESULTS / "throughput.json").read_text())
     for key in ("records", "size", "partitions", "runs"):
         setattr(args, key, saved["config"][key])
+    args.brokers = saved["config"].get("brokers", 1)
     kinds = saved["config"]["clients"].split(",")
     rows = aggregate(saved["runs"], kinds)
     saved["rows"] = rows
@@ -198,11 +202,11 @@ async def main(args: argparse.Namespace) -> int:
     rows = aggregate(runs, kinds)
     env = bench.run_env(
         args,
-        brokers="1 local node, broker profile kafka-defaults (internal topics' replication 1)"
+        brokers=f"{args.brokers} local node(s), benchmark JVM settings, Kafka's default broker settings"
         if args.bootstrap_server is None
         else "external",
     )
-    config = {k: getattr(args, k) for k in ("records", "size", "partitions", "runs", "clients")}
+    config = {k: getattr(args, k) for k in ("records", "size", "partitions", "runs", "clients", "brokers")}
     config |= {"acks": 1, "linger_ms": 5}
     (RESULTS / "throughput.json").write_text(
         json.dumps({"config": config, "env": env, "rows": rows, "runs": runs}, indent=1)
@@ -214,6 +218,7 @@ async def main(args: argparse.Namespace) -> int:
 if __name__ == "__main__":
     parser = bench.comparison_parser(__doc__, clients="ours,ours-py,aiokafka,confluent")
     parser.add_argument("--records", type=int, default=1_000_000)
+    parser.add_argument("--brokers", type=int, default=1, help="nodes of the local cluster it starts")
     parser.add_argument("--render", action="store_true", help="only redo table and plot from the JSON")
     parsed = parser.parse_args()
     sys.exit(render(parsed) if parsed.render else anyio.run(main, parsed))
