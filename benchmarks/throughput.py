@@ -2,7 +2,8 @@
 
 Per client and run, on a fresh topic (RF1) of the cluster (``--brokers`` local nodes, default
 1, or ``--bootstrap-server``): one process produces
-``--records`` records of ``--size`` bytes (no key, acks=1, linger 5 ms), then another
+``--records`` records of ``--size`` bytes (no key, ``--acks`` 1, or all with idempotence;
+linger 5 ms; ``--replication``, ``--min-insync``), then another
 process consumes all of them from the earliest offset (assign mode, no group). Each side
 reports records/s and its own peak RSS. Each client is used the way its documentation
 recommends for throughput (``await send()`` in a loop then ``flush()``; confluent
@@ -14,7 +15,7 @@ The client order rotates between runs, so a noisy neighbour does not always hit 
     python benchmarks/throughput.py --bootstrap-server H:P --clients ours,aiokafka
 
 Writes benchmarks/results/throughput.json, the bar chart docs/img/throughput.png and the
-docs section benchmarks/results/throughput.md.
+docs section benchmarks/results/throughput.md (``--name`` other than "throughput" renames them).
 """
 
 from __future__ import annotations
@@ -50,7 +51,7 @@ async def run_side(
     client, extra_env = VARIANTS.get(kind, (kind, {}))
     cmd = [sys.executable, str(CLIENT), "--client", client, "--side", side]
     cmd += ["--bootstrap-server", bootstrap, "--topic", topic, "--partitions", str(args.partitions)]
-    cmd += ["--records", str(args.records), "--size", str(args.size)]
+    cmd += ["--records", str(args.records), "--size", str(args.size), "--acks", args.acks]
 
     def line(done: int, started: float) -> str:
         rate = done / max(anyio.current_time() - started, 1e-9)
@@ -65,7 +66,8 @@ async def run_side(
 async def run_client(
     kind: str, admin: AdminClient, bootstrap: str, args: argparse.Namespace
 ) -> dict[str, dict[str, Any]]:
-    async with bench.fresh_topic(admin, f"tp-{kind}", args.partitions) as topic:
+    configs = {"min.insync.replicas": str(args.min_insync)} if args.min_insync else {}
+    async with bench.fresh_topic(admin, f"tp-{kind}", args.partitions, args.replication, configs) as topic:
         out = {}
         for side in SIDES:
             out[side] = r = await run_side(kind, side, bootstrap, topic, args)
@@ -89,6 +91,11 @@ def aggregate(runs: list[dict[str, dict[str, dict[str, Any]]]], kinds: list[str]
                 ]
                 rows[kind][side]["ratio"] = bench.spread_of(ratio)
     return rows
+
+
+def _acks(args: argparse.Namespace) -> str:
+    rf = f", RF{args.replication}" + (f" min.insync {args.min_insync}" if args.min_insync else "")
+    return ("acks=1" if args.acks == "1" else "acks=all, idempotent") + rf
 
 
 def spread(d: dict[str, float]) -> float:
@@ -117,7 +124,7 @@ def markdown(rows: dict[str, Any], args: argparse.Namespace, env: dict[str, Any]
         f"`python benchmarks/throughput.py` ({args.runs} runs, client order rotating): per client and run, "
         f"on a fresh {args.partitions}-partition topic (RF1) of a {args.brokers}-node cluster, "
         f"one process produces "
-        f"{args.records:,} records of {args.size} B (no key, acks=1, linger 5 ms, each client's other "
+        f"{args.records:,} records of {args.size} B (no key, {_acks(args)}, linger 5 ms, each client's other "
         f"defaults), then a second process consumes them all from the earliest offset (assign mode, "
         f"no group, the value of every record read). The rate is records over the wall time from the "
         f"first send to the end of `flush()` (producer) and from the first poll to the last record "
@@ -129,7 +136,7 @@ def markdown(rows: dict[str, Any], args: argparse.Namespace, env: dict[str, Any]
         f"(librdkafka {env.get('librdkafka')}), Python {env.get('python')}, Kafka {env.get('kafka')}, "
         f"brokers: {env.get('brokers')}. "
         f"Machine: {env.get('machine')} (numbers from different runs are not comparable, "
-        f"ratios within a run are).\n\n![throughput](img/throughput.png)\n"
+        f"ratios within a run are).\n\n![throughput](img/{args.name}.png)\n"
     )
     notes = (
         "\nReading the table:\n\n"
@@ -164,14 +171,15 @@ def plot(rows: dict[str, Any], path: Path, title: str) -> Path:
 
 def render(args: argparse.Namespace) -> int:
     """Rebuild the table and the plot from benchmarks/results/throughput.json (no measuring)."""
-    saved = json.loads((RESULTS / "throughput.json").read_text())
+    saved = json.loads((RESULTS / f"{args.name}.json").read_text())
     for key in ("records", "size", "partitions", "runs"):
         setattr(args, key, saved["config"][key])
-    args.brokers = saved["config"].get("brokers", 1)
+    for key, default in (("brokers", 1), ("acks", "1"), ("replication", 1), ("min_insync", 0)):
+        setattr(args, key, saved["config"].get(key, default))
     kinds = saved["config"]["clients"].split(",")
     rows = aggregate(saved["runs"], kinds)
     saved["rows"] = rows
-    (RESULTS / "throughput.json").write_text(json.dumps(saved, indent=1))
+    (RESULTS / f"{args.name}.json").write_text(json.dumps(saved, indent=1))
     finish(rows, args, saved["env"])
     return 0
 
@@ -179,12 +187,13 @@ def render(args: argparse.Namespace) -> int:
 def finish(rows: dict[str, Any], args: argparse.Namespace, env: dict[str, Any]) -> None:
     text = markdown(rows, args, env)
     bench.say("\n" + text)
-    (RESULTS / "throughput.md").write_text(text)
+    (RESULTS / f"{args.name}.md").write_text(text)
     title = (
-        f"{args.records:,} records of {args.size} B, acks=1, linger 5 ms: "
+        f"{args.records:,} records of {args.size} B, {_acks(args)}, linger 5 ms: "
         f"median of {args.runs} runs (whiskers: min-max)"
     )
-    bench.say(f"plot: {plot(rows, PLOT, title)}" if can_plot() else NO_PLOT)
+    image = PLOT.with_name(args.name + ".png")
+    bench.say(f"plot: {plot(rows, image, title)}" if can_plot() else NO_PLOT)
 
 
 async def main(args: argparse.Namespace) -> int:
@@ -206,9 +215,11 @@ async def main(args: argparse.Namespace) -> int:
         if args.bootstrap_server is None
         else "external",
     )
-    config = {k: getattr(args, k) for k in ("records", "size", "partitions", "runs", "clients", "brokers")}
-    config |= {"acks": 1, "linger_ms": 5}
-    (RESULTS / "throughput.json").write_text(
+    keys = ("records", "size", "partitions", "runs", "clients", "brokers")
+    keys += ("acks", "replication", "min_insync")
+    config = {k: getattr(args, k) for k in keys}
+    config |= {"linger_ms": 5}
+    (RESULTS / f"{args.name}.json").write_text(
         json.dumps({"config": config, "env": env, "rows": rows, "runs": runs}, indent=1)
     )
     finish(rows, args, env)
@@ -219,6 +230,10 @@ if __name__ == "__main__":
     parser = bench.comparison_parser(__doc__, clients="ours,ours-py,aiokafka,confluent")
     parser.add_argument("--records", type=int, default=1_000_000)
     parser.add_argument("--brokers", type=int, default=1, help="nodes of the local cluster it starts")
+    parser.add_argument("--name", default="throughput", help="results/<name>.json|md, docs/img/<name>.png")
+    parser.add_argument("--acks", choices=["1", "all"], default="1", help="all: with idempotence")
+    parser.add_argument("--replication", type=int, default=1, help="the topics' replication factor")
+    parser.add_argument("--min-insync", type=int, default=0, help="topics' min.insync.replicas (0: broker's)")
     parser.add_argument("--render", action="store_true", help="only redo table and plot from the JSON")
     parsed = parser.parse_args()
     sys.exit(render(parsed) if parsed.render else anyio.run(main, parsed))

@@ -1,6 +1,7 @@
 """One side (producer or consumer) of one client in the throughput benchmark, in its own process.
 
-Produces ``--records`` records of ``--size`` bytes (no key, acks=1, linger 5 ms) to
+Produces ``--records`` records of ``--size`` bytes (no key, ``--acks`` 1 or all with
+idempotence, linger 5 ms) to
 ``--topic``, or consumes ``--records`` records of it from the earliest offset (assign mode,
 no group), and prints one ``RESULT <json>`` line: records, seconds, records/s and the peak
 RSS of this process (``ru_maxrss``). While it runs it prints ``PROGRESS <done>`` lines about
@@ -103,11 +104,20 @@ async def timed_consume(consumer: Any, args: argparse.Namespace, progress: Progr
         return time.perf_counter() - started
 
 
+def _python_acks(args: argparse.Namespace) -> dict[str, Any]:
+    """acks=1 without idempotence, or acks=all with it (aiokafka's and our keywords)."""
+    if args.acks == "1":
+        return {"acks": 1, "enable_idempotence": False}
+    return {"acks": "all", "enable_idempotence": True}
+
+
 # ------------------------------------------------------------------ aiokafka_lead
 async def produce_ours(args: argparse.Namespace, payload: bytes, progress: Progress) -> float:
     from aiokafka_lead import AIOKafkaProducer
 
-    async with AIOKafkaProducer(bootstrap_servers=args.bootstrap_server, acks=1, linger_ms=5) as producer:
+    async with AIOKafkaProducer(
+        bootstrap_servers=args.bootstrap_server, linger_ms=5, **_python_acks(args)
+    ) as producer:
         await producer.partitions_for(args.topic)
         return await timed_produce(producer, args, payload, progress)
 
@@ -127,7 +137,7 @@ async def consume_ours(args: argparse.Namespace, progress: Progress) -> float:
 async def produce_aiokafka(args: argparse.Namespace, payload: bytes, progress: Progress) -> float:
     from aiokafka import AIOKafkaProducer
 
-    producer = AIOKafkaProducer(bootstrap_servers=args.bootstrap_server, acks=1, linger_ms=5)
+    producer = AIOKafkaProducer(bootstrap_servers=args.bootstrap_server, linger_ms=5, **_python_acks(args))
     await producer.start()
     try:
         await producer.partitions_for(args.topic)
@@ -155,7 +165,12 @@ def produce_confluent(args: argparse.Namespace, payload: bytes, progress: Progre
     import confluent_kafka
 
     producer = confluent_kafka.Producer(
-        {"bootstrap.servers": args.bootstrap_server, "acks": 1, "linger.ms": 5}
+        {
+            "bootstrap.servers": args.bootstrap_server,
+            "linger.ms": 5,
+            "acks": 1 if args.acks == "1" else "all",
+            "enable.idempotence": args.acks == "all",
+        }
     )
     producer.list_topics(args.topic, timeout=30)
     failed = 0
@@ -237,6 +252,7 @@ def main() -> int:
     parser.add_argument("--records", type=int, default=1_000_000)
     parser.add_argument("--size", type=int, default=100)
     parser.add_argument("--partitions", type=int, required=True, help="the topic's partition count")
+    parser.add_argument("--acks", choices=["1", "all"], default="1", help="all: with idempotence")
     parser.add_argument("--profile", help="write cProfile stats of the measured part here")
     args = parser.parse_args()
     progress = Progress()

@@ -209,12 +209,18 @@ async def comparison_cluster(args: argparse.Namespace, prefix: str) -> AsyncIter
 
 
 @asynccontextmanager
-async def fresh_topic(admin: AdminClient, prefix: str, partitions: int) -> AsyncIterator[str]:
+async def fresh_topic(
+    admin: AdminClient,
+    prefix: str,
+    partitions: int,
+    replication: int = 1,
+    configs: dict[str, str] | None = None,
+) -> AsyncIterator[str]:
     """A new topic ``<prefix>-<random>`` for one client's run, deleted afterwards."""
     from aiokafka_lead.admin import NewTopic
 
     topic = f"{prefix}-{uuid.uuid4().hex[:8]}"
-    await admin.create_topics([NewTopic(topic, partitions, 1)])
+    await admin.create_topics([NewTopic(topic, partitions, replication, topic_configs=configs or {})])
     try:
         yield topic
     finally:
