@@ -10,7 +10,10 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Generic, NamedTuple, Protocol, Self, TypeVar
+from typing import TYPE_CHECKING, Any, Generic, NamedTuple, Protocol, Self, TypeVar
+
+if TYPE_CHECKING:
+    from aiokafka_lead.errors import KafkaError
 
 KT = TypeVar("KT")
 VT = TypeVar("VT")
@@ -100,7 +103,7 @@ class PartitionMetadata(NamedTuple):
     leader: int
     replicas: list[int]
     isr: list[int]
-    error: Exception | None  # a KafkaError subclass; typed wider so errors.py can import this module
+    error: KafkaError | None
 
 
 class ConsumerGroupMetadata(NamedTuple):

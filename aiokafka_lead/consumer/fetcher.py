@@ -211,7 +211,7 @@ class Fetcher:
         need_validation: list[TopicPartition] = []
         by_node: dict[int, list[TopicPartition]] = {}
         express: dict[int, list[TopicPartition]] = {}
-        held_nodes: set[int] = set()  # nodes with buffered records the user has yet to take
+        held: list[TopicPartition] = []  # buffered records the user has yet to take
         for tp, st in self._subs.items():
             buffered = self._buffer.get(tp)
             if buffered is not None and _stale(st, buffered):
@@ -220,9 +220,7 @@ class Fetcher:
                 self._discard(tp)
                 buffered = None
             if buffered is not None and not st.paused:
-                holder = store.leader_for(tp)
-                if holder is not None:
-                    held_nodes.add(self.replicas.node_for(tp, holder))
+                held.append(tp)
             if st.paused or buffered is not None or tp in self._in_flight or self._positions.busy(tp):
                 continue
             if st.retry_at > now:
@@ -265,10 +263,15 @@ class Fetcher:
                 # extra fetch that does not wait, so a leader move costs no long-poll time
                 self._start_fetch(tg, node_id, tps, free, max_wait_ms=0)
         max_wait_s = self._config.fetch_max_wait_ms / 1000
+        held_nodes: set[int] | None = None  # the nodes of ``held``, found only when needed
         for node_id, tps in by_node.items():
             if self._nodes_in_flight.get(node_id, 0) != 0:
                 continue
-            if node_id in held_nodes and all(self._caught_up(tp) for tp in tps):
+            waits = bool(held) and all(self._caught_up(tp) for tp in tps)
+            if waits:
+                held_nodes = self._nodes_of(held) if held_nodes is None else held_nodes
+                waits = node_id in held_nodes
+            if waits:
                 # the broker would hold this fetch for up to fetch_max_wait_ms, and the
                 # connection with it: the node's buffered partitions, once taken, could not be
                 # fetched meanwhile. Wait for them (that long at most) and fetch all together.
@@ -279,6 +282,13 @@ class Fetcher:
             self._deferred_since.pop(node_id, None)
             self._start_fetch(tg, node_id, tps, free, max_wait_ms=self._config.fetch_max_wait_ms)
         return next_retry
+
+    def _nodes_of(self, tps: list[TopicPartition]) -> set[int]:
+        """The nodes these partitions are fetched from."""
+        store = self._core.store
+        return {
+            self.replicas.node_for(tp, leader) for tp in tps if (leader := store.leader_for(tp)) is not None
+        }
 
     def _caught_up(self, tp: TopicPartition) -> bool:
         """The position is at the end of what a fetch can return (a fetch would long-poll)."""

@@ -78,11 +78,10 @@ def _load() -> None:
         unavailable_reason = "disabled by AIOKAFKA_LEAD_NO_EXTENSIONS"
         return
     try:
-        import aiokafka_lead._speedups
+        from aiokafka_lead import _speedups
     except ImportError as exc:
         unavailable_reason = f"not built: {exc}"
         return
-    _speedups = aiokafka_lead._speedups
     built = getattr(_speedups, "ABI", 1)
     if built != ABI:  # built from an older _speedups.c: its checks differ, so do not use it
         unavailable_reason = f"stale build (ABI {built}, need {ABI}): rebuild with setup.py build_ext"
