@@ -19,6 +19,7 @@ from aiokafka_lead.admin import AdminClient, NewTopic
 from aiokafka_lead.structs import TopicPartition
 from aiokafka_lead.testing.cluster import KafkaCluster
 from tests.integration.conftest import unique
+from tests.support.waiting import eventually
 
 pytestmark = pytest.mark.integration
 
@@ -134,7 +135,11 @@ async def test_rack_b_consumer_reads_from_rack_b_and_survives_its_broker_stoppin
 
             async with anyio.create_task_group() as tg:
                 tg.start_soon(produce_more)
-                await reader.read(lambda: reader.count() >= sent - 1 and sent > 10_100, 30)
+                # a fixed mark: "caught up with a producer that keeps going" is a race
+                with anyio.fail_after(30):
+                    await eventually(lambda: sent > 10_100)
+                steady = sent
+                await reader.read(lambda: reader.count() >= steady, 30)
                 leader_bytes_before = reader.leader_bytes()
                 stopped_at = time.monotonic()
                 stopping = anyio.Event()
