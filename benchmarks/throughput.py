@@ -1,14 +1,18 @@
-"""The throughput benchmark: aiokafka_lead against aiokafka and confluent-kafka.
+"""The throughput benchmark: aiokafka_lead (with and without its C extension) against
+aiokafka, confluent-kafka (sync and ``confluent_kafka.aio``) and the Java client.
 
-Per client and run, on a fresh topic (RF1) of the cluster (``--brokers`` local nodes, default
-1, or ``--bootstrap-server``): one process produces
-``--records`` records of ``--size`` bytes (no key, ``--acks`` 1, or all with idempotence;
-linger 5 ms; ``--replication``, ``--min-insync``), then another
-process consumes all of them from the earliest offset (assign mode, no group). Each side
-reports records/s and its own peak RSS. Each client is used the way its documentation
-recommends for throughput (``await send()`` in a loop then ``flush()``; confluent
-``produce()`` + ``poll(0)`` + ``flush()``; ``getmany()`` / ``consume(num_messages=...)``).
-The client order rotates between runs, so a noisy neighbour does not always hit the same one.
+Per client and run, on a fresh topic of the cluster (``--brokers`` local nodes, default 1, or
+``--bootstrap-server``): one process produces ``--records`` records of ``--size`` bytes (no
+key, ``--acks`` 1, or all with idempotence; linger 5 ms; ``--compression``;
+``--replication``, ``--min-insync``), then another process consumes all of them from the
+earliest offset (assign mode, no group). Each side reports records/s, CPU per record and its
+own peak RSS. Each client is used the way its documentation recommends for throughput
+(``await send()`` in a loop then ``flush()``; confluent ``produce()`` + ``poll(0)`` +
+``flush()``; ``await AIOProducer.produce()``; Java ``send()`` with a callback then
+``flush()``; ``getmany()`` / ``consume(num_messages=...)`` / ``poll()``). Every client sends
+the same value bytes: random (incompressible) without ``--compression``, text-like
+(compressible, seeded) with it. The client order rotates between runs, so a noisy neighbour
+does not always hit the same one.
 
     python benchmarks/throughput.py                       # starts a local 1-node cluster
     python benchmarks/throughput.py --runs 5 --records 1000000
@@ -22,7 +26,11 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
+import random
+import string
 import sys
+import tempfile
 from pathlib import Path
 from typing import Any
 
@@ -30,17 +38,31 @@ import anyio
 
 from aiokafka_lead.admin import AdminClient
 from aiokafka_lead.bench import children as bench
+from aiokafka_lead.bench import java
 from aiokafka_lead.bench.plot import NO_PLOT, can_plot
 
 ROOT = Path(__file__).resolve().parent.parent
 RESULTS = ROOT / "benchmarks" / "results"
 PLOT = ROOT / "docs" / "img" / "throughput.png"
 CLIENT = ROOT / "benchmarks" / "throughput_client.py"
-LABELS = {**bench.PEER_LABELS, "ours-py": "aiokafka_lead (no C)"}
+JAVA_CLIENT = ROOT / "benchmarks" / "java" / "ThroughputClient.java"
+LABELS = {
+    **bench.PEER_LABELS,
+    "ours-py": "aiokafka_lead (no C)",
+    "confluent-aio": "confluent_kafka.aio",
+    "java": "Java client",
+}
 #: client kinds that run another kind's code with extra environment variables
 VARIANTS = {"ours-py": ("ours", {"AIOKAFKA_LEAD_NO_EXTENSIONS": "1"})}
 SIDES = ("produce", "consume")
-COLORS = {"ours": "#1f77b4", "ours-py": "#9ecae1", "aiokafka": "#ff7f0e", "confluent": "#2ca02c"}
+COLORS = {
+    "ours": "#1f77b4",
+    "ours-py": "#9ecae1",
+    "aiokafka": "#ff7f0e",
+    "confluent": "#2ca02c",
+    "confluent-aio": "#98df8a",
+    "java": "#d62728",
+}
 METRICS = ("records_per_s", "cpu_us_per_record", "peak_rss_mib")
 
 
@@ -49,9 +71,13 @@ async def run_side(
 ) -> dict[str, Any]:
     """Run one client process, relaying its progress on one line; its RESULT as a dict."""
     client, extra_env = VARIANTS.get(kind, (kind, {}))
-    cmd = [sys.executable, str(CLIENT), "--client", client, "--side", side]
+    if kind == "java":
+        cmd = java.command(args.java_classpath, "--side", side, main_class="ThroughputClient")
+    else:
+        cmd = [sys.executable, str(CLIENT), "--client", client, "--side", side]
     cmd += ["--bootstrap-server", bootstrap, "--topic", topic, "--partitions", str(args.partitions)]
-    cmd += ["--records", str(args.records), "--size", str(args.size), "--acks", args.acks]
+    cmd += ["--records", str(args.records), "--payload-file", str(args.payload_file), "--acks", args.acks]
+    cmd += ["--compression", args.compression]
 
     def line(done: int, started: float) -> str:
         rate = done / max(anyio.current_time() - started, 1e-9)
@@ -95,7 +121,21 @@ def aggregate(runs: list[dict[str, dict[str, dict[str, Any]]]], kinds: list[str]
 
 def _acks(args: argparse.Namespace) -> str:
     rf = f", RF{args.replication}" + (f" min.insync {args.min_insync}" if args.min_insync else "")
-    return ("acks=1" if args.acks == "1" else "acks=all, idempotent") + rf
+    codec = f", {args.compression}" if args.compression != "none" else ""
+    return ("acks=1" if args.acks == "1" else "acks=all, idempotent") + rf + codec
+
+
+def payload(size: int, compressible: bool) -> bytes:
+    """The value every client sends: random bytes, or seeded text-like bytes a codec can shrink
+    (words drawn from a small vocabulary, as logs and JSON events are)."""
+    if not compressible:
+        return os.urandom(size)
+    rng = random.Random(size)
+    words = [bytes(rng.choices(string.ascii_lowercase.encode(), k=rng.randint(3, 9))) for _ in range(400)]
+    out = bytearray()
+    while len(out) < size:
+        out += rng.choice(words) + (b'", "' if rng.random() < 0.2 else b" ")
+    return bytes(out[:size])
 
 
 def spread(d: dict[str, float]) -> float:
@@ -122,9 +162,11 @@ def markdown(rows: dict[str, Any], args: argparse.Namespace, env: dict[str, Any]
     intro = (
         f"### Throughput\n\n"
         f"`python benchmarks/throughput.py` ({args.runs} runs, client order rotating): per client and run, "
-        f"on a fresh {args.partitions}-partition topic (RF1) of a {args.brokers}-node cluster, "
+        f"on a fresh {args.partitions}-partition topic of a {args.brokers}-node cluster, "
         f"one process produces "
-        f"{args.records:,} records of {args.size} B (no key, {_acks(args)}, linger 5 ms, each client's other "
+        f"{args.records:,} records of {args.size} B "
+        f"({'text-like' if args.compression != 'none' else 'random'} values, "
+        f"no key, {_acks(args)}, linger 5 ms, each client's other "
         f"defaults), then a second process consumes them all from the earliest offset (assign mode, "
         f"no group, the value of every record read). The rate is records over the wall time from the "
         f"first send to the end of `flush()` (producer) and from the first poll to the last record "
@@ -150,7 +192,13 @@ def markdown(rows: dict[str, Any], args: argparse.Namespace, env: dict[str, Any]
         "records queued ahead of the broker; aiokafka blocks `send()` once a partition has a full "
         "batch waiting, so it holds less.\n"
         "- confluent-kafka's consumer rate is bounded by the Python side of `consume()` "
-        "(one `Message` object and two method calls per record).\n"
+        "(one `Message` object and two method calls per record). `confluent_kafka.aio` runs "
+        "the same calls in a thread pool; its producer batches `produce()` calls in Python "
+        "before handing them to librdkafka.\n"
+        "- The Java client is kafka-clients of the cluster's Kafka version "
+        "(benchmarks/java/ThroughputClient.java), default JVM flags but `-Xmx512m`; its "
+        "start-up and JIT warm-up before the first send are not timed, the JIT's work during "
+        "the run is (in its CPU time).\n"
     )
     return intro + "\n" + "\n".join(lines) + "\n" + notes
 
@@ -174,7 +222,8 @@ def render(args: argparse.Namespace) -> int:
     saved = json.loads((RESULTS / f"{args.name}.json").read_text())
     for key in ("records", "size", "partitions", "runs"):
         setattr(args, key, saved["config"][key])
-    for key, default in (("brokers", 1), ("acks", "1"), ("replication", 1), ("min_insync", 0)):
+    defaults = (("brokers", 1), ("acks", "1"), ("replication", 1), ("min_insync", 0), ("compression", "none"))
+    for key, default in defaults:
         setattr(args, key, saved["config"].get(key, default))
     kinds = saved["config"]["clients"].split(",")
     rows = aggregate(saved["runs"], kinds)
@@ -199,15 +248,30 @@ def finish(rows: dict[str, Any], args: argparse.Namespace, env: dict[str, Any]) 
 async def main(args: argparse.Namespace) -> int:
     kinds = bench.client_kinds(args, LABELS)
     RESULTS.mkdir(parents=True, exist_ok=True)
+    if "java" in kinds:
+        bench.say("compiling the Java client...")
+        args.java_classpath = await anyio.to_thread.run_sync(
+            lambda: java.compile_class(
+                JAVA_CLIENT,
+                "ThroughputClient",
+                args.kafka_version,
+                prefix="java-throughput",
+                what="the Java client",
+            )
+        )
     runs: list[dict[str, dict[str, dict[str, Any]]]] = []
     async with (
         bench.comparison_cluster(args, "throughput-") as bootstrap,
         AdminClient(bootstrap_servers=bootstrap) as admin,
     ):
+        with tempfile.NamedTemporaryFile(prefix="throughput-payload-", delete=False) as f:
+            f.write(payload(args.size, compressible=args.compression != "none"))
+            args.payload_file = Path(f.name)
         for run in range(args.runs):
             order = bench.client_order(kinds, run)
             bench.say(f"run {run + 1}/{args.runs}: {', '.join(LABELS[k] for k in order)}")
             runs.append({kind: await run_client(kind, admin, bootstrap, args) for kind in order})
+        args.payload_file.unlink()
     rows = aggregate(runs, kinds)
     env = bench.run_env(
         args,
@@ -215,8 +279,8 @@ async def main(args: argparse.Namespace) -> int:
         if args.bootstrap_server is None
         else "external",
     )
-    keys = ("records", "size", "partitions", "runs", "clients", "brokers")
-    keys += ("acks", "replication", "min_insync")
+    keys: tuple[str, ...] = ("records", "size", "partitions", "runs", "clients", "brokers")
+    keys += ("acks", "replication", "min_insync", "compression")
     config = {k: getattr(args, k) for k in keys}
     config |= {"linger_ms": 5}
     (RESULTS / f"{args.name}.json").write_text(
@@ -227,13 +291,14 @@ async def main(args: argparse.Namespace) -> int:
 
 
 if __name__ == "__main__":
-    parser = bench.comparison_parser(__doc__, clients="ours,ours-py,aiokafka,confluent")
+    parser = bench.comparison_parser(__doc__, clients="ours,ours-py,aiokafka,confluent,confluent-aio,java")
     parser.add_argument("--records", type=int, default=1_000_000)
     parser.add_argument("--brokers", type=int, default=1, help="nodes of the local cluster it starts")
     parser.add_argument("--name", default="throughput", help="results/<name>.json|md, docs/img/<name>.png")
     parser.add_argument("--acks", choices=["1", "all"], default="1", help="all: with idempotence")
     parser.add_argument("--replication", type=int, default=1, help="the topics' replication factor")
     parser.add_argument("--min-insync", type=int, default=0, help="topics' min.insync.replicas (0: broker's)")
+    parser.add_argument("--compression", choices=["none", "gzip", "snappy", "lz4", "zstd"], default="none")
     parser.add_argument("--render", action="store_true", help="only redo table and plot from the JSON")
     parsed = parser.parse_args()
     sys.exit(render(parsed) if parsed.render else anyio.run(main, parsed))

@@ -1,13 +1,17 @@
 """One side (producer or consumer) of one client in the throughput benchmark, in its own process.
 
-Produces ``--records`` records of ``--size`` bytes (no key, ``--acks`` 1 or all with
-idempotence, linger 5 ms) to
-``--topic``, or consumes ``--records`` records of it from the earliest offset (assign mode,
-no group), and prints one ``RESULT <json>`` line: records, seconds, records/s and the peak
-RSS of this process (``ru_maxrss``). While it runs it prints ``PROGRESS <done>`` lines about
+Produces ``--records`` copies of the ``--payload-file`` bytes (no key, ``--acks`` 1 or all
+with idempotence, linger 5 ms, ``--compression``) to ``--topic``, or consumes ``--records``
+records of it from the earliest offset (assign mode, no group), and prints one
+``RESULT <json>`` line: records, seconds, records/s, CPU per record and the peak RSS of this
+process (``ru_maxrss``). While it runs it prints ``PROGRESS <done>`` lines about
 twice a second for the orchestrator.
 
-    python benchmarks/throughput_client.py --client aiokafka --side produce --bootstrap-server H:P --topic T
+    python benchmarks/throughput_client.py --client aiokafka --side produce --bootstrap-server H:P \
+        --topic T --partitions 6 --records 100000 --payload-file payload.bin
+
+``confluent-aio`` is confluent-kafka's asyncio classes (``confluent_kafka.aio``: librdkafka
+behind a thread pool); the Java client's side is benchmarks/java/ThroughputClient.java.
 
 With ``--profile FILE`` the measured part runs under cProfile and the stats go to FILE
 (``python -m pstats FILE``); the rate measured that way is not comparable with the others.
@@ -25,6 +29,7 @@ import resource
 import sys
 import time
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 PROGRESS_EVERY_S = 0.5
@@ -105,10 +110,42 @@ async def timed_consume(consumer: Any, args: argparse.Namespace, progress: Progr
 
 
 def _python_acks(args: argparse.Namespace) -> dict[str, Any]:
-    """acks=1 without idempotence, or acks=all with it (aiokafka's and our keywords)."""
+    """acks=1 without idempotence, or acks=all with it, and the compression codec (aiokafka's
+    and our keywords)."""
+    codec = {"compression_type": args.compression} if args.compression != "none" else {}
     if args.acks == "1":
-        return {"acks": 1, "enable_idempotence": False}
-    return {"acks": "all", "enable_idempotence": True}
+        return {"acks": 1, "enable_idempotence": False, **codec}
+    return {"acks": "all", "enable_idempotence": True, **codec}
+
+
+def _confluent_producer_config(args: argparse.Namespace) -> dict[str, Any]:
+    """The same producer settings in librdkafka's names."""
+    return {
+        "bootstrap.servers": args.bootstrap_server,
+        "linger.ms": 5,
+        "acks": 1 if args.acks == "1" else "all",
+        "enable.idempotence": args.acks == "all",
+        "compression.type": args.compression,
+    }
+
+
+def _confluent_consumer_config(args: argparse.Namespace) -> dict[str, Any]:
+    return {
+        "bootstrap.servers": args.bootstrap_server,
+        "group.id": f"throughput-{os.getpid()}",  # required by the client; unused with assign()
+        "enable.auto.commit": False,
+    }
+
+
+def _checked(message: Any) -> bool:
+    """True for a record; False for a partition-EOF event; raises a consumer error."""
+    import confluent_kafka
+
+    if message.error() is None:
+        return True
+    if message.error().code() == confluent_kafka.KafkaError._PARTITION_EOF:
+        return False
+    raise confluent_kafka.KafkaException(message.error())
 
 
 # ------------------------------------------------------------------ aiokafka_lead
@@ -164,14 +201,7 @@ async def consume_aiokafka(args: argparse.Namespace, progress: Progress) -> floa
 def produce_confluent(args: argparse.Namespace, payload: bytes, progress: Progress) -> float:
     import confluent_kafka
 
-    producer = confluent_kafka.Producer(
-        {
-            "bootstrap.servers": args.bootstrap_server,
-            "linger.ms": 5,
-            "acks": 1 if args.acks == "1" else "all",
-            "enable.idempotence": args.acks == "all",
-        }
-    )
+    producer = confluent_kafka.Producer(_confluent_producer_config(args))
     producer.list_topics(args.topic, timeout=30)
     failed = 0
 
@@ -204,13 +234,7 @@ def produce_confluent(args: argparse.Namespace, payload: bytes, progress: Progre
 def consume_confluent(args: argparse.Namespace, progress: Progress) -> float:
     import confluent_kafka
 
-    consumer = confluent_kafka.Consumer(
-        {
-            "bootstrap.servers": args.bootstrap_server,
-            "group.id": f"throughput-{os.getpid()}",  # required by the client; unused with assign()
-            "enable.auto.commit": False,
-        }
-    )
+    consumer = confluent_kafka.Consumer(_confluent_consumer_config(args))
     try:
         consumer.assign(
             [
@@ -224,12 +248,9 @@ def consume_confluent(args: argparse.Namespace, progress: Progress) -> float:
             count = volume = 0
             while count < args.records:
                 for message in consumer.consume(num_messages=10_000, timeout=1.0):
-                    if message.error() is not None:
-                        if message.error().code() == confluent_kafka.KafkaError._PARTITION_EOF:
-                            continue
-                        raise confluent_kafka.KafkaException(message.error())
-                    count += 1
-                    volume += len(message.value())
+                    if _checked(message):
+                        count += 1
+                        volume += len(message.value())
                 progress(count)
             CPU.stop()
             return time.perf_counter() - started
@@ -237,40 +258,113 @@ def consume_confluent(args: argparse.Namespace, progress: Progress) -> float:
         consumer.close()
 
 
+# -------------------------------------------------------------- confluent_kafka.aio
+async def produce_confluent_aio(args: argparse.Namespace, payload: bytes, progress: Progress) -> float:
+    """``await produce()`` per record (it returns the delivery future), then ``flush()``, as
+    confluent-kafka's asyncio documentation shows; failures counted from the futures."""
+    from confluent_kafka.aio import AIOProducer
+
+    failed = 0
+
+    def delivered(future: asyncio.Future[Any]) -> None:
+        nonlocal failed
+        if future.cancelled() or future.exception() is not None:
+            failed += 1
+
+    producer = AIOProducer(_confluent_producer_config(args))
+    try:
+        await producer.list_topics(args.topic, timeout=30)
+        with profiled(args.profile):
+            started = time.perf_counter()
+            CPU.start()
+            for i in range(args.records):
+                delivery = await producer.produce(args.topic, payload)
+                delivery.add_done_callback(delivered)
+                if not i & 0x3FFF:
+                    progress(i)
+            await producer.flush(120)
+            elapsed = time.perf_counter() - started
+            CPU.stop()
+    finally:
+        await producer.close()
+    if failed:
+        raise RuntimeError(f"confluent_kafka.aio: {failed} failed")
+    return elapsed
+
+
+async def consume_confluent_aio(args: argparse.Namespace, progress: Progress) -> float:
+    import confluent_kafka
+    from confluent_kafka.aio import AIOConsumer
+
+    consumer = AIOConsumer(_confluent_consumer_config(args))
+    try:
+        await consumer.assign(
+            [
+                confluent_kafka.TopicPartition(args.topic, p, confluent_kafka.OFFSET_BEGINNING)
+                for p in range(args.partitions)
+            ]
+        )
+        with profiled(args.profile):
+            started = time.perf_counter()
+            CPU.start()
+            count = volume = 0
+            while count < args.records:
+                for message in await consumer.consume(num_messages=10_000, timeout=1.0):
+                    if _checked(message):
+                        count += 1
+                        volume += len(message.value())
+                progress(count)
+            CPU.stop()
+            return time.perf_counter() - started
+    finally:
+        await consumer.close()
+
+
 def peak_rss_mib() -> float:
     return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024  # KiB on Linux
+
+
+#: client kind -> its producing side (a coroutine function for the asyncio clients)
+PRODUCERS: dict[str, Any] = {
+    "ours": produce_ours,
+    "aiokafka": produce_aiokafka,
+    "confluent": produce_confluent,
+    "confluent-aio": produce_confluent_aio,
+}
+#: client kind -> its consuming side
+CONSUMERS: dict[str, Any] = {
+    "ours": consume_ours,
+    "aiokafka": consume_aiokafka,
+    "confluent": consume_confluent,
+    "confluent-aio": consume_confluent_aio,
+}
 
 
 def main() -> int:
     parser = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
     )
-    parser.add_argument("--client", required=True, choices=["ours", "aiokafka", "confluent"])
+    parser.add_argument("--client", required=True, choices=[*PRODUCERS])
     parser.add_argument("--side", required=True, choices=["produce", "consume"])
     parser.add_argument("--bootstrap-server", required=True)
     parser.add_argument("--topic", required=True)
     parser.add_argument("--records", type=int, default=1_000_000)
-    parser.add_argument("--size", type=int, default=100)
+    parser.add_argument("--payload-file", required=True, help="the value every record carries")
     parser.add_argument("--partitions", type=int, required=True, help="the topic's partition count")
     parser.add_argument("--acks", choices=["1", "all"], default="1", help="all: with idempotence")
+    parser.add_argument("--compression", choices=["none", "gzip", "snappy", "lz4", "zstd"], default="none")
     parser.add_argument("--profile", help="write cProfile stats of the measured part here")
     args = parser.parse_args()
     progress = Progress()
     rss_before = peak_rss_mib()
     if args.side == "produce":
-        payload = os.urandom(args.size)
-        if args.client == "confluent":
-            seconds = produce_confluent(args, payload, progress)
-        elif args.client == "aiokafka":
-            seconds = asyncio.run(produce_aiokafka(args, payload, progress))
-        else:
-            seconds = asyncio.run(produce_ours(args, payload, progress))
-    elif args.client == "confluent":
-        seconds = consume_confluent(args, progress)
-    elif args.client == "aiokafka":
-        seconds = asyncio.run(consume_aiokafka(args, progress))
+        payload = Path(args.payload_file).read_bytes()
+        run: Any = PRODUCERS[args.client]
+        outcome = run(args, payload, progress)
     else:
-        seconds = asyncio.run(consume_ours(args, progress))
+        run = CONSUMERS[args.client]
+        outcome = run(args, progress)
+    seconds: float = asyncio.run(outcome) if asyncio.iscoroutine(outcome) else outcome
     result = {
         "client": args.client,
         "side": args.side,

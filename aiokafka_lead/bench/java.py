@@ -46,6 +46,6 @@ def compile_class(source: Path, main_class: str, kafka_version: str, *, prefix: 
     return classpath
 
 
-def command(classpath: str, *args: str) -> list[str]:
-    """The command line running the load client with ``args``."""
-    return [java_executable(), "-Xmx512m", "-cp", classpath, MAIN_CLASS, *args]
+def command(classpath: str, *args: str, main_class: str = MAIN_CLASS) -> list[str]:
+    """The command line running ``main_class`` (the load client by default) with ``args``."""
+    return [java_executable(), "-Xmx512m", "-cp", classpath, main_class, *args]
