@@ -63,6 +63,8 @@ COLORS = {
     "confluent-aio": "#98df8a",
     "java": "#d62728",
 }
+#: distinct values the producers cycle through
+VALUES = 64
 METRICS = ("records_per_s", "cpu_us_per_record", "peak_rss_mib")
 
 
@@ -76,8 +78,8 @@ async def run_side(
     else:
         cmd = [sys.executable, str(CLIENT), "--client", client, "--side", side]
     cmd += ["--bootstrap-server", bootstrap, "--topic", topic, "--partitions", str(args.partitions)]
-    cmd += ["--records", str(args.records), "--payload-file", str(args.payload_file), "--acks", args.acks]
-    cmd += ["--compression", args.compression]
+    cmd += ["--records", str(args.records), "--size", str(args.size), "--acks", args.acks]
+    cmd += ["--payload-file", str(args.payload_file), "--compression", args.compression]
 
     def line(done: int, started: float) -> str:
         rate = done / max(anyio.current_time() - started, 1e-9)
@@ -126,16 +128,17 @@ def _acks(args: argparse.Namespace) -> str:
 
 
 def payload(size: int, compressible: bool) -> bytes:
-    """The value every client sends: random bytes, or seeded text-like bytes a codec can shrink
-    (words drawn from a small vocabulary, as logs and JSON events are)."""
+    """The values every client cycles through (``VALUES`` of ``size`` bytes, end to end):
+    random bytes, or seeded text-like ones a codec can shrink (words drawn from one small
+    vocabulary, as log lines and JSON events are), each value different."""
     if not compressible:
-        return os.urandom(size)
+        return os.urandom(size * VALUES)
     rng = random.Random(size)
     words = [bytes(rng.choices(string.ascii_lowercase.encode(), k=rng.randint(3, 9))) for _ in range(400)]
     out = bytearray()
-    while len(out) < size:
+    while len(out) < size * VALUES:
         out += rng.choice(words) + (b'", "' if rng.random() < 0.2 else b" ")
-    return bytes(out[:size])
+    return bytes(out[: size * VALUES])
 
 
 def spread(d: dict[str, float]) -> float:

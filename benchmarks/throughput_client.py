@@ -1,6 +1,7 @@
 """One side (producer or consumer) of one client in the throughput benchmark, in its own process.
 
-Produces ``--records`` copies of the ``--payload-file`` bytes (no key, ``--acks`` 1 or all
+Produces ``--records`` records whose values cycle through the ``--payload-file``'s
+``--size``-byte values (no key, ``--acks`` 1 or all
 with idempotence, linger 5 ms, ``--compression``) to ``--topic``, or consumes ``--records``
 records of it from the earliest offset (assign mode, no group), and prints one
 ``RESULT <json>`` line: records, seconds, records/s, CPU per record and the peak RSS of this
@@ -8,7 +9,7 @@ process (``ru_maxrss``). While it runs it prints ``PROGRESS <done>`` lines about
 twice a second for the orchestrator.
 
     python benchmarks/throughput_client.py --client aiokafka --side produce --bootstrap-server H:P \
-        --topic T --partitions 6 --records 100000 --payload-file payload.bin
+        --topic T --partitions 6 --records 100000 --size 100 --payload-file values.bin
 
 ``confluent-aio`` is confluent-kafka's asyncio classes (``confluent_kafka.aio``: librdkafka
 behind a thread pool); the Java client's side is benchmarks/java/ThroughputClient.java.
@@ -78,13 +79,15 @@ def profiled(path: str | None) -> Iterator[None]:
         profile.dump_stats(path)
 
 
-async def timed_produce(producer: Any, args: argparse.Namespace, payload: bytes, progress: Progress) -> float:
+async def timed_produce(
+    producer: Any, args: argparse.Namespace, values: list[bytes], progress: Progress
+) -> float:
     """The measured part for both asyncio clients (same ``send``/``flush`` API): seconds taken."""
     with profiled(args.profile):
         started = time.perf_counter()
         CPU.start()
         for i in range(args.records):
-            await producer.send(args.topic, payload)
+            await producer.send(args.topic, values[i % len(values)])
             if not i & 0x3FFF:
                 progress(i)
         await producer.flush()
@@ -149,14 +152,14 @@ def _checked(message: Any) -> bool:
 
 
 # ------------------------------------------------------------------ aiokafka_lead
-async def produce_ours(args: argparse.Namespace, payload: bytes, progress: Progress) -> float:
+async def produce_ours(args: argparse.Namespace, values: list[bytes], progress: Progress) -> float:
     from aiokafka_lead import AIOKafkaProducer
 
     async with AIOKafkaProducer(
         bootstrap_servers=args.bootstrap_server, linger_ms=5, **_python_acks(args)
     ) as producer:
         await producer.partitions_for(args.topic)
-        return await timed_produce(producer, args, payload, progress)
+        return await timed_produce(producer, args, values, progress)
 
 
 async def consume_ours(args: argparse.Namespace, progress: Progress) -> float:
@@ -171,14 +174,14 @@ async def consume_ours(args: argparse.Namespace, progress: Progress) -> float:
 
 
 # ------------------------------------------------------------------------ aiokafka
-async def produce_aiokafka(args: argparse.Namespace, payload: bytes, progress: Progress) -> float:
+async def produce_aiokafka(args: argparse.Namespace, values: list[bytes], progress: Progress) -> float:
     from aiokafka import AIOKafkaProducer
 
     producer = AIOKafkaProducer(bootstrap_servers=args.bootstrap_server, linger_ms=5, **_python_acks(args))
     await producer.start()
     try:
         await producer.partitions_for(args.topic)
-        return await timed_produce(producer, args, payload, progress)
+        return await timed_produce(producer, args, values, progress)
     finally:
         await producer.stop()
 
@@ -198,7 +201,7 @@ async def consume_aiokafka(args: argparse.Namespace, progress: Progress) -> floa
 
 
 # ------------------------------------------------------------------ confluent-kafka
-def produce_confluent(args: argparse.Namespace, payload: bytes, progress: Progress) -> float:
+def produce_confluent(args: argparse.Namespace, values: list[bytes], progress: Progress) -> float:
     import confluent_kafka
 
     producer = confluent_kafka.Producer(_confluent_producer_config(args))
@@ -216,7 +219,7 @@ def produce_confluent(args: argparse.Namespace, payload: bytes, progress: Progre
         for i in range(args.records):
             while True:
                 try:
-                    producer.produce(args.topic, payload, on_delivery=delivered)
+                    producer.produce(args.topic, values[i % len(values)], on_delivery=delivered)
                     break
                 except BufferError:  # the local queue is full: serve callbacks, then retry
                     producer.poll(0.01)
@@ -259,7 +262,7 @@ def consume_confluent(args: argparse.Namespace, progress: Progress) -> float:
 
 
 # -------------------------------------------------------------- confluent_kafka.aio
-async def produce_confluent_aio(args: argparse.Namespace, payload: bytes, progress: Progress) -> float:
+async def produce_confluent_aio(args: argparse.Namespace, values: list[bytes], progress: Progress) -> float:
     """``await produce()`` per record (it returns the delivery future), then ``flush()``, as
     confluent-kafka's asyncio documentation shows; failures counted from the futures."""
     from confluent_kafka.aio import AIOProducer
@@ -278,7 +281,7 @@ async def produce_confluent_aio(args: argparse.Namespace, payload: bytes, progre
             started = time.perf_counter()
             CPU.start()
             for i in range(args.records):
-                delivery = await producer.produce(args.topic, payload)
+                delivery = await producer.produce(args.topic, values[i % len(values)])
                 delivery.add_done_callback(delivered)
                 if not i & 0x3FFF:
                     progress(i)
@@ -349,7 +352,8 @@ def main() -> int:
     parser.add_argument("--bootstrap-server", required=True)
     parser.add_argument("--topic", required=True)
     parser.add_argument("--records", type=int, default=1_000_000)
-    parser.add_argument("--payload-file", required=True, help="the value every record carries")
+    parser.add_argument("--size", type=int, required=True, help="bytes per value")
+    parser.add_argument("--payload-file", required=True, help="the values, --size bytes each, end to end")
     parser.add_argument("--partitions", type=int, required=True, help="the topic's partition count")
     parser.add_argument("--acks", choices=["1", "all"], default="1", help="all: with idempotence")
     parser.add_argument("--compression", choices=["none", "gzip", "snappy", "lz4", "zstd"], default="none")
@@ -358,9 +362,10 @@ def main() -> int:
     progress = Progress()
     rss_before = peak_rss_mib()
     if args.side == "produce":
-        payload = Path(args.payload_file).read_bytes()
+        data = Path(args.payload_file).read_bytes()
+        values = [data[at : at + args.size] for at in range(0, len(data), args.size)]
         run: Any = PRODUCERS[args.client]
-        outcome = run(args, payload, progress)
+        outcome = run(args, values, progress)
     else:
         run = CONSUMERS[args.client]
         outcome = run(args, progress)

@@ -1,7 +1,7 @@
 // One side (producer or consumer) of the Java client in the throughput benchmark, in its own
 // process: the same work and the same output as benchmarks/throughput_client.py. Produces
-// --records copies of the --payload-file bytes (no key, linger 5 ms, --acks 1 or all with
-// idempotence, --compression) to --topic, or consumes --records records of it from the
+// --records records whose values cycle through the --payload-file's --size-byte values (no
+// key, linger 5 ms, --acks 1 or all with idempotence, --compression) to --topic, or consumes --records records of it from the
 // earliest offset (assign mode, no group, every value's length read). Prints "PROGRESS <n>"
 // about twice a second and one "RESULT <json>" line: seconds, records/s, the process's CPU
 // time per record over the timed part (every thread) and its peak RSS (VmHWM).
@@ -57,7 +57,12 @@ public final class ThroughputClient {
     }
 
     private static double[] produce(Map<String, String> args, int records) throws Exception {
-        byte[] payload = Files.readAllBytes(Path.of(args.get("payload-file")));
+        byte[] data = Files.readAllBytes(Path.of(args.get("payload-file")));
+        int size = Integer.parseInt(args.get("size"));
+        byte[][] values = new byte[data.length / size][];
+        for (int v = 0; v < values.length; v++) {
+            values[v] = java.util.Arrays.copyOfRange(data, v * size, (v + 1) * size);
+        }
         String topic = args.get("topic");
         boolean all = args.getOrDefault("acks", "1").equals("all");
         Properties props = new Properties();
@@ -75,7 +80,7 @@ public final class ThroughputClient {
             long started = System.nanoTime();
             long cpuStarted = processCpuNanos();
             for (int i = 0; i < records; i++) {
-                producer.send(new ProducerRecord<>(topic, null, payload), (metadata, error) -> {
+                producer.send(new ProducerRecord<>(topic, null, values[i % values.length]), (metadata, error) -> {
                     if (error != null) {
                         failed.incrementAndGet();
                         firstError.compareAndSet(null, error);
