@@ -272,7 +272,7 @@ class Connection:
 
     async def _send_now(self, request: Any) -> Any:
         """A request of the SASL exchange: not held at the re-authentication gate."""
-        return await self._send(request, touch=False)
+        return await self.send(request, gated=False)
 
     async def _reauth_loop(self) -> None:
         """KIP-368: re-authenticate before each session ends, for as long as the connection lives."""
@@ -367,102 +367,88 @@ class Connection:
         expect_response: bool = True,
         negotiate: bool = True,
         decode: Callable[[memoryview | bytes], Any] | None = None,
+        gated: bool = True,
     ) -> Any:
         """Send one request and return its decoded response (None when none is expected).
 
         ``decode(frame)`` replaces the generated decoder (it raises DecodeError the same
         way; ``decode=bytes`` hands the frame over as it is). Without it, frames of
         ``THREAD_DECODE_BYTES`` or more are decoded in a worker thread, so a huge answer
-        does not hold the event loop for its whole decoding.
+        does not hold the event loop for its whole decoding. ``gated=False`` is for the
+        requests of the SASL exchange itself: they do not wait at the re-authentication
+        gate, and they count neither as use nor as requests in flight.
 
         Raises KafkaConnectionError (retriable) if the connection fails, KafkaTimeoutError
         after ``timeout_ms`` (default request_timeout_ms; the connection is then closed).
         """
-        if self._gate is not None:  # re-authenticating: wait for the gate to open
-            with anyio.move_on_after(
-                (timeout_ms if timeout_ms is not None else self._config.request_timeout_ms) / 1000
-            ) as scope:
-                while (gate := self._gate) is not None:
-                    await gate.wait()
-            if scope.cancelled_caught:
-                raise KafkaTimeoutError(
-                    f"{_api_name(request.RESPONSE_CLASS)} request to {self.broker} timed out waiting "
-                    "for the connection's re-authentication"
-                )
-        self._active += 1
-        try:
-            return await self._send(
-                request,
-                version=version,
-                timeout_ms=timeout_ms,
-                expect_response=expect_response,
-                negotiate=negotiate,
-                decode=decode,
-            )
-        finally:
-            self._active -= 1
-            if not self._active and self._idle is not None:
-                self._idle.set()
-
-    async def _send(
-        self,
-        request: Any,
-        *,
-        version: int | None = None,
-        timeout_ms: float | None = None,
-        expect_response: bool = True,
-        negotiate: bool = True,
-        decode: Callable[[memoryview | bytes], Any] | None = None,
-        touch: bool = True,
-    ) -> Any:
-        if self._closed.is_set():
-            raise KafkaConnectionError(f"{self!r} is closed: {self._close_reason}")
-        if version is None:
-            version = self.version_for(request.API_KEY) if negotiate else request.MAX_VERSION
         timeout_s = (timeout_ms if timeout_ms is not None else self._config.request_timeout_ms) / 1000
-        correlation_id = next(self._correlation) & 0x7FFFFFFF
-        frame = encode_request(request, version, correlation_id, self._config.client_id)
-        pending = _Pending(request.RESPONSE_CLASS, version, decode=decode) if expect_response else None
-        if pending is not None and request.API_KEY == ApiVersionsRequest.API_KEY and version > 0:
-            pending.fallback_version = 0
-        if touch:
-            self.last_used = time.monotonic()
-        async with self._window:
-            written = False
-            try:
-                with anyio.fail_after(timeout_s):
-                    async with self._send_lock:
-                        stream = self._stream
-                        if stream is None or self._closed.is_set():
-                            raise KafkaConnectionError(f"{self!r} is closed: {self._close_reason}")
-                        if pending is not None:
-                            self._pending[correlation_id] = pending
-                            pending.sent_at = time.monotonic()
-                        written = True
-                        await stream.send(frame)
-                    if pending is None:
-                        return None
-                    await pending.done.wait()
-            except TimeoutError:
-                err = KafkaTimeoutError(
-                    f"{_api_name(request.RESPONSE_CLASS)} v{version} request to {self.broker} timed out: "
-                    f"no answer within {timeout_s * 1000:.0f} ms; its connection is closed"
-                )
-                await self._fail(err)
-                raise err from None
-            except (OSError, anyio.BrokenResourceError, anyio.ClosedResourceError) as exc:
-                err2 = KafkaConnectionError(f"{self!r} failed while sending: {exc!r}")
-                await self._fail(err2)
-                raise err2 from exc
-            except BaseException:
-                if written:  # cancelled mid-pipeline: ordering is unknown now
-                    await self._fail(KafkaConnectionError(f"{self!r}: request cancelled in flight"))
-                raise
-        if pending.error is not None:
-            raise pending.error
-        if self._on_latency is not None:
-            self._on_latency(self.node_id, request.API_KEY, time.monotonic() - pending.sent_at)
-        return pending.response
+        if gated:
+            if self._gate is not None:  # re-authenticating: wait for the gate to open
+                await self._pass_gate(request, timeout_s)
+            self._active += 1
+        try:
+            if self._closed.is_set():
+                raise KafkaConnectionError(f"{self!r} is closed: {self._close_reason}")
+            if version is None:
+                version = self.version_for(request.API_KEY) if negotiate else request.MAX_VERSION
+            correlation_id = next(self._correlation) & 0x7FFFFFFF
+            frame = encode_request(request, version, correlation_id, self._config.client_id)
+            pending = _Pending(request.RESPONSE_CLASS, version, decode=decode) if expect_response else None
+            if pending is not None and request.API_KEY == ApiVersionsRequest.API_KEY and version > 0:
+                pending.fallback_version = 0
+            if gated:
+                self.last_used = time.monotonic()
+            async with self._window:
+                written = False
+                try:
+                    with anyio.fail_after(timeout_s):
+                        async with self._send_lock:
+                            stream = self._stream
+                            if stream is None or self._closed.is_set():
+                                raise KafkaConnectionError(f"{self!r} is closed: {self._close_reason}")
+                            if pending is not None:
+                                self._pending[correlation_id] = pending
+                                pending.sent_at = time.monotonic()
+                            written = True
+                            await stream.send(frame)
+                        if pending is None:
+                            return None
+                        await pending.done.wait()
+                except TimeoutError:
+                    err = KafkaTimeoutError(
+                        f"{_api_name(request.RESPONSE_CLASS)} v{version} request to {self.broker} timed out: "
+                        f"no answer within {timeout_s * 1000:.0f} ms; its connection is closed"
+                    )
+                    await self._fail(err)
+                    raise err from None
+                except (OSError, anyio.BrokenResourceError, anyio.ClosedResourceError) as exc:
+                    err2 = KafkaConnectionError(f"{self!r} failed while sending: {exc!r}")
+                    await self._fail(err2)
+                    raise err2 from exc
+                except BaseException:
+                    if written:  # cancelled mid-pipeline: ordering is unknown now
+                        await self._fail(KafkaConnectionError(f"{self!r}: request cancelled in flight"))
+                    raise
+            if pending.error is not None:
+                raise pending.error
+            if self._on_latency is not None:
+                self._on_latency(self.node_id, request.API_KEY, time.monotonic() - pending.sent_at)
+            return pending.response
+        finally:
+            if gated:
+                self._active -= 1
+                if not self._active and self._idle is not None:
+                    self._idle.set()
+
+    async def _pass_gate(self, request: Any, timeout_s: float) -> None:
+        with anyio.move_on_after(timeout_s) as scope:
+            while (gate := self._gate) is not None:
+                await gate.wait()
+        if scope.cancelled_caught:
+            raise KafkaTimeoutError(
+                f"{_api_name(request.RESPONSE_CLASS)} request to {self.broker} timed out waiting "
+                "for the connection's re-authentication"
+            )
 
     # ------------------------------------------------------------------- reading
     async def _read_loop(self) -> None:

@@ -3,7 +3,7 @@ TxnOffsetCommit, EndTxn."""
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Protocol
 
 from aiokafka_lead.error_code import ErrorCode
 from aiokafka_lead.protocol.framing import RequestHeader
@@ -26,6 +26,20 @@ if TYPE_CHECKING:
 TV2_TXN_OFFSET_COMMIT = 5
 BATCHED_VERSION = 4  # AddPartitionsToTxn v4+: several transactions per request (brokers only)
 Result = AddPartitionsToTxnResponse.AddPartitionsToTxnPartitionResult
+
+
+class _SpeaksForTxn(Protocol):
+    @property
+    def transactional_id(self) -> str: ...
+    @property
+    def producer_id(self) -> int: ...
+    @property
+    def producer_epoch(self) -> int: ...
+
+
+def _txn(request: _SpeaksForTxn) -> tuple[str, int, int]:
+    """(transactional id, producer id, epoch): the transaction a request speaks for."""
+    return request.transactional_id, request.producer_id, request.producer_epoch
 
 
 def _add(
@@ -65,9 +79,7 @@ async def handle_add_partitions_to_txn(
     results = [
         AddPartitionsToTxnResponse.AddPartitionsToTxnResult(
             transactional_id=txn.transactional_id,
-            topic_results=_add(
-                cluster, node_id, (txn.transactional_id, txn.producer_id, txn.producer_epoch), txn.topics
-            ),
+            topic_results=_add(cluster, node_id, _txn(txn), txn.topics),
         )
         for txn in request.transactions
     ]
@@ -78,9 +90,7 @@ async def handle_add_partitions_to_txn(
 async def handle_add_offsets_to_txn(
     cluster: FakeCluster, node_id: int, header: RequestHeader, request: AddOffsetsToTxnRequest
 ) -> AddOffsetsToTxnResponse:
-    code = cluster.txns.add_offsets(
-        request.transactional_id, request.producer_id, request.producer_epoch, request.group_id
-    )
+    code = cluster.txns.add_offsets(*_txn(request), request.group_id)
     return AddOffsetsToTxnResponse(error_code=code)
 
 
@@ -112,9 +122,7 @@ async def handle_txn_offset_commit(
             for p in t.partitions
         }
         code = cluster.txns.txn_offset_commit(
-            request.transactional_id,
-            request.producer_id,
-            request.producer_epoch,
+            *_txn(request),
             request.group_id,
             offsets,
             implicit=header.api_version >= TV2_TXN_OFFSET_COMMIT,
@@ -138,11 +146,5 @@ async def handle_txn_offset_commit(
 async def handle_end_txn(
     cluster: FakeCluster, node_id: int, header: RequestHeader, request: EndTxnRequest
 ) -> EndTxnResponse:
-    code, pid, epoch = cluster.txns.end_txn(
-        request.transactional_id,
-        request.producer_id,
-        request.producer_epoch,
-        request.committed,
-        header.api_version,
-    )
+    code, pid, epoch = cluster.txns.end_txn(*_txn(request), request.committed, header.api_version)
     return EndTxnResponse(error_code=code, producer_id=pid, producer_epoch=epoch)
