@@ -14,6 +14,7 @@ class AdminConfig(ConnectionConfig):
     """Everything an admin client is configured with."""
 
     CLIENT = "admin client"
+    #: the constructor's keyword order, aiokafka's (the other keywords follow in declaration order)
     KEYWORD_ORDER = (
         "bootstrap_servers", "client_id", "request_timeout_ms", "connections_max_idle_ms",
         "retry_backoff_ms", "retry_backoff_max_ms", "metadata_max_age_ms", "security_protocol",

@@ -146,6 +146,7 @@ class GroupConfig(FetchConfig):
 class ConsumerConfig(GroupConfig):
     """Everything an ``AIOKafkaConsumer`` is configured with."""
 
+    #: the constructor's keyword order, aiokafka's (the other keywords follow in declaration order)
     KEYWORD_ORDER = (
         "bootstrap_servers", "client_id", "group_id", "group_instance_id", "key_deserializer",
         "value_deserializer", "fetch_max_wait_ms", "fetch_max_bytes", "fetch_min_bytes",
@@ -156,6 +157,7 @@ class ConsumerConfig(GroupConfig):
         "max_poll_records", "ssl_context", "security_protocol", "api_version",
         "exclude_internal_topics", "connections_max_idle_ms", "isolation_level",
     )
+    #: the constructor's docstring
     KEYWORDS_DOC = """aiokafka's keywords, plus ``group_protocol`` ("classic", the default, or "consumer"
     for KIP-848, where the broker assigns partitions) and ``group_remote_assignor`` (the
     broker-side assignor for "consumer": "uniform" or "range"; None: the broker's default),

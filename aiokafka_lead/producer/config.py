@@ -38,6 +38,7 @@ class ProducerConfig(ConnectionConfig):
     """Everything an ``AIOKafkaProducer`` is configured with."""
 
     CLIENT = "producer"
+    #: the constructor's keyword order, aiokafka's (the other keywords follow in declaration order)
     KEYWORD_ORDER = (
         "bootstrap_servers", "client_id", "metadata_max_age_ms", "request_timeout_ms", "api_version",
         "acks", "key_serializer", "value_serializer", "compression_type", "max_batch_size",

@@ -52,6 +52,7 @@ class ShareConsumerConfig(ConnectionConfig):
     """Everything an ``AIOKafkaShareConsumer`` is configured with."""
 
     CLIENT = "share consumer"
+    #: the constructor's keyword order (the other keywords follow in declaration order)
     KEYWORD_ORDER = (
         "group_id", "bootstrap_servers", "client_id", "key_deserializer", "value_deserializer",
         "acknowledgement_mode", "share_acquire_mode", "max_poll_records", "fetch_max_wait_ms",
@@ -59,6 +60,7 @@ class ShareConsumerConfig(ConnectionConfig):
         "retry_backoff_max_ms", "metadata_max_age_ms", "connections_max_idle_ms", "security_protocol",
         "ssl_context", "api_version",
     )
+    #: the constructor's docstring
     KEYWORDS_DOC = """``group_id`` is required: a share consumer always belongs to a share group.
 
     ``acknowledgement_mode``: "implicit" (every record a poll delivered and the
