@@ -29,11 +29,12 @@ typecheck: $(STAMP)
 
 # Checks protocol/generated/ against the message specs inside the pinned kafka-clients jar
 # (downloaded into the per-user cache with the other Kafka jars, if not there yet), and
-# docs/configuration.md against the option declarations, and the error classes and
-# ErrorCode against the error table.
+# docs/configuration.md and the constructors' keywords against the option declarations, and
+# the error classes and ErrorCode against the error table.
 codegen-check: $(STAMP)
 	$(BIN)/python tools/gen_protocol.py --check
 	$(BIN)/python tools/gen_config_docs.py --check
+	$(BIN)/python tools/gen_keywords.py --check
 	$(BIN)/python tools/gen_error_code.py --check
 
 # Everything, against Kafka 4.4 (the harness's default), plus the compatibility subset against

@@ -6,25 +6,6 @@ constructor keywords and methods.
 
 from aiokafka_lead._version import __version__
 from aiokafka_lead.admin import AdminClient, AIOKafkaAdminClient
-from aiokafka_lead.errors import IllegalOperation
-from aiokafka_lead.producer import AIOKafkaProducer, Producer
-from aiokafka_lead.share import AcknowledgeType, AIOKafkaShareConsumer, ShareConsumerRecord
-from aiokafka_lead.structs import ConsumerRecord, OffsetAndMetadata, RecordMetadata, TopicPartition
-
-__all__ = [
-    "AIOKafkaAdminClient",
-    "AIOKafkaProducer",
-    "AdminClient",
-    "ConsumerRecord",
-    "IllegalOperation",
-    "OffsetAndMetadata",
-    "Producer",
-    "RecordMetadata",
-    "TopicPartition",
-    "__version__",
-]
-
-# --- consumer exports ---
 from aiokafka_lead.consumer import (
     AIOKafkaConsumer,
     CommitFailedError,
@@ -39,21 +20,35 @@ from aiokafka_lead.consumer import (
     RangePartitionAssignor,
     RoundRobinPartitionAssignor,
 )
+from aiokafka_lead.errors import IllegalOperation
+from aiokafka_lead.producer import AIOKafkaProducer, Producer
+from aiokafka_lead.share import AcknowledgeType, AIOKafkaShareConsumer, ShareConsumerRecord
+from aiokafka_lead.structs import ConsumerRecord, OffsetAndMetadata, RecordMetadata, TopicPartition
 
-__all__ += [
+__all__ = [
+    "AIOKafkaAdminClient",
     "AIOKafkaConsumer",
+    "AIOKafkaProducer",
+    "AIOKafkaShareConsumer",
+    "AcknowledgeType",
+    "AdminClient",
     "CommitFailedError",
     "Consumer",
     "ConsumerRebalanceListener",
+    "ConsumerRecord",
     "ConsumerStoppedError",
     "CooperativeStickyAssignor",
+    "IllegalOperation",
     "IllegalStateError",
     "LogTruncationError",
     "NoOffsetForPartitionError",
+    "OffsetAndMetadata",
     "OffsetAndTimestamp",
+    "Producer",
     "RangePartitionAssignor",
+    "RecordMetadata",
     "RoundRobinPartitionAssignor",
+    "ShareConsumerRecord",
+    "TopicPartition",
+    "__version__",
 ]
-
-# --- share groups (KIP-932) ---
-__all__ += ["AIOKafkaShareConsumer", "AcknowledgeType", "ShareConsumerRecord"]

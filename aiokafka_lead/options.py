@@ -4,8 +4,10 @@ The client configurations (:class:`~aiokafka_lead.network.config.ConnectionConfi
 producer's, consumer's and admin client's, which extend it) are frozen dataclasses whose
 fields are declared with :func:`option`. From that one declaration come
 
-* the default (the dataclass field's default; each client constructor's signature carries
-  the same default, which ``tests/unit/test_config.py`` checks);
+* the constructor keyword: each client's ``*Keywords`` class (``*/keywords.py``) is
+  generated from the declarations by ``tools/gen_keywords.py``, with the field's default and
+  annotation (or the ``keyword_type`` declared for the constructor), in the class's
+  ``KEYWORD_ORDER``;
 * the validation: :meth:`Options.build` refuses unknown keywords (naming the closest known
   one) and every field's rule runs when the configuration is built, before the cross-option
   rules of the class (``_check``), so a setting that cannot work fails at
@@ -87,35 +89,63 @@ def instance_of(*types: type, what: str) -> Rule:
     return Rule(what, check)
 
 
-def option(default: T, rule: Rule | None, doc: str, *, keyword: bool = True, secret: bool = False) -> T:
+def option(
+    default: T,
+    rule: Rule | None,
+    doc: str,
+    *,
+    keyword: bool = True,
+    secret: bool = False,
+    keyword_type: str | None = None,
+) -> T:
     """Declare a configuration field: its default, its rule (None: any value) and what it does.
 
     ``keyword=False``: a setting of the configuration object that no client constructor
     takes (internal, or derived from other options). ``secret=True``: never shown in the
-    configuration's repr (passwords, token sources)."""
+    configuration's repr (passwords, token sources). ``keyword_type``: the constructor
+    keyword's annotation where it is not the field's (e.g. the consumer's generic deserializers),
+    written as in source and resolved in the declaring module."""
     return dataclasses.field(
         default=default,
         repr=not secret,
-        metadata={"rule": rule, "doc": doc, "keyword": keyword, "secret": secret},
+        metadata={
+            "rule": rule,
+            "doc": doc,
+            "keyword": keyword,
+            "secret": secret,
+            "keyword_type": keyword_type,
+        },
     )
 
 
-def override(base: type, name: str, default: T) -> T:
-    """``base``'s declaration of ``name`` with another default (one client's own default)."""
+def override(base: type, name: str, default: T, *, keyword_type: str | None = None) -> T:
+    """``base``'s declaration of ``name`` with another default (one client's own default) and,
+    given, another constructor annotation."""
     declared = base.__dataclass_fields__[name]  # type: ignore[attr-defined]
     meta = declared.metadata
-    return option(default, meta["rule"], meta["doc"], keyword=meta["keyword"], secret=meta["secret"])
+    return option(
+        default,
+        meta["rule"],
+        meta["doc"],
+        keyword=meta["keyword"],
+        secret=meta["secret"],
+        keyword_type=keyword_type or meta["keyword_type"],
+    )
 
 
 @dataclass(frozen=True)
 class Declared:
-    """One option as declared: what the generated reference and the signature test read."""
+    """One option as declared: what the generated reference and keywords read."""
 
     name: str
     default: Any
     rule: Rule | None
     doc: str
     owner: type
+    #: the constructor keyword's annotation, as written in source (in ``module``)
+    annotation: str
+    #: the module the annotation's names are resolved in (the one that declared it)
+    module: str
 
 
 class Options:
@@ -123,6 +153,11 @@ class Options:
 
     #: how the client is named in "unsupported <client> options: ..."
     CLIENT: ClassVar[str] = "client"
+    #: the constructor's keywords that come first, in this order (aiokafka's); the other
+    #: keyword options follow in declaration order (``tools/gen_keywords.py``)
+    KEYWORD_ORDER: ClassVar[tuple[str, ...]] = ()
+    #: the constructor's docstring, if it has one (``tools/gen_keywords.py``)
+    KEYWORDS_DOC: ClassVar[str | None] = None
 
     @classmethod
     def declared(cls) -> list[Declared]:
@@ -137,8 +172,24 @@ class Options:
                 for c in reversed(cls.__mro__)
                 if f.name in getattr(c, "__annotations__", {}) and dataclasses.is_dataclass(c)
             )
-            out.append(Declared(f.name, f.default, f.metadata["rule"], f.metadata["doc"], owner))
+            # the last class to annotate the field: its annotation's names are in its module
+            typed = next(c for c in cls.__mro__ if f.name in getattr(c, "__annotations__", {}))
+            meta = f.metadata
+            annotation = meta["keyword_type"] or str(f.type)
+            module = typed.__module__
+            out.append(Declared(f.name, f.default, meta["rule"], meta["doc"], owner, annotation, module))
         return out
+
+    @classmethod
+    def keywords(cls) -> list[Declared]:
+        """The constructor's keywords in its order: ``KEYWORD_ORDER``, then the others in
+        declaration order."""
+        declared = {d.name: d for d in cls.declared()}
+        unknown = [name for name in cls.KEYWORD_ORDER if name not in declared]
+        if unknown:
+            raise ValueError(f"{cls.__name__}.KEYWORD_ORDER names no keyword option: {unknown}")
+        rest = [d for name, d in declared.items() if name not in cls.KEYWORD_ORDER]
+        return [declared[name] for name in cls.KEYWORD_ORDER] + rest
 
     @classmethod
     def build(cls, arguments: Mapping[str, Any], unknown: Mapping[str, Any] | None = None) -> Self:

@@ -28,9 +28,10 @@ from collections.abc import Iterable, Sequence
 from typing import Any, Self
 
 from aiokafka_lead.admin import responses as r
-from aiokafka_lead.admin.config import AdminConfig, AdminKeywords
+from aiokafka_lead.admin.config import AdminConfig
 from aiokafka_lead.admin.configs import ConfigsCore, ConfigsMixin
 from aiokafka_lead.admin.groups import GroupCore, GroupsMixin
+from aiokafka_lead.admin.keywords import AdminKeywords
 from aiokafka_lead.admin.leaders import LeadersMixin
 from aiokafka_lead.admin.offsets import OffsetsMixin
 from aiokafka_lead.admin.share_groups import ShareGroupsMixin
@@ -44,7 +45,8 @@ from aiokafka_lead.structs import OffsetAndMetadata, TopicPartition
 
 
 class AdminClientBase(AdminKeywords, RequestBase, ExitOnLeave):
-    """The lifecycle both clients share (their constructor keywords: ``AdminKeywords``)."""
+    """The lifecycle both clients share (their constructor keywords: ``AdminKeywords``,
+    generated from ``AdminConfig``)."""
 
     def _configure(self, config: AdminConfig) -> None:
         RequestBase.__init__(self, ClientCore(type(self).__name__, config))

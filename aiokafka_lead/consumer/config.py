@@ -9,17 +9,14 @@ Java refuses them: the broker decides those.
 
 from __future__ import annotations
 
-import ssl
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import Any, Generic, TypeVar
+from typing import Any, TypeVar
 
-from aiokafka_lead.abc import AbstractTokenProvider
 from aiokafka_lead.errors import KafkaConfigurationError
 from aiokafka_lead.network.config import ConnectionConfig
 from aiokafka_lead.options import NON_NEGATIVE, POSITIVE, choices, option, optional, override
 from aiokafka_lead.requests.offsets import ISOLATION_LEVELS
-from aiokafka_lead.validation import options_of, warn_loop_argument
 
 KT = TypeVar("KT")
 VT = TypeVar("VT")
@@ -31,13 +28,22 @@ CLASSIC_SESSION_TIMEOUT_MS = 10_000
 CLASSIC_HEARTBEAT_INTERVAL_MS = 3000
 
 
+def check_fetch_sizes(fetch_min_bytes: int, fetch_max_bytes: int) -> None:
+    """The fetch sizes' cross-option rule (the consumer's and the share consumer's)."""
+    if fetch_min_bytes > fetch_max_bytes:
+        raise KafkaConfigurationError("fetch_min_bytes must not exceed fetch_max_bytes")
+
+
 @dataclass(frozen=True, kw_only=True)
 class FetchConfig(ConnectionConfig):
     """What the fetcher reads."""
 
     CLIENT = "consumer"
 
-    client_id: str | None = override(ConnectionConfig, "client_id", "aiokafka-lead-consumer")
+    client_id: str | None = override(
+        ConnectionConfig, "client_id", "aiokafka-lead-consumer", keyword_type="str"
+    )
+    api_version: str | None = override(ConnectionConfig, "api_version", "auto", keyword_type="str")
     fetch_max_wait_ms: int = option(
         500, NON_NEGATIVE, "how long a broker may hold a fetch for fetch_min_bytes"
     )
@@ -58,8 +64,7 @@ class FetchConfig(ConnectionConfig):
 
     def _check(self) -> None:
         super()._check()
-        if self.fetch_min_bytes > self.fetch_max_bytes:
-            raise KafkaConfigurationError("fetch_min_bytes must not exceed fetch_max_bytes")
+        check_fetch_sizes(self.fetch_min_bytes, self.fetch_max_bytes)
 
     @property
     def isolation(self) -> int:
@@ -141,9 +146,35 @@ class GroupConfig(FetchConfig):
 class ConsumerConfig(GroupConfig):
     """Everything an ``AIOKafkaConsumer`` is configured with."""
 
-    key_deserializer: Callable[[bytes], Any] | None = option(None, None, "turns a key's bytes into the key")
+    #: the constructor's keyword order, aiokafka's (the other keywords follow in declaration order)
+    KEYWORD_ORDER = (
+        "bootstrap_servers", "client_id", "group_id", "group_instance_id", "key_deserializer",
+        "value_deserializer", "fetch_max_wait_ms", "fetch_max_bytes", "fetch_min_bytes",
+        "max_partition_fetch_bytes", "request_timeout_ms", "retry_backoff_ms", "retry_backoff_max_ms",
+        "auto_offset_reset", "enable_auto_commit", "auto_commit_interval_ms", "check_crcs",
+        "metadata_max_age_ms", "partition_assignment_strategy", "max_poll_interval_ms",
+        "rebalance_timeout_ms", "session_timeout_ms", "heartbeat_interval_ms", "consumer_timeout_ms",
+        "max_poll_records", "ssl_context", "security_protocol", "api_version",
+        "exclude_internal_topics", "connections_max_idle_ms", "isolation_level",
+    )
+    #: the constructor's docstring
+    KEYWORDS_DOC = """aiokafka's keywords, plus ``group_protocol`` ("classic", the default, or "consumer"
+    for KIP-848, where the broker assigns partitions) and ``group_remote_assignor`` (the
+    broker-side assignor for "consumer": "uniform" or "range"; None: the broker's default),
+    and ``allow_auto_create_topics`` (Java's ``allow.auto.create.topics``): True, as aiokafka
+    does, lets the metadata requests for subscribed, assigned or looked-up topics create a
+    missing one where the brokers allow it; False never creates one.
+
+    Under the consumer protocol the classic-only keywords (partition_assignment_strategy,
+    session_timeout_ms, heartbeat_interval_ms) are refused, as Java refuses them: the
+    broker decides those.
+    """
+
+    key_deserializer: Callable[[bytes], Any] | None = option(
+        None, None, "turns a key's bytes into the key", keyword_type="Callable[[bytes], KT] | None"
+    )
     value_deserializer: Callable[[bytes], Any] | None = option(
-        None, None, "turns a value's bytes into the value"
+        None, None, "turns a value's bytes into the value", keyword_type="Callable[[bytes], VT] | None"
     )
     auto_offset_reset: str = option(
         "latest",
@@ -158,81 +189,11 @@ class ConsumerConfig(GroupConfig):
     )
 
 
-class ConsumerKeywords(Generic[KT, VT]):
-    """``AIOKafkaConsumer``'s constructor: aiokafka's keywords, each declared above with the
-    same default (``tests/unit/test_config.py`` checks), built into one ConsumerConfig."""
-
-    def __init__(
-        self,
-        *topics: str,
-        bootstrap_servers: str | Sequence[str] = "localhost",
-        client_id: str = "aiokafka-lead-consumer",
-        group_id: str | None = None,
-        group_instance_id: str | None = None,
-        key_deserializer: Callable[[bytes], KT] | None = None,
-        value_deserializer: Callable[[bytes], VT] | None = None,
-        fetch_max_wait_ms: int = 500,
-        fetch_max_bytes: int = 52_428_800,
-        fetch_min_bytes: int = 1,
-        max_partition_fetch_bytes: int = 1_048_576,
-        request_timeout_ms: int = 40_000,
-        retry_backoff_ms: int = 100,
-        retry_backoff_max_ms: int = 1000,
-        auto_offset_reset: str = "latest",
-        enable_auto_commit: bool = True,
-        auto_commit_interval_ms: int = 5000,
-        check_crcs: bool = True,
-        metadata_max_age_ms: int = 300_000,
-        partition_assignment_strategy: Sequence[Any] | None = None,
-        max_poll_interval_ms: int = 300_000,
-        rebalance_timeout_ms: int | None = None,
-        session_timeout_ms: int | None = None,
-        heartbeat_interval_ms: int | None = None,
-        consumer_timeout_ms: int = 200,
-        max_poll_records: int | None = None,
-        ssl_context: ssl.SSLContext | None = None,
-        security_protocol: str = "PLAINTEXT",
-        api_version: str = "auto",
-        exclude_internal_topics: bool = True,
-        connections_max_idle_ms: int = 540_000,
-        isolation_level: str = "read_uncommitted",
-        sasl_mechanism: str = "PLAIN",
-        sasl_plain_username: str | None = None,
-        sasl_plain_password: str | None = None,
-        sasl_oauth_token_provider: AbstractTokenProvider | None = None,
-        sasl_kerberos_service_name: str = "kafka",
-        sasl_kerberos_domain_name: str | None = None,
-        client_rack: str | None = None,
-        group_protocol: str = "classic",
-        group_remote_assignor: str | None = None,
-        allow_auto_create_topics: bool = True,
-        loop: Any = None,
-        **unsupported: Any,
-    ) -> None:
-        """aiokafka's keywords, plus ``group_protocol`` ("classic", the default, or "consumer"
-        for KIP-848, where the broker assigns partitions) and ``group_remote_assignor`` (the
-        broker-side assignor for "consumer": "uniform" or "range"; None: the broker's default),
-        and ``allow_auto_create_topics`` (Java's ``allow.auto.create.topics``): True, as aiokafka
-        does, lets the metadata requests for subscribed, assigned or looked-up topics create a
-        missing one where the brokers allow it; False never creates one.
-
-        Under the consumer protocol the classic-only keywords (partition_assignment_strategy,
-        session_timeout_ms, heartbeat_interval_ms) are refused, as Java refuses them: the
-        broker decides those.
-        """
-        warn_loop_argument(loop)
-        del loop
-        self._configure(topics, ConsumerConfig.build(options_of(locals()), unsupported))
-
-    def _configure(self, topics: tuple[str, ...], config: ConsumerConfig) -> None:
-        raise NotImplementedError
-
-
 __all__ = [
     "CLASSIC_HEARTBEAT_INTERVAL_MS",
     "CLASSIC_SESSION_TIMEOUT_MS",
     "ConsumerConfig",
-    "ConsumerKeywords",
     "FetchConfig",
     "GroupConfig",
+    "check_fetch_sizes",
 ]

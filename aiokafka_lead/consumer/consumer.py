@@ -30,13 +30,14 @@ from aiokafka_lead.arguments import (
 from aiokafka_lead.client import ClientCore, guarded
 from aiokafka_lead.consumer.assignors import PartitionAssignor
 from aiokafka_lead.consumer.buffer import Chunk
-from aiokafka_lead.consumer.config import ConsumerConfig, ConsumerKeywords
+from aiokafka_lead.consumer.config import ConsumerConfig
 from aiokafka_lead.consumer.consumer_protocol import ConsumerGroupMember
 from aiokafka_lead.consumer.coordinator import ConsumerRebalanceListener, topics_needed
 from aiokafka_lead.consumer.errors import ConsumerStoppedError, IllegalOperation, IllegalStateError
 from aiokafka_lead.consumer.fetcher import Fetcher
 from aiokafka_lead.consumer.group_common import GroupMember
 from aiokafka_lead.consumer.group_protocols import create_group_member
+from aiokafka_lead.consumer.keywords import ConsumerKeywords
 from aiokafka_lead.consumer.offsets import EARLIEST, LATEST, PositionManager
 from aiokafka_lead.consumer.subscription import ResetStrategy, SubscriptionState, SubscriptionType
 from aiokafka_lead.errors import KafkaError, KafkaTimeoutError

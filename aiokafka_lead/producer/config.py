@@ -9,18 +9,15 @@ asking for idempotence explicitly).
 from __future__ import annotations
 
 import itertools
-import ssl
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from aiokafka_lead.abc import AbstractTokenProvider
 from aiokafka_lead.errors import KafkaConfigurationError
 from aiokafka_lead.network.config import ConnectionConfig
 from aiokafka_lead.options import NON_NEGATIVE, POSITIVE, choices, option, override
 from aiokafka_lead.producer.partitioner import Partitioner
 from aiokafka_lead.records.compression import CompressionType, require_codec
-from aiokafka_lead.validation import options_of, warn_loop_argument
 
 COMPRESSION = {
     None: CompressionType.NONE,
@@ -41,8 +38,18 @@ class ProducerConfig(ConnectionConfig):
     """Everything an ``AIOKafkaProducer`` is configured with."""
 
     CLIENT = "producer"
+    #: the constructor's keyword order, aiokafka's (the other keywords follow in declaration order)
+    KEYWORD_ORDER = (
+        "bootstrap_servers", "client_id", "metadata_max_age_ms", "request_timeout_ms", "api_version",
+        "acks", "key_serializer", "value_serializer", "compression_type", "max_batch_size",
+        "partitioner", "max_request_size", "linger_ms", "retry_backoff_ms", "retry_backoff_max_ms",
+        "delivery_timeout_ms", "buffer_memory", "max_block_ms", "max_in_flight_requests_per_connection",
+        "security_protocol", "ssl_context", "connections_max_idle_ms", "enable_idempotence",
+        "transactional_id", "transaction_timeout_ms",
+    )
 
     client_id: str | None = override(ConnectionConfig, "client_id", None)
+    api_version: str | None = override(ConnectionConfig, "api_version", "auto", keyword_type="str")
     acks: int | str = option(
         "all", choices(*ACKS), "replicas that must have a record before it counts as sent: 0, 1 or 'all'"
     )
@@ -132,55 +139,4 @@ class ProducerConfig(ConnectionConfig):
         return self.enable_idempotence
 
 
-class ProducerKeywords:
-    """``AIOKafkaProducer``'s constructor: aiokafka's keywords, each declared above with the
-    same default (``tests/unit/test_config.py`` checks), built into one ProducerConfig."""
-
-    def __init__(
-        self,
-        *,
-        bootstrap_servers: str | Sequence[str] = "localhost",
-        client_id: str | None = None,
-        metadata_max_age_ms: int = 300_000,
-        request_timeout_ms: int = 40_000,
-        api_version: str = "auto",
-        acks: int | str = "all",
-        key_serializer: Callable[[Any], bytes] | None = None,
-        value_serializer: Callable[[Any], bytes] | None = None,
-        compression_type: str | None = None,
-        max_batch_size: int = 16384,
-        partitioner: Partitioner | None = None,
-        max_request_size: int = 1_048_576,
-        linger_ms: int = 0,
-        retry_backoff_ms: int = 100,
-        retry_backoff_max_ms: int = 1000,
-        delivery_timeout_ms: int = 120_000,
-        buffer_memory: int = 32 * 1024 * 1024,
-        max_block_ms: int = 60_000,
-        max_in_flight_requests_per_connection: int = 5,
-        security_protocol: str = "PLAINTEXT",
-        ssl_context: ssl.SSLContext | None = None,
-        connections_max_idle_ms: int = 540_000,
-        enable_idempotence: bool | None = None,
-        transactional_id: str | None = None,
-        transaction_timeout_ms: int = 60_000,
-        sasl_mechanism: str = "PLAIN",
-        sasl_plain_username: str | None = None,
-        sasl_plain_password: str | None = None,
-        sasl_oauth_token_provider: AbstractTokenProvider | None = None,
-        sasl_kerberos_service_name: str = "kafka",
-        sasl_kerberos_domain_name: str | None = None,
-        enable_leader_hints: bool = True,
-        connections_per_broker: int = 1,
-        loop: Any = None,
-        **unsupported: Any,
-    ) -> None:
-        warn_loop_argument(loop)
-        del loop
-        self._configure(ProducerConfig.build(options_of(locals()), unsupported))
-
-    def _configure(self, config: ProducerConfig) -> None:
-        raise NotImplementedError
-
-
-__all__ = ["COMPRESSION", "ProducerConfig", "ProducerKeywords"]
+__all__ = ["COMPRESSION", "ProducerConfig"]

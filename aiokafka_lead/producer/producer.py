@@ -32,8 +32,9 @@ from aiokafka_lead.producer.accumulator import (
     estimate_record_size,
 )
 from aiokafka_lead.producer.batch import BatchAppendMetadata, DeliveryHandle
-from aiokafka_lead.producer.config import ProducerConfig, ProducerKeywords
+from aiokafka_lead.producer.config import ProducerConfig
 from aiokafka_lead.producer.idempotence import IdempotenceState
+from aiokafka_lead.producer.keywords import ProducerKeywords
 from aiokafka_lead.producer.metrics import ProducerMetrics
 from aiokafka_lead.producer.partitioner import DefaultPartitioner, Partitioner
 from aiokafka_lead.producer.sender import Sender

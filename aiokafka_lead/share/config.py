@@ -6,19 +6,16 @@ meaning is the consumer's (their declarations reused from ``FetchConfig`` /
 
 from __future__ import annotations
 
-import ssl
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
-from typing import Any, Generic, TypeVar
+from typing import Any, TypeVar
 
-from aiokafka_lead.abc import AbstractTokenProvider
-from aiokafka_lead.consumer.config import ConsumerConfig, FetchConfig
+from aiokafka_lead.consumer.config import ConsumerConfig, FetchConfig, check_fetch_sizes
 from aiokafka_lead.errors import KafkaConfigurationError, KafkaError
 from aiokafka_lead.network.config import ConnectionConfig
 from aiokafka_lead.options import Rule, choices, option, override
 from aiokafka_lead.share.session import BATCH_OPTIMIZED, RECORD_LIMIT
 from aiokafka_lead.structs import TopicPartition
-from aiokafka_lead.validation import options_of
 
 KT = TypeVar("KT")
 VT = TypeVar("VT")
@@ -55,8 +52,30 @@ class ShareConsumerConfig(ConnectionConfig):
     """Everything an ``AIOKafkaShareConsumer`` is configured with."""
 
     CLIENT = "share consumer"
+    #: the constructor's keyword order (the other keywords follow in declaration order)
+    KEYWORD_ORDER = (
+        "group_id", "bootstrap_servers", "client_id", "key_deserializer", "value_deserializer",
+        "acknowledgement_mode", "share_acquire_mode", "max_poll_records", "fetch_max_wait_ms",
+        "fetch_min_bytes", "fetch_max_bytes", "request_timeout_ms", "retry_backoff_ms",
+        "retry_backoff_max_ms", "metadata_max_age_ms", "connections_max_idle_ms", "security_protocol",
+        "ssl_context", "api_version",
+    )
+    #: the constructor's docstring
+    KEYWORDS_DOC = """``group_id`` is required: a share consumer always belongs to a share group.
 
-    client_id: str | None = override(ConnectionConfig, "client_id", "aiokafka-lead-share-consumer")
+    ``acknowledgement_mode``: "implicit" (every record a poll delivered and the
+    application did not acknowledge is accepted by the next poll or ``commit()``) or
+    "explicit" (each delivered record must be acknowledged before the next poll).
+    ``share_acquire_mode``: "batch_optimized" (the broker may hand out whole batches
+    beyond ``max_poll_records``) or "record_limit" (KIP-1206: never more than
+    ``max_poll_records`` acquired per fetch). ``acknowledgement_commit_callback(offsets,
+    error)`` is called with the outcome of every acknowledgement sent in the background
+    ({partition: offsets}, None on success).
+    """
+
+    client_id: str | None = override(
+        ConnectionConfig, "client_id", "aiokafka-lead-share-consumer", keyword_type="str"
+    )
     group_id: str | None = option(None, GROUP_ID, "the share group (KIP-932) the consumer belongs to")
     key_deserializer: Callable[[bytes], Any] | None = override(ConsumerConfig, "key_deserializer", None)
     value_deserializer: Callable[[bytes], Any] | None = override(ConsumerConfig, "value_deserializer", None)
@@ -85,8 +104,7 @@ class ShareConsumerConfig(ConnectionConfig):
 
     def _check(self) -> None:
         super()._check()
-        if self.fetch_min_bytes > self.fetch_max_bytes:
-            raise KafkaConfigurationError("fetch_min_bytes must not exceed fetch_max_bytes")
+        check_fetch_sizes(self.fetch_min_bytes, self.fetch_max_bytes)
 
     @property
     def group(self) -> str:
@@ -104,64 +122,9 @@ class ShareConsumerConfig(ConnectionConfig):
         return ACQUIRE_MODES[self.share_acquire_mode]
 
 
-class ShareConsumerKeywords(Generic[KT, VT]):
-    """``AIOKafkaShareConsumer``'s constructor: its keywords, each declared above (or in
-    ``ConnectionConfig``) with the same default (``tests/unit/test_config.py`` checks),
-    built into one ShareConsumerConfig."""
-
-    def __init__(
-        self,
-        *topics: str,
-        group_id: str | None = None,
-        bootstrap_servers: str | Sequence[str] = "localhost",
-        client_id: str = "aiokafka-lead-share-consumer",
-        key_deserializer: Callable[[bytes], KT] | None = None,
-        value_deserializer: Callable[[bytes], VT] | None = None,
-        acknowledgement_mode: str = "implicit",
-        share_acquire_mode: str = "batch_optimized",
-        max_poll_records: int = 500,
-        fetch_max_wait_ms: int = 500,
-        fetch_min_bytes: int = 1,
-        fetch_max_bytes: int = 52_428_800,
-        request_timeout_ms: int = 40_000,
-        retry_backoff_ms: int = 100,
-        retry_backoff_max_ms: int = 1000,
-        metadata_max_age_ms: int = 300_000,
-        connections_max_idle_ms: int = 540_000,
-        security_protocol: str = "PLAINTEXT",
-        ssl_context: ssl.SSLContext | None = None,
-        api_version: str | None = "auto",
-        sasl_mechanism: str = "PLAIN",
-        sasl_plain_username: str | None = None,
-        sasl_plain_password: str | None = None,
-        sasl_oauth_token_provider: AbstractTokenProvider | None = None,
-        sasl_kerberos_service_name: str = "kafka",
-        sasl_kerberos_domain_name: str | None = None,
-        client_rack: str | None = None,
-        acknowledgement_commit_callback: AckResult | None = None,
-        **unsupported: Any,
-    ) -> None:
-        """``group_id`` is required: a share consumer always belongs to a share group.
-
-        ``acknowledgement_mode``: "implicit" (every record a poll delivered and the
-        application did not acknowledge is accepted by the next poll or ``commit()``) or
-        "explicit" (each delivered record must be acknowledged before the next poll).
-        ``share_acquire_mode``: "batch_optimized" (the broker may hand out whole batches
-        beyond ``max_poll_records``) or "record_limit" (KIP-1206: never more than
-        ``max_poll_records`` acquired per fetch). ``acknowledgement_commit_callback(offsets,
-        error)`` is called with the outcome of every acknowledgement sent in the background
-        ({partition: offsets}, None on success).
-        """
-        self._configure(topics, ShareConsumerConfig.build(options_of(locals()), unsupported))
-
-    def _configure(self, topics: tuple[str, ...], config: ShareConsumerConfig) -> None:
-        raise NotImplementedError
-
-
 __all__ = [
     "ACKNOWLEDGEMENT_MODES",
     "ACQUIRE_MODES",
     "AckResult",
     "ShareConsumerConfig",
-    "ShareConsumerKeywords",
 ]

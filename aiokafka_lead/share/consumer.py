@@ -24,8 +24,9 @@ from aiokafka_lead.metadata import MetadataChange
 from aiokafka_lead.requests.groups import GroupRequests
 from aiokafka_lead.runtime import ClientClosedError, ExitOnLeave
 from aiokafka_lead.share.acks import AckLedger
-from aiokafka_lead.share.config import ShareConsumerConfig, ShareConsumerKeywords
+from aiokafka_lead.share.config import ShareConsumerConfig
 from aiokafka_lead.share.fetcher import ShareFetcher
+from aiokafka_lead.share.keywords import ShareConsumerKeywords
 from aiokafka_lead.share.member import ShareGroupMember
 from aiokafka_lead.share.records import AcknowledgeType, ShareConsumerRecord
 from aiokafka_lead.structs import KT, VT, TopicPartition
@@ -36,7 +37,7 @@ log = logging.getLogger(__name__)
 class AIOKafkaShareConsumer(ShareConsumerKeywords[KT, VT], ExitOnLeave):
     """A share-group consumer (brokers with the share APIs and ``share.version`` finalized).
 
-    Its keywords are :class:`ShareConsumerKeywords`' (declared in ``share/config.py``).
+    Its keywords are :class:`ShareConsumerKeywords`' (generated from ``ShareConsumerConfig``).
     """
 
     def _configure(self, topics: tuple[str, ...], config: ShareConsumerConfig) -> None:

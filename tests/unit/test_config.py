@@ -15,14 +15,18 @@ import pytest
 from aiokafka_lead import AIOKafkaAdminClient, AIOKafkaConsumer, AIOKafkaProducer
 from aiokafka_lead.abc import AbstractTokenProvider
 from aiokafka_lead.admin import AdminClient
-from aiokafka_lead.admin.config import AdminConfig, AdminKeywords
-from aiokafka_lead.consumer.config import ConsumerConfig, ConsumerKeywords
+from aiokafka_lead.admin.config import AdminConfig
+from aiokafka_lead.admin.keywords import AdminKeywords
+from aiokafka_lead.consumer.config import ConsumerConfig
+from aiokafka_lead.consumer.keywords import ConsumerKeywords
 from aiokafka_lead.errors import KafkaConfigurationError
 from aiokafka_lead.network.config import ConnectionConfig
 from aiokafka_lead.options import Options
-from aiokafka_lead.producer.config import ProducerConfig, ProducerKeywords
+from aiokafka_lead.producer.config import ProducerConfig
+from aiokafka_lead.producer.keywords import ProducerKeywords
 from aiokafka_lead.share import AIOKafkaShareConsumer
-from aiokafka_lead.share.config import ShareConsumerConfig, ShareConsumerKeywords
+from aiokafka_lead.share.config import ShareConsumerConfig
+from aiokafka_lead.share.keywords import ShareConsumerKeywords
 
 ROOT = Path(__file__).resolve().parents[2]
 #: constructor parameters that are not options: the consumer's topics, aiokafka's loop=
@@ -37,16 +41,14 @@ KEYWORDS: list[tuple[type, type[Options]]] = [
 
 @pytest.mark.parametrize(("keywords", "config"), KEYWORDS)
 def test_constructor_signatures_match_the_declarations(keywords: type, config: type[Options]) -> None:
-    """Names and defaults: a keyword without a declaration, a declaration without a keyword,
-    or a default written differently in the two places fails here."""
-    params = {
-        name: p.default
+    """Names, order, defaults and annotations: the generated keywords are the declarations'
+    (a stale ``*/keywords.py`` fails here and in ``tools/gen_keywords.py --check``)."""
+    params = [
+        (name, p.default, p.annotation)
         for name, p in inspect.signature(keywords.__init__).parameters.items()
         if name not in NOT_OPTIONS
-    }
-    declared = {d.name: d.default for d in config.declared()}
-    assert sorted(params) == sorted(declared)
-    assert {n: v for n, v in params.items() if declared[n] != v} == {}
+    ]
+    assert params == [(d.name, d.default, d.annotation) for d in config.keywords()]
 
 
 @pytest.mark.parametrize(
@@ -120,20 +122,43 @@ def test_producers_without_a_client_id_get_one_each() -> None:
     assert ProducerConfig(client_id="mine").client_id == "mine"
 
 
-def _generator() -> ModuleType:
-    spec = importlib.util.spec_from_file_location("gen_config_docs", ROOT / "tools" / "gen_config_docs.py")
+def _generator(name: str) -> ModuleType:
+    spec = importlib.util.spec_from_file_location(name, ROOT / "tools" / f"{name}.py")
     assert spec and spec.loader
     module = importlib.util.module_from_spec(spec)
-    sys.modules["gen_config_docs"] = module
+    sys.modules[name] = module
     spec.loader.exec_module(module)
     return module
 
 
 def test_the_configuration_reference_is_generated_from_the_declarations() -> None:
-    gen = _generator()
+    gen = _generator("gen_config_docs")
     text = (ROOT / "docs" / "configuration.md").read_text()
     assert text == gen.render(), "run python tools/gen_config_docs.py"
     assert gen.main(["--check"]) == 0
     for config in (ProducerConfig, ConsumerConfig, AdminConfig, ShareConsumerConfig):
         for d in config.declared():
             assert f"| `{d.name}` |" in text
+
+
+def test_the_constructor_keywords_are_generated_from_the_declarations() -> None:
+    gen = _generator("gen_keywords")
+    for client in gen.CLIENTS:
+        assert client.target.read_text() == gen.render(client), "run python tools/gen_keywords.py"
+    assert gen.main(["--check"]) == 0
+
+
+def test_a_declared_keyword_order_names_only_keyword_options() -> None:
+    class Misordered(AdminConfig):
+        KEYWORD_ORDER = ("client_id", "connect_timeout_ms")
+
+    with pytest.raises(ValueError, match=r"KEYWORD_ORDER names no keyword option: \['connect_timeout_ms'\]"):
+        Misordered.keywords()
+    assert [d.name for d in AdminConfig.keywords()][:2] == ["bootstrap_servers", "client_id"]
+
+
+@pytest.mark.parametrize("config", [ConsumerConfig, lambda **kw: ShareConsumerConfig(group_id="g", **kw)])
+def test_fetch_min_bytes_above_fetch_max_bytes_is_refused(config: Any) -> None:
+    with pytest.raises(KafkaConfigurationError, match="fetch_min_bytes must not exceed fetch_max_bytes"):
+        config(fetch_min_bytes=10, fetch_max_bytes=5)
+    assert config(fetch_min_bytes=5, fetch_max_bytes=5).fetch_min_bytes == 5
