@@ -45,18 +45,15 @@ RELIABLE_EPOCHS_VERSION = 9
 TopicsFn = Callable[[], Collection[str] | None]
 
 
-def snapshot_from_response(
-    response: MetadataResponse, version: int, requested: Collection[str] | None, source: str = "Metadata"
-) -> MetadataSnapshot:
-    """Translate a MetadataResponse into the store's terms (the store checks the values)."""
-    brokers = tuple(BrokerNode(b.node_id, b.host, b.port, b.rack) for b in response.brokers)
-    wanted = None if requested is None else frozenset(requested)
+def topics_from_response(
+    response: MetadataResponse, wanted: Collection[str] | None = None
+) -> list[TopicMetadata]:
+    """A Metadata response's topics in the store's terms: each named one (a topic asked for
+    by id and unknown has no name), or only those among ``wanted`` unless it is None."""
     topics = []
     for t in response.topics:
-        if t.name is None:
-            continue  # queried by id and unknown: nothing to name it by
-        if wanted is not None and t.name not in wanted:
-            continue  # not asked for: the store would ignore it
+        if t.name is None or (wanted is not None and t.name not in wanted):
+            continue
         parts = tuple(
             PartitionMetadata(
                 topic=t.name,
@@ -71,13 +68,22 @@ def snapshot_from_response(
             for p in t.partitions
         )
         topics.append(TopicMetadata(t.name, t.topic_id, t.is_internal, t.error_code, parts))
+    return topics
+
+
+def snapshot_from_response(
+    response: MetadataResponse, version: int, requested: Collection[str] | None, source: str = "Metadata"
+) -> MetadataSnapshot:
+    """Translate a MetadataResponse into the store's terms (the store checks the values);
+    topics not ``requested`` are left out (the store would ignore them)."""
+    wanted = None if requested is None else frozenset(requested)
     return MetadataSnapshot(
-        brokers=brokers,
-        topics=tuple(topics),
+        brokers=tuple(BrokerNode(b.node_id, b.host, b.port, b.rack) for b in response.brokers),
+        topics=tuple(topics_from_response(response, wanted)),
         controller_id=response.controller_id,
         cluster_id=response.cluster_id,
         epochs_reliable=version >= RELIABLE_EPOCHS_VERSION,
-        requested_topics=None if requested is None else frozenset(requested),
+        requested_topics=wanted,
         source=source,
     )
 

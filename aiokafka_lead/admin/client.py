@@ -39,6 +39,8 @@ from aiokafka_lead.admin.topics import TopicsCore, TopicsMixin
 from aiokafka_lead.admin.types import ConfigResource, NewPartitions, NewTopic
 from aiokafka_lead.client import ClientCore, guarded
 from aiokafka_lead.errors import KafkaError, NotLeaderOrFollowerError, error_for_code
+from aiokafka_lead.metadata.model import TopicMetadata
+from aiokafka_lead.refresher import topics_from_response
 from aiokafka_lead.requests.base import RequestBase
 from aiokafka_lead.runtime import ExitOnLeave
 from aiokafka_lead.structs import OffsetAndMetadata, TopicPartition
@@ -76,8 +78,8 @@ class AdminClient(
 DESCRIBE_GROUPS_AIOKAFKA = 5
 
 
-def _topic_dict(t: Any) -> dict[str, Any]:
-    """A Metadata topic as aiokafka's ``describe_topics`` gives it."""
+def _topic_dict(t: TopicMetadata) -> dict[str, Any]:
+    """A topic's metadata as aiokafka's ``describe_topics`` gives it."""
     return {
         "error_code": t.error_code,
         "topic": t.name,
@@ -85,13 +87,13 @@ def _topic_dict(t: Any) -> dict[str, Any]:
         "partitions": [
             {
                 "error_code": p.error_code,
-                "partition": p.partition_index,
+                "partition": p.partition,
                 "leader": p.leader_id,
                 "replicas": list(p.replica_nodes),
                 "isr": list(p.isr_nodes),
                 "offline_replicas": list(p.offline_replicas),
             }
-            for p in sorted(t.partitions, key=lambda p: p.partition_index)
+            for p in sorted(t.partitions, key=lambda p: p.partition)
         ],
     }
 
@@ -134,7 +136,7 @@ class AIOKafkaAdminClient(
     async def describe_topics(self, topics: Sequence[str] | None = None) -> list[dict[str, Any]]:
         """Metadata of the topics (all when None) as dicts; an unknown topic is an entry
         with its error code (no topic is created by asking)."""
-        return [_topic_dict(t) for t in (await self._metadata(topics)).topics]
+        return [_topic_dict(t) for t in topics_from_response(await self._metadata(topics))]
 
     @guarded
     async def describe_cluster(self) -> dict[str, Any]:

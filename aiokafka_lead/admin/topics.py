@@ -36,6 +36,7 @@ from aiokafka_lead.errors import (
     UnknownTopicOrPartitionError,
     error_for_code,
 )
+from aiokafka_lead.metadata.model import TopicMetadata
 from aiokafka_lead.protocol.messages import (
     CreatePartitionsRequest,
     CreateTopicsRequest,
@@ -43,6 +44,7 @@ from aiokafka_lead.protocol.messages import (
     DescribeClusterRequest,
     MetadataRequest,
 )
+from aiokafka_lead.refresher import topics_from_response
 from aiokafka_lead.requests.base import RequestBase, raise_item_errors
 
 UNKNOWN_TOPIC = UnknownTopicOrPartitionError.errno
@@ -324,31 +326,27 @@ class TopicsMixin(TopicsCore):
     @guarded
     async def describe_topics(self, topics: Sequence[str] | None = None) -> list[TopicDescription]:
         """Describe topics (all when None); unknown topics raise UnknownTopicOrPartitionError."""
-        response = await self._metadata(topics)
-        raise_item_errors(
-            "describe_topics",
-            [(t.name, t.error_code, None) for t in response.topics if t.error_code],
-        )
-        return [
-            TopicDescription(
-                name=t.name,
-                topic_id=t.topic_id,
-                is_internal=t.is_internal,
-                partitions=tuple(
-                    PartitionDescription(
-                        partition=p.partition_index,
-                        leader=p.leader_id,
-                        leader_epoch=p.leader_epoch,
-                        replicas=tuple(p.replica_nodes),
-                        isr=tuple(p.isr_nodes),
-                        offline_replicas=tuple(p.offline_replicas),
-                    )
-                    for p in sorted(t.partitions, key=lambda p: p.partition_index)
-                ),
-            )
-            for t in sorted(response.topics, key=lambda t: t.name)
-        ]
+        described = topics_from_response(await self._metadata(topics))
+        errors = [(t.name, t.error_code, None) for t in described if t.error_code]
+        raise_item_errors("describe_topics", errors)
+        return [_description(t) for t in sorted(described, key=lambda t: t.name)]
 
     @guarded
     async def describe_cluster(self) -> ClusterDescription:
         return await self._describe_cluster()
+
+
+def _description(topic: TopicMetadata) -> TopicDescription:
+    """A topic's metadata as ``describe_topics`` gives it, its partitions in order."""
+    partitions = sorted(topic.partitions, key=lambda p: p.partition)
+    return TopicDescription(
+        name=topic.name,
+        topic_id=topic.topic_id,
+        is_internal=topic.is_internal,
+        partitions=tuple(
+            PartitionDescription(
+                p.partition, p.leader_id, p.leader_epoch, p.replica_nodes, p.isr_nodes, p.offline_replicas
+            )
+            for p in partitions
+        ),
+    )

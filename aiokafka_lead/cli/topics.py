@@ -10,27 +10,25 @@ from aiokafka_lead.admin import AdminClient, NewTopic
 
 def add_parser(sub: Any) -> None:
     p = sub.add_parser("topics", help="create, list, describe or delete topics")
-    tsub = p.add_subparsers(dest="action", required=True)
-    for name, helptext in (
-        ("create", "create a topic"),
-        ("list", "list topics"),
-        ("describe", "describe topics (all when no --topic)"),
-        ("delete", "delete a topic"),
-    ):
-        a = tsub.add_parser(name, help=helptext)
-        a.add_argument("--bootstrap-server", required=True)
-        a.add_argument(
-            "--command-config", "--admin.config", dest="admin_config", help="client properties file"
-        )
-        if name in ("create", "delete"):
-            a.add_argument("--topic", required=True)
-        if name == "describe":
-            a.add_argument("--topic", action="append", help="repeat for several topics")
-        if name == "create":
-            a.add_argument("--partitions", type=int, default=-1, help="default: the broker's num.partitions")
-            a.add_argument("--replication-factor", type=int, default=-1)
-            a.add_argument("--config", action="append", default=[], metavar="KEY=VALUE")
+    actions = p.add_subparsers(dest="action", required=True)
+    create = _action(actions, "create", "create a topic")
+    create.add_argument("--topic", required=True)
+    create.add_argument("--partitions", type=int, default=-1, help="default: the broker's num.partitions")
+    create.add_argument("--replication-factor", type=int, default=-1)
+    create.add_argument("--config", action="append", default=[], metavar="KEY=VALUE")
+    _action(actions, "list", "list topics")
+    describe = _action(actions, "describe", "describe topics (all when no --topic)")
+    describe.add_argument("--topic", action="append", help="repeat for several topics")
+    _action(actions, "delete", "delete a topic").add_argument("--topic", required=True)
     p.set_defaults(run=run)
+
+
+def _action(actions: Any, name: str, helptext: str) -> argparse.ArgumentParser:
+    """A ``topics`` action with the options every action takes: the cluster to ask."""
+    a: argparse.ArgumentParser = actions.add_parser(name, help=helptext)
+    a.add_argument("--bootstrap-server", required=True)
+    a.add_argument("--command-config", "--admin.config", dest="admin_config", help="client properties file")
+    return a
 
 
 def _configs(items: list[str]) -> dict[str, str]:
