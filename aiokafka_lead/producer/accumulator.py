@@ -59,7 +59,8 @@ class DrainResult:
         self.next_check_s = delay if self.next_check_s is None else min(self.next_check_s, delay)
 
 
-BACKLOG_FACTOR = 16
+#: a backlogged partition's batch may grow to this many times max_batch_size (DESIGN.md 23)
+BACKLOG_FACTOR = 64
 
 
 class RecordAccumulator:

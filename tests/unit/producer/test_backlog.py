@@ -1,4 +1,4 @@
-"""A backlogged partition's next batch may grow to BACKLOG_FACTOR (16) x max_batch_size: after
+"""A backlogged partition's next batch may grow to BACKLOG_FACTOR (64) x max_batch_size: after
 a stall, each round trip (one batch per partition in flight) carries more of the backlog."""
 
 from __future__ import annotations
