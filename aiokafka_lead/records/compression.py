@@ -172,19 +172,38 @@ def _gunzip(data: bytes | memoryview, max_size: int) -> bytes:
             return b"".join(out) if len(out) > 1 else out[0]
 
 
+#: the first output limit of an lz4 frame's decompression, as a multiple of its size
+LZ4_FIRST_OUTPUT_FACTOR = 4
+
+
 def _unlz4(data: bytes | memoryview, max_size: int, legacy_header: bool) -> bytes:
+    """Frames from Kafka's producers do not state their content size. The decompressor
+    allocates the output limit it is given up front, so the limit starts near the likely size
+    and doubles while more output comes, ``max_size`` at most (a limit of ``max_size`` from
+    the start costs a 64 MiB allocation per batch)."""
     if legacy_header:
         data = _fix_kafka3160_header(bytes(data))
     d = _lz4_frame().LZ4FrameDecompressor()
-    try:
-        out = d.decompress(data, max_length=max_size + 1)
-    except RuntimeError as exc:
-        raise DecodeError(f"invalid lz4 frame: {exc}") from None
-    if len(out) > max_size:
-        raise _bomb(max_size)
+    out: list[bytes] = []
+    total = 0
+    pending: bytes | memoryview = data
+    limit = min(max_size + 1, max(LZ4_FIRST_OUTPUT_FACTOR * len(data), 65_536))
+    while True:
+        try:
+            chunk = d.decompress(pending, max_length=limit)
+        except RuntimeError as exc:
+            raise DecodeError(f"invalid lz4 frame: {exc}") from None
+        total += len(chunk)
+        if total > max_size:
+            raise _bomb(max_size)
+        out.append(chunk)
+        if d.eof or d.needs_input:
+            break
+        pending = b""  # more output of the input already given
+        limit = min(max_size + 1 - total, max(total, 65_536))
     if not d.eof:
         raise DecodeError("truncated lz4 frame")
-    return bytes(out)
+    return out[0] if len(out) == 1 else b"".join(out)
 
 
 def _read_u32(

@@ -67,6 +67,30 @@ def test_gzip_matches_stdlib_and_accepts_concatenated_members() -> None:
     assert decompress(CompressionType.GZIP, two) == b"abcdef"
 
 
+def test_lz4_output_limit_starts_near_the_frame_not_at_the_bomb_limit(monkeypatch: Any) -> None:
+    """The decompressor allocates the output limit it is given: a 64 MiB limit per batch made
+    reading lz4 batches three times slower. The limit starts near the frame's likely size and
+    doubles while output keeps coming; the bomb limit still holds."""
+    limits: list[int] = []
+    real = lz4.frame.LZ4FrameDecompressor
+
+    class Recording(real):  # type: ignore[misc, valid-type]
+        def decompress(self, data: Any, max_length: int = -1) -> bytes:
+            limits.append(max_length)
+            return bytes(super().decompress(data, max_length=max_length))
+
+    monkeypatch.setattr(lz4.frame, "LZ4FrameDecompressor", Recording)
+    frame = compress(CompressionType.LZ4, DATA)
+    assert decompress(CompressionType.LZ4, frame) == DATA
+    assert 0 < limits[0] <= max(4 * len(frame), 65_536)
+    redundant = b"x" * 5_000_000  # ~20 KB of lz4: several doublings
+    limits.clear()
+    assert decompress(CompressionType.LZ4, compress(CompressionType.LZ4, redundant)) == redundant
+    assert len(limits) > 2 and max(limits) < 5_000_000
+    with pytest.raises(CorruptRecordError):
+        decompress(CompressionType.LZ4, compress(CompressionType.LZ4, redundant), max_size=4_999_999)
+
+
 def test_lz4_is_a_standard_frame_with_independent_blocks() -> None:
     out = compress(CompressionType.LZ4, DATA)
     assert lz4.frame.decompress(out) == DATA
