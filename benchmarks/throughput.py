@@ -164,7 +164,8 @@ def markdown(rows: dict[str, Any], args: argparse.Namespace, env: dict[str, Any]
             )
     intro = (
         f"### Throughput\n\n"
-        f"`python benchmarks/throughput.py` ({args.runs} runs, client order rotating): per client and run, "
+        f"`python benchmarks/throughput.py` ({args.runs} runs, client order rotating, after "
+        f"{args.warmup} unmeasured warm-up production and read): per client and run, "
         f"on a fresh {args.partitions}-partition topic of a {args.brokers}-node cluster, "
         f"one process produces "
         f"{args.records:,} records of {args.size} B "
@@ -225,7 +226,8 @@ def render(args: argparse.Namespace) -> int:
     saved = json.loads((RESULTS / f"{args.name}.json").read_text())
     for key in ("records", "size", "partitions", "runs"):
         setattr(args, key, saved["config"][key])
-    defaults = (("brokers", 1), ("acks", "1"), ("replication", 1), ("min_insync", 0), ("compression", "none"))
+    defaults: tuple[tuple[str, Any], ...] = (("brokers", 1), ("acks", "1"), ("replication", 1))
+    defaults += (("min_insync", 0), ("compression", "none"), ("warmup", 0))
     for key, default in defaults:
         setattr(args, key, saved["config"].get(key, default))
     kinds = saved["config"]["clients"].split(",")
@@ -270,6 +272,9 @@ async def main(args: argparse.Namespace) -> int:
         with tempfile.NamedTemporaryFile(prefix="throughput-payload-", delete=False) as f:
             f.write(payload(args.size, compressible=args.compression != "none"))
             args.payload_file = Path(f.name)
+        for warmup in range(args.warmup):
+            bench.say(f"warm-up {warmup + 1}/{args.warmup} (unmeasured: the brokers' JIT, page cache)")
+            await run_client("ours", admin, bootstrap, args)
         for run in range(args.runs):
             order = bench.client_order(kinds, run)
             bench.say(f"run {run + 1}/{args.runs}: {', '.join(LABELS[k] for k in order)}")
@@ -283,7 +288,7 @@ async def main(args: argparse.Namespace) -> int:
         else "external",
     )
     keys: tuple[str, ...] = ("records", "size", "partitions", "runs", "clients", "brokers")
-    keys += ("acks", "replication", "min_insync", "compression")
+    keys += ("acks", "replication", "min_insync", "compression", "warmup")
     config = {k: getattr(args, k) for k in keys}
     config |= {"linger_ms": 5}
     (RESULTS / f"{args.name}.json").write_text(
@@ -302,6 +307,13 @@ if __name__ == "__main__":
     parser.add_argument("--replication", type=int, default=1, help="the topics' replication factor")
     parser.add_argument("--min-insync", type=int, default=0, help="topics' min.insync.replicas (0: broker's)")
     parser.add_argument("--compression", choices=["none", "gzip", "snappy", "lz4", "zstd"], default="none")
+    parser.add_argument(
+        "--warmup",
+        type=int,
+        default=1,
+        help="unmeasured productions and reads (aiokafka_lead's) before the runs: the first run "
+        "on fresh brokers is otherwise the slowest, whichever client it is",
+    )
     parser.add_argument("--render", action="store_true", help="only redo table and plot from the JSON")
     parsed = parser.parse_args()
     sys.exit(render(parsed) if parsed.render else anyio.run(main, parsed))
