@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import collections
 import contextlib
 import cProfile
 import json
@@ -34,6 +35,8 @@ from pathlib import Path
 from typing import Any
 
 PROGRESS_EVERY_S = 0.5
+#: confluent_kafka.aio deliveries left outstanding at most (librdkafka queues 100,000)
+AIO_OUTSTANDING = 50_000
 
 
 class CpuClock:
@@ -264,17 +267,23 @@ def consume_confluent(args: argparse.Namespace, progress: Progress) -> float:
 # -------------------------------------------------------------- confluent_kafka.aio
 async def produce_confluent_aio(args: argparse.Namespace, values: list[bytes], progress: Progress) -> float:
     """``await produce()`` per record (it returns the delivery future), then ``flush()``, as
-    confluent-kafka's asyncio documentation shows; failures counted from the futures."""
+    confluent-kafka's asyncio documentation shows. ``produce()`` does not wait for room in
+    librdkafka's queue (100,000 messages): a record that finds it full fails, so at most
+    ``AIO_OUTSTANDING`` deliveries are left outstanding (the oldest awaited first)."""
     from confluent_kafka.aio import AIOProducer
 
     failed = 0
+    first_error: BaseException | None = None
 
     def delivered(future: asyncio.Future[Any]) -> None:
-        nonlocal failed
-        if future.cancelled() or future.exception() is not None:
+        nonlocal failed, first_error
+        error = asyncio.CancelledError() if future.cancelled() else future.exception()
+        if error is not None:
             failed += 1
+            first_error = first_error or error
 
     producer = AIOProducer(_confluent_producer_config(args))
+    outstanding: collections.deque[asyncio.Future[Any]] = collections.deque()
     try:
         await producer.list_topics(args.topic, timeout=30)
         with profiled(args.profile):
@@ -283,6 +292,11 @@ async def produce_confluent_aio(args: argparse.Namespace, values: list[bytes], p
             for i in range(args.records):
                 delivery = await producer.produce(args.topic, values[i % len(values)])
                 delivery.add_done_callback(delivered)
+                outstanding.append(delivery)
+                while outstanding and outstanding[0].done():
+                    outstanding.popleft()
+                if len(outstanding) > AIO_OUTSTANDING:
+                    await asyncio.wait([outstanding.popleft()])
                 if not i & 0x3FFF:
                     progress(i)
             await producer.flush(120)
@@ -291,7 +305,7 @@ async def produce_confluent_aio(args: argparse.Namespace, values: list[bytes], p
     finally:
         await producer.close()
     if failed:
-        raise RuntimeError(f"confluent_kafka.aio: {failed} failed")
+        raise RuntimeError(f"confluent_kafka.aio: {failed} failed, the first with {first_error!r}")
     return elapsed
 
 
