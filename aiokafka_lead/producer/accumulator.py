@@ -103,10 +103,15 @@ class RecordAccumulator:
     async def wait_for_work(self, timeout_s: float | None) -> None:
         """The sender sleeps here until woken or ``timeout_s`` passes."""
         if not self._woken:
-            self._wakeup = anyio.Event()
-            with anyio.move_on_after(timeout_s if timeout_s is not None else 3600):
-                await self._wakeup.wait()
-            self._wakeup = None
+            self._wakeup = wakeup = anyio.Event()
+            try:
+                if timeout_s is None:  # the common idle wait: no cancel scope to build
+                    await wakeup.wait()
+                else:
+                    with anyio.move_on_after(timeout_s):
+                        await wakeup.wait()
+            finally:
+                self._wakeup = None
         self._woken = False
 
     # ------------------------------------------------------------------- append

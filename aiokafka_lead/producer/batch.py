@@ -165,7 +165,7 @@ class DeliveryHandle(_HandleFields):
     async def wait(self) -> RecordMetadata:
         batch = self._target()
         while not batch.done:
-            await batch.done_event.wait()  # also set when the batch is split: follow the record
+            await batch.settled()  # also when the batch is split: then follow the record
             batch = self._target()
         return self.result()
 
@@ -211,7 +211,7 @@ class ProducerBatch:
         self.base_offset = -1
         self.log_append_time = -1
         self.log_start_offset: int | None = None
-        self.done_event = anyio.Event()
+        self._settled: anyio.Event | None = None  # made by the first waiter; most batches have none
         #: (record index, callback, its argument: the record's handle)
         self.callbacks: list[tuple[int, Callable[[Any], Any], Any]] = []
         self.unacknowledged = False  # acks=0: the broker sends no answer
@@ -253,9 +253,20 @@ class ProducerBatch:
             self.producer_id, self.producer_epoch, self.base_sequence, is_transactional=self.transactional
         )
 
+    async def settled(self) -> None:
+        """Until this batch is resolved or split."""
+        if not self.done and self.split_into is None:
+            if self._settled is None:
+                self._settled = anyio.Event()
+            await self._settled.wait()
+
+    def _wake_waiters(self) -> None:
+        if self._settled is not None:
+            self._settled.set()
+
     async def wait(self) -> None:
         """Until every record of this batch resolved (in the batches it was split into, if so)."""
-        await self.done_event.wait()
+        await self.settled()
         for _, part in self.split_into or ():
             await part.wait()
 
@@ -298,12 +309,12 @@ class ProducerBatch:
         for index, callback, arg in callbacks:
             first, part = next((f, p) for f, p in reversed(self.split_into) if index >= f)
             part.callbacks.append((index - first, callback, arg))
-        self.done_event.set()  # wakes handles waiting here: they follow their record
+        self._wake_waiters()  # handles waiting here follow their record into its part
         return parts
 
     def _resolve(self) -> None:
         self.done = True
-        self.done_event.set()
+        self._wake_waiters()
         callbacks, self.callbacks = self.callbacks, []
         for _, callback, arg in callbacks:
             callback(arg)
