@@ -21,7 +21,7 @@ from aiokafka_lead.testing.fake.groups import CommittedOffset
 from aiokafka_lead.testing.fake.handlers.common import coordinator_only
 
 if TYPE_CHECKING:
-    from aiokafka_lead.testing.fake.cluster import FakeCluster
+    from aiokafka_lead.testing.fake.view import ClusterView
 
 TV2_TXN_OFFSET_COMMIT = 5
 BATCHED_VERSION = 4  # AddPartitionsToTxn v4+: several transactions per request (brokers only)
@@ -43,7 +43,7 @@ def _txn(request: _SpeaksForTxn) -> tuple[str, int, int]:
 
 
 def _add(
-    cluster: FakeCluster,
+    cluster: ClusterView,
     node_id: int,
     txn: tuple[str, int, int],
     topics: list[AddPartitionsToTxnRequest.AddPartitionsToTxnTopic],
@@ -65,7 +65,7 @@ def _add(
 
 
 async def handle_add_partitions_to_txn(
-    cluster: FakeCluster, node_id: int, header: RequestHeader, request: AddPartitionsToTxnRequest
+    cluster: ClusterView, node_id: int, header: RequestHeader, request: AddPartitionsToTxnRequest
 ) -> AddPartitionsToTxnResponse:
     """v0-3: one transaction (clients); v4+: several, as brokers batch them (KIP-890)."""
     if header.api_version < BATCHED_VERSION:
@@ -88,13 +88,13 @@ async def handle_add_partitions_to_txn(
 
 @coordinator_only("transaction", AddOffsetsToTxnResponse)
 async def handle_add_offsets_to_txn(
-    cluster: FakeCluster, node_id: int, header: RequestHeader, request: AddOffsetsToTxnRequest
+    cluster: ClusterView, node_id: int, header: RequestHeader, request: AddOffsetsToTxnRequest
 ) -> AddOffsetsToTxnResponse:
     code = cluster.txns.add_offsets(*_txn(request), request.group_id)
     return AddOffsetsToTxnResponse(error_code=code)
 
 
-def _member_error(cluster: FakeCluster, request: TxnOffsetCommitRequest) -> int:
+def _member_error(cluster: ClusterView, request: TxnOffsetCommitRequest) -> int:
     """KIP-447: a commit carrying a member id must come from the group's current generation."""
     if request.generation_id_or_member_epoch < 0 and not request.member_id:
         return ErrorCode.NONE
@@ -107,7 +107,7 @@ def _member_error(cluster: FakeCluster, request: TxnOffsetCommitRequest) -> int:
 
 
 async def handle_txn_offset_commit(
-    cluster: FakeCluster, node_id: int, header: RequestHeader, request: TxnOffsetCommitRequest
+    cluster: ClusterView, node_id: int, header: RequestHeader, request: TxnOffsetCommitRequest
 ) -> TxnOffsetCommitResponse:
     if not cluster.groups.is_coordinator(node_id, request.group_id):
         code: int = ErrorCode.NOT_COORDINATOR
@@ -144,7 +144,7 @@ async def handle_txn_offset_commit(
 
 @coordinator_only("transaction", EndTxnResponse)
 async def handle_end_txn(
-    cluster: FakeCluster, node_id: int, header: RequestHeader, request: EndTxnRequest
+    cluster: ClusterView, node_id: int, header: RequestHeader, request: EndTxnRequest
 ) -> EndTxnResponse:
     code, pid, epoch = cluster.txns.end_txn(*_txn(request), request.committed, header.api_version)
     return EndTxnResponse(error_code=code, producer_id=pid, producer_epoch=epoch)
