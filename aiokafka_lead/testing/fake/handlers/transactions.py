@@ -14,11 +14,12 @@ from aiokafka_lead.protocol.messages import (
     AddPartitionsToTxnResponse,
     EndTxnRequest,
     EndTxnResponse,
+    Response,
     TxnOffsetCommitRequest,
-    TxnOffsetCommitResponse,
 )
 from aiokafka_lead.testing.fake.groups import CommittedOffset
 from aiokafka_lead.testing.fake.handlers.common import coordinator_only
+from aiokafka_lead.testing.fake.intercept import error_response
 
 if TYPE_CHECKING:
     from aiokafka_lead.testing.fake.view import ClusterView
@@ -108,7 +109,7 @@ def _member_error(cluster: ClusterView, request: TxnOffsetCommitRequest) -> int:
 
 async def handle_txn_offset_commit(
     cluster: ClusterView, node_id: int, header: RequestHeader, request: TxnOffsetCommitRequest
-) -> TxnOffsetCommitResponse:
+) -> Response:
     if not cluster.groups.is_coordinator(node_id, request.group_id):
         code: int = ErrorCode.NOT_COORDINATOR
     else:
@@ -127,19 +128,7 @@ async def handle_txn_offset_commit(
             offsets,
             implicit=header.api_version >= TV2_TXN_OFFSET_COMMIT,
         )
-    topics = [
-        TxnOffsetCommitResponse.TxnOffsetCommitResponseTopic(
-            name=t.name,
-            partitions=[
-                TxnOffsetCommitResponse.TxnOffsetCommitResponsePartition(
-                    partition_index=p.partition_index, error_code=code
-                )
-                for p in t.partitions
-            ],
-        )
-        for t in request.topics
-    ]
-    return TxnOffsetCommitResponse(topics=topics)
+    return error_response(request, header.api_version, code)  # every partition: the one code
 
 
 @coordinator_only("transaction", EndTxnResponse)
