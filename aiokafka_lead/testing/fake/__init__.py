@@ -8,13 +8,8 @@
         fc.move_leader(("t", 0), 2, hint="current")
 """
 
-from aiokafka_lead.testing.fake.cluster import (
-    HINT_MODES,
-    FakeCluster,
-    FakeClusterError,
-    MetadataView,
-    Topic,
-)
+from aiokafka_lead.testing.fake.cluster import HINT_MODES, FakeCluster, FakeClusterError
+from aiokafka_lead.testing.fake.core import Topic
 from aiokafka_lead.testing.fake.intercept import (
     Action,
     Close,
@@ -31,6 +26,7 @@ from aiokafka_lead.testing.fake.intercept import (
 from aiokafka_lead.testing.fake.log import RequestLog, RequestRecord
 from aiokafka_lead.testing.fake.partition import Partition
 from aiokafka_lead.testing.fake.replicas import ReplicaSelector, rack_aware_selector
+from aiokafka_lead.testing.fake.view import MetadataView
 
 __all__ = [
     "HINT_MODES",

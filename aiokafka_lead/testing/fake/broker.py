@@ -39,7 +39,7 @@ from aiokafka_lead.testing.fake.intercept import (
 from aiokafka_lead.testing.fake.log import RequestRecord
 
 if TYPE_CHECKING:
-    from aiokafka_lead.testing.fake.cluster import FakeCluster
+    from aiokafka_lead.testing.fake.view import ClusterView
 
 log = logging.getLogger(__name__)
 
@@ -58,7 +58,7 @@ class _CloseConnection(Exception):
 
 class FakeBroker:
     def __init__(
-        self, cluster: FakeCluster, node_id: int, host: str, max_versions: dict[int, int]
+        self, cluster: ClusterView, node_id: int, host: str, max_versions: dict[int, int]
     ) -> None:
         self.cluster = cluster
         self.node_id = node_id
@@ -161,7 +161,7 @@ class FakeBroker:
             return
         header, request = decode_request(frame)
         self._log(header, request)
-        action = self.cluster.consult(self.node_id, header, request)
+        action = self.cluster.interceptors.consult(self.node_id, header, request)
         if isinstance(action, Delay):
             await anyio.sleep(action.seconds)
             action = None

@@ -16,47 +16,29 @@ import socket
 import time
 import uuid
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field
-from typing import Any, Self
+from typing import Self
 
 import anyio
 import anyio.abc
 
 from aiokafka_lead.runtime import ExitOnLeave, TaskGroupHost
 from aiokafka_lead.testing.fake.broker import FakeBroker
+from aiokafka_lead.testing.fake.core import TP, Topic
 from aiokafka_lead.testing.fake.groups import GroupCoordinator
-from aiokafka_lead.testing.fake.intercept import Action, InterceptFn, Interceptor
+from aiokafka_lead.testing.fake.intercept import InterceptFn, Interceptor, Interceptors
 from aiokafka_lead.testing.fake.log import RequestLog, RequestRecord
 from aiokafka_lead.testing.fake.partition import Partition
-from aiokafka_lead.testing.fake.replicas import ReplicaSelector
 from aiokafka_lead.testing.fake.share_groups import ShareCoordinator
 from aiokafka_lead.testing.fake.transactions import TxnCoordinator
+from aiokafka_lead.testing.fake.view import MetadataView, ReplicaSelector
 
 HINT_MODES = ("current", "none", "stale", "same_epoch", "unknown_node", "endpoints_only")
 
-TP = tuple[str, int]  # a TopicPartition works too (it is a NamedTuple)
 Record = tuple[int, bytes | None, bytes | None, list[tuple[str, bytes | None]]]
 
 
 class FakeClusterError(Exception):
     """Raised on leaving a strict FakeCluster that saw a handler bug or a bad request."""
-
-
-@dataclass(slots=True)
-class Topic:
-    name: str
-    topic_id: uuid.UUID
-    partitions: list[Partition]
-    max_message_bytes: int | None = None  # the topic's max.message.bytes (None: unlimited)
-
-
-@dataclass(slots=True)
-class MetadataView:
-    """What a lagging broker keeps answering Metadata with (frozen at lag time)."""
-
-    nodes: dict[int, tuple[str, int]]
-    #: (topic, partition) -> (leader_id, leader_epoch) of the frozen partitions only
-    partitions: dict[TP, tuple[int, int]] = field(default_factory=dict)
 
 
 class FakeCluster(ExitOnLeave):
@@ -86,7 +68,7 @@ class FakeCluster(ExitOnLeave):
         #: share groups (KIP-932) and the brokers' share sessions
         self.shares = ShareCoordinator(self)
         #: transactional ids; ``txns.transaction_version`` is the finalized feature level
-        self.txns = TxnCoordinator(self)
+        self.txns = TxnCoordinator(self, self.groups)
         #: exceptions raised by handlers (bugs in the fake); each closed its connection
         self.handler_errors: list[BaseException] = []
         #: requests the fake could not parse or does not support (client bugs); each closed
@@ -103,7 +85,8 @@ class FakeCluster(ExitOnLeave):
         self.replica_selector: ReplicaSelector | None = None
         self.coordinator_overrides: dict[tuple[int, str], int] = {}
         self._lag: dict[int, MetadataView] = {}
-        self._interceptors: list[Interceptor] = []
+        #: the scripted faults (:meth:`intercept`) the brokers consult for each request
+        self.interceptors = Interceptors()
         self._next_producer_id = 0
         self._host = TaskGroupHost("FakeCluster")
         self._changed: anyio.Event | None = None
@@ -292,20 +275,10 @@ class FakeCluster(ExitOnLeave):
     # -------------------------------------------------------------- interception
     def intercept(self, api_key: int, fn: InterceptFn, *, times: int | None = 1) -> Interceptor:
         """Consult ``fn(node_id, header, request)`` for each request of ``api_key``."""
-        handle = Interceptor(api_key, fn, times, self._interceptors)
-        self._interceptors.append(handle)
-        return handle
+        return self.interceptors.add(api_key, fn, times)
 
     def clear_intercepts(self) -> None:
-        self._interceptors.clear()
-
-    def consult(self, node_id: int, header: Any, request: Any) -> Action | None:
-        for handle in list(self._interceptors):
-            if handle.api_key == header.api_key:
-                action = handle.consult(node_id, header, request)
-                if action is not None:
-                    return action
-        return None
+        self.interceptors.clear()
 
     # ------------------------------------------------------------- observability
     def log_request(self, record: RequestRecord) -> None:

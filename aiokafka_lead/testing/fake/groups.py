@@ -11,15 +11,12 @@ rebalance delay, so a lone member completes its join at once.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING
 
 import anyio
 
 from aiokafka_lead.mappings import get_or_add
 from aiokafka_lead.testing.fake.consumer_groups import ConsumerGroup
-
-if TYPE_CHECKING:
-    from aiokafka_lead.testing.fake.cluster import FakeCluster
+from aiokafka_lead.testing.fake.core import ClusterCore
 
 EMPTY, PREPARING, COMPLETING, STABLE = "Empty", "PreparingRebalance", "CompletingRebalance", "Stable"
 
@@ -126,7 +123,7 @@ class Group:
 class GroupCoordinator:
     """Every group of the cluster (each is answered only by its coordinator node)."""
 
-    def __init__(self, cluster: FakeCluster) -> None:
+    def __init__(self, cluster: ClusterCore) -> None:
         self._cluster = cluster
         self.groups: dict[str, Group] = {}
         #: KIP-848 groups (ConsumerGroupHeartbeat); their offsets live in ``groups`` too

@@ -109,6 +109,30 @@ class Interceptor:
         return action
 
 
+class Interceptors:
+    """The interceptors registered on a cluster, consulted in registration order."""
+
+    def __init__(self) -> None:
+        self._registered: list[Interceptor] = []
+
+    def add(self, api_key: int, fn: InterceptFn, times: int | None) -> Interceptor:
+        handle = Interceptor(api_key, fn, times, self._registered)
+        self._registered.append(handle)
+        return handle
+
+    def clear(self) -> None:
+        self._registered.clear()
+
+    def consult(self, node_id: int, header: RequestHeader, request: Any) -> Action | None:
+        """The first action an interceptor of the request's api key asks for, if any."""
+        for handle in list(self._registered):
+            if handle.api_key == header.api_key:
+                action = handle.consult(node_id, header, request)
+                if action is not None:
+                    return action
+        return None
+
+
 # --------------------------------------------------------- generic error responses
 _PARTITION_ALIASES = ("index", "partition_index", "partition")
 _TOPIC_ALIASES = ("name", "topic")

@@ -9,14 +9,8 @@ With a selector set, followers also serve Fetch v11+, as real brokers do.
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from typing import TYPE_CHECKING, TypeAlias
-
-if TYPE_CHECKING:
-    from aiokafka_lead.testing.fake.cluster import FakeCluster
-    from aiokafka_lead.testing.fake.partition import Partition
-
-ReplicaSelector: TypeAlias = Callable[["FakeCluster", "Partition", str, int], "int | None"]
+from aiokafka_lead.testing.fake.partition import Partition
+from aiokafka_lead.testing.fake.view import ClusterView, ReplicaSelector
 
 
 def has_offset(part: Partition, node_id: int, fetch_offset: int) -> bool:
@@ -28,7 +22,7 @@ def has_offset(part: Partition, node_id: int, fetch_offset: int) -> bool:
 
 
 def rack_aware_selector(
-    cluster: FakeCluster, part: Partition, rack: str, fetch_offset: int
+    cluster: ClusterView, part: Partition, rack: str, fetch_offset: int
 ) -> int | None:
     """As Kafka's ``RackAwareReplicaSelector``: a running replica in the client's rack that
     holds the offset (the leader when it is one of them), else the leader."""

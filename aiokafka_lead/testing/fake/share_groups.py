@@ -23,12 +23,8 @@ from __future__ import annotations
 import enum
 import time
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING
 
-if TYPE_CHECKING:
-    from aiokafka_lead.testing.fake.cluster import FakeCluster
-
-TP = tuple[str, int]
+from aiokafka_lead.testing.fake.core import TP, ClusterCore
 
 
 class State(enum.Enum):
@@ -82,7 +78,7 @@ class ShareSessionState:
 class ShareCoordinator:
     """Every share group of the fake cluster, and the brokers' share sessions."""
 
-    def __init__(self, cluster: FakeCluster) -> None:
+    def __init__(self, cluster: ClusterCore) -> None:
         self._cluster = cluster
         self.groups: dict[str, ShareGroup] = {}
         self.sessions: dict[tuple[int, str, str], ShareSessionState] = {}

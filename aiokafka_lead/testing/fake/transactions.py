@@ -12,14 +12,11 @@ from __future__ import annotations
 
 import time
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING
 
 from aiokafka_lead.error_code import ErrorCode
+from aiokafka_lead.testing.fake.core import ClusterCore
 from aiokafka_lead.testing.fake.epochs import PRODUCER_EPOCH, epoch_error
-from aiokafka_lead.testing.fake.groups import CommittedOffset
-
-if TYPE_CHECKING:
-    from aiokafka_lead.testing.fake.cluster import FakeCluster
+from aiokafka_lead.testing.fake.groups import CommittedOffset, GroupCoordinator
 
 TV2_END_TXN = 5
 TV2_PRODUCE = 12
@@ -41,10 +38,12 @@ class Transaction:
 
 
 class TxnCoordinator:
-    """Every transactional id of the cluster (each answered only by its coordinator node)."""
+    """Every transactional id of the cluster (each answered only by its coordinator node);
+    a committed transaction's offsets go to ``groups``."""
 
-    def __init__(self, cluster: FakeCluster) -> None:
+    def __init__(self, cluster: ClusterCore, groups: GroupCoordinator) -> None:
         self._cluster = cluster
+        self._groups = groups
         self.transactions: dict[str, Transaction] = {}
         self.transaction_version = 2
         self.markers_written = 0
@@ -181,7 +180,7 @@ class TxnCoordinator:
                 self.markers_written += 1
         if commit:
             for group_id, offsets in txn.offsets.items():
-                self._cluster.groups.group(group_id).offsets.update(offsets)
+                self._groups.group(group_id).offsets.update(offsets)
         txn.partitions.clear()
         txn.offsets.clear()
         txn.state = COMPLETE_COMMIT if commit else COMPLETE_ABORT

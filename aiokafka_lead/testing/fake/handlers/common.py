@@ -13,11 +13,11 @@ from aiokafka_lead.protocol.messages import Response
 from aiokafka_lead.testing.fake.epochs import LEADER_EPOCH, epoch_error
 
 if TYPE_CHECKING:
-    from aiokafka_lead.testing.fake.cluster import FakeCluster
     from aiokafka_lead.testing.fake.partition import Partition
+    from aiokafka_lead.testing.fake.view import ClusterView
 
 Handler: TypeAlias = Callable[
-    ["FakeCluster", int, RequestHeader, Any], Awaitable[Response | None]
+    ["ClusterView", int, RequestHeader, Any], Awaitable[Response | None]
 ]
 
 
@@ -28,18 +28,18 @@ _Q = TypeVar("_Q")
 def coordinator_only(
     kind: Literal["group", "transaction"], response: Callable[..., _R]
 ) -> Callable[
-    [Callable[[FakeCluster, int, RequestHeader, _Q], Awaitable[_R]]],
-    Callable[[FakeCluster, int, RequestHeader, _Q], Awaitable[_R]],
+    [Callable[[ClusterView, int, RequestHeader, _Q], Awaitable[_R]]],
+    Callable[[ClusterView, int, RequestHeader, _Q], Awaitable[_R]],
 ]:
     """For the handler of a request only a coordinator answers: the group's
     (``request.group_id``) or the transaction's (``request.transactional_id``). Any other
     node answers ``response(error_code=NOT_COORDINATOR)`` without calling the handler."""
 
     def wrap(
-        handler: Callable[[FakeCluster, int, RequestHeader, _Q], Awaitable[_R]],
-    ) -> Callable[[FakeCluster, int, RequestHeader, _Q], Awaitable[_R]]:
+        handler: Callable[[ClusterView, int, RequestHeader, _Q], Awaitable[_R]],
+    ) -> Callable[[ClusterView, int, RequestHeader, _Q], Awaitable[_R]]:
         @functools.wraps(handler)
-        async def checked(cluster: FakeCluster, node_id: int, header: RequestHeader, request: _Q) -> _R:
+        async def checked(cluster: ClusterView, node_id: int, header: RequestHeader, request: _Q) -> _R:
             req: Any = request  # a group request names group_id, a transaction's transactional_id
             if kind == "group":
                 found = cluster.groups.is_coordinator(node_id, req.group_id)
@@ -82,7 +82,7 @@ def epoch_check(part: Partition, current_leader_epoch: int) -> int:
     return epoch_error(current_leader_epoch, part.leader_epoch, LEADER_EPOCH)
 
 
-def hint_for(cluster: FakeCluster, part: Partition) -> Hint:
+def hint_for(cluster: ClusterView, part: Partition) -> Hint:
     """What a stale leader says about the partition, per the mode set by ``move_leader``."""
     leader, epoch = part.leader_id, part.leader_epoch
     mode = part.hint
@@ -98,7 +98,7 @@ def hint_for(cluster: FakeCluster, part: Partition) -> Hint:
 
 
 def endpoints(
-    cluster: FakeCluster, node_ids: set[int], cls: Any
+    cluster: ClusterView, node_ids: set[int], cls: Any
 ) -> list[Any]:
     """NodeEndpoints entries (``cls`` is the response's NodeEndpoint struct)."""
     out = []

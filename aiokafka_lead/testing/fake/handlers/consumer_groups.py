@@ -22,7 +22,7 @@ from aiokafka_lead.testing.fake.consumer_groups import (
 )
 
 if TYPE_CHECKING:
-    from aiokafka_lead.testing.fake.cluster import FakeCluster
+    from aiokafka_lead.testing.fake.view import ClusterView
 
 CLIENT_MEMBER_ID_VERSION = 1
 
@@ -33,7 +33,7 @@ def _error(code: int, message: str | None = None) -> Response:
     return Response(error_code=code, error_message=message)
 
 
-def _names(cluster: FakeCluster, parts: list[ConsumerGroupHeartbeatRequest.TopicPartitions]) -> set[TP]:
+def _names(cluster: ClusterView, parts: list[ConsumerGroupHeartbeatRequest.TopicPartitions]) -> set[TP]:
     out: set[TP] = set()
     for t in parts:
         topic = cluster.topic_by_id(t.topic_id)
@@ -42,7 +42,7 @@ def _names(cluster: FakeCluster, parts: list[ConsumerGroupHeartbeatRequest.Topic
     return out
 
 
-def _assignment(cluster: FakeCluster, tps: set[TP]) -> Response.Assignment:
+def _assignment(cluster: ClusterView, tps: set[TP]) -> Response.Assignment:
     by_topic: dict[str, list[int]] = {}
     for topic, p in sorted(tps):
         by_topic.setdefault(topic, []).append(p)
@@ -88,7 +88,7 @@ def _join(
 
 
 async def handle_consumer_group_heartbeat(
-    cluster: FakeCluster, node_id: int, header: RequestHeader, request: ConsumerGroupHeartbeatRequest
+    cluster: ClusterView, node_id: int, header: RequestHeader, request: ConsumerGroupHeartbeatRequest
 ) -> Response:
     if not cluster.groups.is_coordinator(node_id, request.group_id):
         return _error(ErrorCode.NOT_COORDINATOR)
@@ -161,7 +161,7 @@ async def handle_consumer_group_heartbeat(
 
 
 def _described(
-    cluster: FakeCluster, tps: set[TP]
+    cluster: ClusterView, tps: set[TP]
 ) -> ConsumerGroupDescribeResponse.Assignment:
     D = ConsumerGroupDescribeResponse
     by_topic: dict[str, list[int]] = {}
@@ -176,7 +176,7 @@ def _described(
 
 
 async def handle_consumer_group_describe(
-    cluster: FakeCluster, node_id: int, header: RequestHeader, request: ConsumerGroupDescribeRequest
+    cluster: ClusterView, node_id: int, header: RequestHeader, request: ConsumerGroupDescribeRequest
 ) -> ConsumerGroupDescribeResponse:
     D = ConsumerGroupDescribeResponse
     groups = []

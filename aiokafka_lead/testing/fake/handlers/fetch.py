@@ -22,7 +22,7 @@ from aiokafka_lead.testing.fake.handlers.common import endpoints, epoch_check, h
 from aiokafka_lead.testing.fake.replicas import has_offset
 
 if TYPE_CHECKING:
-    from aiokafka_lead.testing.fake.cluster import FakeCluster
+    from aiokafka_lead.testing.fake.view import ClusterView
 
 TOPIC_ID_VERSION = 13
 SESSION_VERSION = 7
@@ -34,7 +34,7 @@ PartData = FetchResponse.PartitionData
 
 
 async def handle_fetch(
-    cluster: FakeCluster, node_id: int, header: RequestHeader, request: FetchRequest
+    cluster: ClusterView, node_id: int, header: RequestHeader, request: FetchRequest
 ) -> FetchResponse:
     if header.api_version >= SESSION_VERSION and request.session_id != 0:
         # The fake never creates a session (it answers session_id 0), so any id is unknown.
@@ -50,7 +50,7 @@ async def handle_fetch(
 
 
 def _read(
-    cluster: FakeCluster, node_id: int, version: int, request: FetchRequest
+    cluster: ClusterView, node_id: int, version: int, request: FetchRequest
 ) -> tuple[FetchResponse, int, bool]:
     """One pass over the request: (response, bytes of records, any partition error)."""
     budget = request.max_bytes if version >= 3 else 2**31 - 1

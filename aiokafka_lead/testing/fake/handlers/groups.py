@@ -35,7 +35,7 @@ from aiokafka_lead.testing.fake.groups import (
 from aiokafka_lead.testing.fake.handlers.common import coordinator_only
 
 if TYPE_CHECKING:
-    from aiokafka_lead.testing.fake.cluster import FakeCluster
+    from aiokafka_lead.testing.fake.view import ClusterView
 
 MEMBER_ID_REQUIRED_VERSION = 4
 NULLABLE_PROTOCOL_NAME_VERSION = 7
@@ -50,7 +50,7 @@ def _member_check(group: Group | None, member_id: str, generation_id: int) -> in
 
 
 def _group_and_member_check(
-    cluster: FakeCluster, request: SyncGroupRequest | HeartbeatRequest
+    cluster: ClusterView, request: SyncGroupRequest | HeartbeatRequest
 ) -> tuple[Group | None, int]:
     """The request's group and ``_member_check`` of the member and generation it names."""
     group = cluster.groups.groups.get(request.group_id)
@@ -67,7 +67,7 @@ def _join_error(error_code: int, member_id: str, version: int) -> JoinGroupRespo
 
 
 async def handle_join_group(
-    cluster: FakeCluster, node_id: int, header: RequestHeader, request: JoinGroupRequest
+    cluster: ClusterView, node_id: int, header: RequestHeader, request: JoinGroupRequest
 ) -> JoinGroupResponse:
     version = header.api_version
     if not cluster.groups.is_coordinator(node_id, request.group_id):
@@ -132,7 +132,7 @@ async def handle_join_group(
 
 @coordinator_only("group", SyncGroupResponse)
 async def handle_sync_group(
-    cluster: FakeCluster, node_id: int, header: RequestHeader, request: SyncGroupRequest
+    cluster: ClusterView, node_id: int, header: RequestHeader, request: SyncGroupRequest
 ) -> SyncGroupResponse:
     group, error = _group_and_member_check(cluster, request)
     if error:
@@ -161,7 +161,7 @@ async def handle_sync_group(
 
 @coordinator_only("group", HeartbeatResponse)
 async def handle_heartbeat(
-    cluster: FakeCluster, node_id: int, header: RequestHeader, request: HeartbeatRequest
+    cluster: ClusterView, node_id: int, header: RequestHeader, request: HeartbeatRequest
 ) -> HeartbeatResponse:
     group, error = _group_and_member_check(cluster, request)
     if not error and group is not None and group.state == PREPARING:
@@ -171,7 +171,7 @@ async def handle_heartbeat(
 
 @coordinator_only("group", LeaveGroupResponse)
 async def handle_leave_group(
-    cluster: FakeCluster, node_id: int, header: RequestHeader, request: LeaveGroupRequest
+    cluster: ClusterView, node_id: int, header: RequestHeader, request: LeaveGroupRequest
 ) -> LeaveGroupResponse:
     group = cluster.groups.groups.get(request.group_id)
     if header.api_version < 3:
@@ -191,7 +191,7 @@ async def handle_leave_group(
 
 
 async def handle_offset_commit(
-    cluster: FakeCluster, node_id: int, header: RequestHeader, request: OffsetCommitRequest
+    cluster: ClusterView, node_id: int, header: RequestHeader, request: OffsetCommitRequest
 ) -> OffsetCommitResponse:
     version = header.api_version
     error: int = ErrorCode.NONE
@@ -233,7 +233,7 @@ async def handle_offset_commit(
 
 
 def _committed(
-    cluster: FakeCluster, node_id: int, group_id: str, wanted: list[tuple[str, list[int]]] | None
+    cluster: ClusterView, node_id: int, group_id: str, wanted: list[tuple[str, list[int]]] | None
 ) -> tuple[int, list[tuple[str, list[tuple[int, CommittedOffset | None]]]]]:
     """(group error, [(topic, [(partition, committed or None)])]) for OffsetFetch."""
     if not cluster.groups.is_coordinator(node_id, group_id):
@@ -249,7 +249,7 @@ def _committed(
 
 
 async def handle_offset_fetch(
-    cluster: FakeCluster, node_id: int, header: RequestHeader, request: OffsetFetchRequest
+    cluster: ClusterView, node_id: int, header: RequestHeader, request: OffsetFetchRequest
 ) -> OffsetFetchResponse:
     version = header.api_version
     if version < 8:

@@ -19,14 +19,15 @@ from aiokafka_lead.protocol.messages import (
 )
 
 if TYPE_CHECKING:
-    from aiokafka_lead.testing.fake.cluster import FakeCluster, Topic
+    from aiokafka_lead.testing.fake.core import Topic
+    from aiokafka_lead.testing.fake.view import ClusterView
 
 ALL_TOPICS_EMPTY_LIST_MAX_VERSION = 0  # v0: an empty list means every topic
 AUTO_CREATE_FLAG_VERSION = 4  # before v4 every Metadata request may auto-create
 
 
 async def handle_api_versions(
-    cluster: FakeCluster, node_id: int, header: RequestHeader, request: ApiVersionsRequest
+    cluster: ClusterView, node_id: int, header: RequestHeader, request: ApiVersionsRequest
 ) -> ApiVersionsResponse:
     features = [
         ApiVersionsResponse.FinalizedFeatureKey(
@@ -43,7 +44,7 @@ async def handle_api_versions(
 
 
 async def handle_metadata(
-    cluster: FakeCluster, node_id: int, header: RequestHeader, request: MetadataRequest
+    cluster: ClusterView, node_id: int, header: RequestHeader, request: MetadataRequest
 ) -> MetadataResponse:
     """Current state, or the frozen view of a lagging broker (``FakeCluster.lag_metadata``)."""
     version = header.api_version
@@ -100,12 +101,12 @@ async def handle_metadata(
     )
 
 
-def _may_create(cluster: FakeCluster, request: MetadataRequest, version: int) -> bool:
+def _may_create(cluster: ClusterView, request: MetadataRequest, version: int) -> bool:
     wanted = version < AUTO_CREATE_FLAG_VERSION or request.allow_auto_topic_creation
     return cluster.auto_create_topics and wanted
 
 
-def _describe(cluster: FakeCluster, topic: Topic, node_id: int) -> MetadataResponse.MetadataResponseTopic:
+def _describe(cluster: ClusterView, topic: Topic, node_id: int) -> MetadataResponse.MetadataResponseTopic:
     view = cluster.metadata_view(node_id)
     partitions = []
     for part in topic.partitions:
@@ -127,7 +128,7 @@ def _describe(cluster: FakeCluster, topic: Topic, node_id: int) -> MetadataRespo
 
 
 async def handle_find_coordinator(
-    cluster: FakeCluster, node_id: int, header: RequestHeader, request: FindCoordinatorRequest
+    cluster: ClusterView, node_id: int, header: RequestHeader, request: FindCoordinatorRequest
 ) -> FindCoordinatorResponse:
     """One coordinator node per key (pinnable with ``FakeCluster.set_coordinator``)."""
     version = header.api_version
@@ -153,7 +154,7 @@ async def handle_find_coordinator(
 
 
 async def handle_init_producer_id(
-    cluster: FakeCluster, node_id: int, header: RequestHeader, request: InitProducerIdRequest
+    cluster: ClusterView, node_id: int, header: RequestHeader, request: InitProducerIdRequest
 ) -> InitProducerIdResponse:
     """A fresh producer id at epoch 0, or (v3+) the same id at the next epoch.
 

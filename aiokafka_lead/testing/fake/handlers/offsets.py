@@ -15,14 +15,14 @@ from aiokafka_lead.protocol.messages import (
 from aiokafka_lead.testing.fake.handlers.common import leader_check
 
 if TYPE_CHECKING:
-    from aiokafka_lead.testing.fake.cluster import FakeCluster
     from aiokafka_lead.testing.fake.partition import Partition
+    from aiokafka_lead.testing.fake.view import ClusterView
 
 LATEST, EARLIEST, MAX_TIMESTAMP, EARLIEST_LOCAL, LATEST_TIERED = -1, -2, -3, -4, -5
 
 
 async def handle_list_offsets(
-    cluster: FakeCluster, node_id: int, header: RequestHeader, request: ListOffsetsRequest
+    cluster: ClusterView, node_id: int, header: RequestHeader, request: ListOffsetsRequest
 ) -> ListOffsetsResponse:
     version = header.api_version
     topics = []
@@ -72,7 +72,7 @@ def _epoch_of(part: Partition, offset: int, spec: int) -> int:
 
 
 async def handle_offset_for_leader_epoch(
-    cluster: FakeCluster,
+    cluster: ClusterView,
     node_id: int,
     header: RequestHeader,
     request: OffsetForLeaderEpochRequest,

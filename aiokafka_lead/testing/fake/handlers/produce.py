@@ -13,7 +13,7 @@ from aiokafka_lead.testing.fake.handlers.common import endpoints, hint_for, lead
 from aiokafka_lead.testing.fake.partition import SequenceError
 
 if TYPE_CHECKING:
-    from aiokafka_lead.testing.fake.cluster import FakeCluster
+    from aiokafka_lead.testing.fake.view import ClusterView
 
 HINT_VERSION = 10  # KIP-951: CurrentLeader (partition tag 0), NodeEndpoints (top-level tag 0)
 
@@ -21,7 +21,7 @@ Part = ProduceResponse.PartitionProduceResponse
 
 
 def _transaction_check(
-    cluster: FakeCluster,
+    cluster: ClusterView,
     request: ProduceRequest,
     topic: str,
     p: ProduceRequest.PartitionProduceData,
@@ -41,7 +41,7 @@ def _transaction_check(
 
 
 async def handle_produce(
-    cluster: FakeCluster, node_id: int, header: RequestHeader, request: ProduceRequest
+    cluster: ClusterView, node_id: int, header: RequestHeader, request: ProduceRequest
 ) -> ProduceResponse | None:
     version = header.api_version
     bad_acks = request.acks not in (0, 1, -1)

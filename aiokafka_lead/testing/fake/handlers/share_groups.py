@@ -25,14 +25,15 @@ from aiokafka_lead.protocol.messages import (
     ShareGroupHeartbeatRequest,
     ShareGroupHeartbeatResponse,
 )
+from aiokafka_lead.testing.fake.core import TP
 from aiokafka_lead.testing.fake.handlers.common import (
     endpoints,
     hint_for,
 )
-from aiokafka_lead.testing.fake.share_groups import TP, ShareGroup, ShareMember, ShareSessionState
+from aiokafka_lead.testing.fake.share_groups import ShareGroup, ShareMember, ShareSessionState
 
 if TYPE_CHECKING:
-    from aiokafka_lead.testing.fake.cluster import FakeCluster
+    from aiokafka_lead.testing.fake.view import ClusterView
 
 RECORD_LIMIT = 1
 #: Kafka 4.4's message for INVALID_RECORD_STATE on an acknowledgement
@@ -43,7 +44,7 @@ HB = ShareGroupHeartbeatResponse
 
 # ----------------------------------------------------------------- membership
 async def handle_share_group_heartbeat(
-    cluster: FakeCluster, node_id: int, header: RequestHeader, request: ShareGroupHeartbeatRequest
+    cluster: ClusterView, node_id: int, header: RequestHeader, request: ShareGroupHeartbeatRequest
 ) -> ShareGroupHeartbeatResponse:
     if not cluster.groups.is_coordinator(node_id, request.group_id):
         return HB(error_code=ErrorCode.NOT_COORDINATOR)
@@ -116,7 +117,7 @@ def _not_member(member_id: str, group_id: str) -> str:
 
 # ------------------------------------------------------------------- sessions
 def _session(
-    cluster: FakeCluster, node_id: int, group_id: str, member_id: str, epoch: int
+    cluster: ClusterView, node_id: int, group_id: str, member_id: str, epoch: int
 ) -> tuple[ShareSessionState | None, int]:
     """The session the request belongs to (opened at epoch 0), or an error code."""
     key = (node_id, group_id, member_id)
@@ -148,7 +149,7 @@ def _acks(
 
 
 def _close_session(
-    cluster: FakeCluster, group: ShareGroup, session: ShareSessionState, member_id: str
+    cluster: ClusterView, group: ShareGroup, session: ShareSessionState, member_id: str
 ) -> None:
     """Closing a session releases what the member holds in its partitions."""
     for tp in session.partitions:
@@ -163,7 +164,7 @@ def _close_session(
 
 # ---------------------------------------------------------------------- fetch
 async def handle_share_fetch(
-    cluster: FakeCluster, node_id: int, header: RequestHeader, request: ShareFetchRequest
+    cluster: ClusterView, node_id: int, header: RequestHeader, request: ShareFetchRequest
 ) -> ShareFetchResponse:
     group_id, member_id = request.group_id or "", request.member_id or ""
     epoch = request.share_session_epoch
@@ -230,7 +231,7 @@ async def handle_share_fetch(
 
 
 def _fetch_round(  # noqa: PLR0917 - one pass of the handler over its own state
-    cluster: FakeCluster,
+    cluster: ClusterView,
     node_id: int,
     group: ShareGroup,
     session: ShareSessionState,
@@ -276,7 +277,7 @@ def _fetch_round(  # noqa: PLR0917 - one pass of the handler over its own state
 
 # ---------------------------------------------------------------- acknowledge
 async def handle_share_acknowledge(
-    cluster: FakeCluster, node_id: int, header: RequestHeader, request: ShareAcknowledgeRequest
+    cluster: ClusterView, node_id: int, header: RequestHeader, request: ShareAcknowledgeRequest
 ) -> ShareAcknowledgeResponse:
     group_id, member_id = request.group_id or "", request.member_id or ""
     group = cluster.shares.group(group_id)

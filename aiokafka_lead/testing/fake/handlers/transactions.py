@@ -14,14 +14,15 @@ from aiokafka_lead.protocol.messages import (
     AddPartitionsToTxnResponse,
     EndTxnRequest,
     EndTxnResponse,
+    Response,
     TxnOffsetCommitRequest,
-    TxnOffsetCommitResponse,
 )
 from aiokafka_lead.testing.fake.groups import CommittedOffset
 from aiokafka_lead.testing.fake.handlers.common import coordinator_only
+from aiokafka_lead.testing.fake.intercept import error_response
 
 if TYPE_CHECKING:
-    from aiokafka_lead.testing.fake.cluster import FakeCluster
+    from aiokafka_lead.testing.fake.view import ClusterView
 
 TV2_TXN_OFFSET_COMMIT = 5
 BATCHED_VERSION = 4  # AddPartitionsToTxn v4+: several transactions per request (brokers only)
@@ -43,7 +44,7 @@ def _txn(request: _SpeaksForTxn) -> tuple[str, int, int]:
 
 
 def _add(
-    cluster: FakeCluster,
+    cluster: ClusterView,
     node_id: int,
     txn: tuple[str, int, int],
     topics: list[AddPartitionsToTxnRequest.AddPartitionsToTxnTopic],
@@ -65,7 +66,7 @@ def _add(
 
 
 async def handle_add_partitions_to_txn(
-    cluster: FakeCluster, node_id: int, header: RequestHeader, request: AddPartitionsToTxnRequest
+    cluster: ClusterView, node_id: int, header: RequestHeader, request: AddPartitionsToTxnRequest
 ) -> AddPartitionsToTxnResponse:
     """v0-3: one transaction (clients); v4+: several, as brokers batch them (KIP-890)."""
     if header.api_version < BATCHED_VERSION:
@@ -88,13 +89,13 @@ async def handle_add_partitions_to_txn(
 
 @coordinator_only("transaction", AddOffsetsToTxnResponse)
 async def handle_add_offsets_to_txn(
-    cluster: FakeCluster, node_id: int, header: RequestHeader, request: AddOffsetsToTxnRequest
+    cluster: ClusterView, node_id: int, header: RequestHeader, request: AddOffsetsToTxnRequest
 ) -> AddOffsetsToTxnResponse:
     code = cluster.txns.add_offsets(*_txn(request), request.group_id)
     return AddOffsetsToTxnResponse(error_code=code)
 
 
-def _member_error(cluster: FakeCluster, request: TxnOffsetCommitRequest) -> int:
+def _member_error(cluster: ClusterView, request: TxnOffsetCommitRequest) -> int:
     """KIP-447: a commit carrying a member id must come from the group's current generation."""
     if request.generation_id_or_member_epoch < 0 and not request.member_id:
         return ErrorCode.NONE
@@ -107,8 +108,8 @@ def _member_error(cluster: FakeCluster, request: TxnOffsetCommitRequest) -> int:
 
 
 async def handle_txn_offset_commit(
-    cluster: FakeCluster, node_id: int, header: RequestHeader, request: TxnOffsetCommitRequest
-) -> TxnOffsetCommitResponse:
+    cluster: ClusterView, node_id: int, header: RequestHeader, request: TxnOffsetCommitRequest
+) -> Response:
     if not cluster.groups.is_coordinator(node_id, request.group_id):
         code: int = ErrorCode.NOT_COORDINATOR
     else:
@@ -127,24 +128,12 @@ async def handle_txn_offset_commit(
             offsets,
             implicit=header.api_version >= TV2_TXN_OFFSET_COMMIT,
         )
-    topics = [
-        TxnOffsetCommitResponse.TxnOffsetCommitResponseTopic(
-            name=t.name,
-            partitions=[
-                TxnOffsetCommitResponse.TxnOffsetCommitResponsePartition(
-                    partition_index=p.partition_index, error_code=code
-                )
-                for p in t.partitions
-            ],
-        )
-        for t in request.topics
-    ]
-    return TxnOffsetCommitResponse(topics=topics)
+    return error_response(request, header.api_version, code)  # every partition: the one code
 
 
 @coordinator_only("transaction", EndTxnResponse)
 async def handle_end_txn(
-    cluster: FakeCluster, node_id: int, header: RequestHeader, request: EndTxnRequest
+    cluster: ClusterView, node_id: int, header: RequestHeader, request: EndTxnRequest
 ) -> EndTxnResponse:
     code, pid, epoch = cluster.txns.end_txn(*_txn(request), request.committed, header.api_version)
     return EndTxnResponse(error_code=code, producer_id=pid, producer_epoch=epoch)
