@@ -8,10 +8,9 @@ The hierarchy is aiokafka's where aiokafka has the name: ``KafkaError`` is a
 from __future__ import annotations
 
 from collections.abc import Collection
-from typing import TYPE_CHECKING, ClassVar
+from typing import ClassVar
 
-if TYPE_CHECKING:
-    from aiokafka_lead.structs import TopicPartition
+from aiokafka_lead._topic_partition import TopicPartition
 
 
 class KafkaError(RuntimeError):

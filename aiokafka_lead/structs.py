@@ -12,18 +12,13 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Generic, NamedTuple, Protocol, Self, TypeVar
 
+from aiokafka_lead._topic_partition import TopicPartition
+
 if TYPE_CHECKING:
     from aiokafka_lead.errors import KafkaError
 
 KT = TypeVar("KT")
 VT = TypeVar("VT")
-
-
-class TopicPartition(NamedTuple):
-    """A topic name and partition index (aiokafka.structs.TopicPartition)."""
-
-    topic: str
-    partition: int
 
 
 class _HasLeaderEpoch(Protocol):

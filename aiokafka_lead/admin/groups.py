@@ -30,6 +30,7 @@ from aiokafka_lead.protocol.messages import (
     DeleteGroupsRequest,
     DescribeGroupsRequest,
     ListGroupsRequest,
+    ShareGroupDescribeResponse,
 )
 from aiokafka_lead.requests.base import check_answered, raise_item_errors
 from aiokafka_lead.requests.groups import GroupRequests
@@ -153,9 +154,9 @@ class GroupsMixin(GroupCore):
                     m.client_id,
                     m.client_host,
                     b"",
-                    partitions=_described_partitions(m.assignment),
+                    partitions=described_partitions(m.assignment),
                     member_epoch=m.member_epoch,
-                    target_partitions=_described_partitions(m.target_assignment),
+                    target_partitions=described_partitions(m.target_assignment),
                     subscribed_topics=tuple(m.subscribed_topic_names),
                     subscribed_topic_regex=m.subscribed_topic_regex,
                 )
@@ -193,7 +194,10 @@ class GroupsMixin(GroupCore):
         await self._delete_groups("delete_consumer_groups", group_ids)
 
 
-def _described_partitions(assignment: ConsumerGroupDescribeResponse.Assignment) -> frozenset[TopicPartition]:
+def described_partitions(
+    assignment: ConsumerGroupDescribeResponse.Assignment | ShareGroupDescribeResponse.Assignment,
+) -> frozenset[TopicPartition]:
+    """A member's assignment as ConsumerGroupDescribe and ShareGroupDescribe give it."""
     return frozenset(
         TopicPartition(t.topic_name, p) for t in assignment.topic_partitions for p in t.partitions
     )

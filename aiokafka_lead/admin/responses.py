@@ -11,6 +11,7 @@ CreatePartitions v1, DescribeConfigs v2, AlterConfigs v1, DescribeGroups v2 fiel
 
 from __future__ import annotations
 
+import inspect
 from typing import Any, ClassVar, NamedTuple
 
 
@@ -24,11 +25,21 @@ def _plain(value: Any) -> Any:
 
 
 class AdminResponse:
-    """A response in aiokafka's shape: ``FIELDS`` as attributes, in order."""
+    """A response in aiokafka's shape: ``FIELDS`` as attributes, in order.
+
+    Every response starts with ``throttle_time_ms``; a subclass declares its other fields
+    as annotations and its request's key and version as class keywords.
+    """
 
     FIELDS: ClassVar[tuple[str, ...]] = ()
     API_KEY: ClassVar[int]
     API_VERSION: ClassVar[int]
+    throttle_time_ms: int
+
+    def __init_subclass__(cls, *, api_key: int, api_version: int, **kwargs: Any) -> None:
+        super().__init_subclass__(**kwargs)
+        cls.API_KEY, cls.API_VERSION = api_key, api_version
+        cls.FIELDS = ("throttle_time_ms", *inspect.get_annotations(cls))
 
     def __init__(self, *values: Any) -> None:
         if len(values) != len(self.FIELDS):
@@ -109,49 +120,25 @@ class DescribedGroup(NamedTuple):
     members: list[GroupMember]
 
 
-class CreateTopicsResponse(AdminResponse):
-    API_KEY = 19
-    API_VERSION = 3
-    FIELDS = ("throttle_time_ms", "topic_errors")
-    throttle_time_ms: int
+class CreateTopicsResponse(AdminResponse, api_key=19, api_version=3):
     topic_errors: list[TopicError]
 
 
-class DeleteTopicsResponse(AdminResponse):
-    API_KEY = 20
-    API_VERSION = 3
-    FIELDS = ("throttle_time_ms", "topic_error_codes")
-    throttle_time_ms: int
+class DeleteTopicsResponse(AdminResponse, api_key=20, api_version=3):
     topic_error_codes: list[TopicErrorCode]
 
 
-class CreatePartitionsResponse(AdminResponse):
-    API_KEY = 37
-    API_VERSION = 1
-    FIELDS = ("throttle_time_ms", "topic_errors")
-    throttle_time_ms: int
+class CreatePartitionsResponse(AdminResponse, api_key=37, api_version=1):
     topic_errors: list[TopicError]
 
 
-class DescribeConfigsResponse(AdminResponse):
-    API_KEY = 32
-    API_VERSION = 2
-    FIELDS = ("throttle_time_ms", "resources")
-    throttle_time_ms: int
+class DescribeConfigsResponse(AdminResponse, api_key=32, api_version=2):
     resources: list[DescribedResource]
 
 
-class AlterConfigsResponse(AdminResponse):
-    API_KEY = 33
-    API_VERSION = 1
-    FIELDS = ("throttle_time_ms", "resources")
-    throttle_time_ms: int
+class AlterConfigsResponse(AdminResponse, api_key=33, api_version=1):
     resources: list[AlteredResource]
 
 
-class DescribeGroupsResponse(AdminResponse):
-    API_KEY = 15
-    API_VERSION = 2
-    FIELDS = ("throttle_time_ms", "groups")
-    throttle_time_ms: int
+class DescribeGroupsResponse(AdminResponse, api_key=15, api_version=2):
     groups: list[DescribedGroup]

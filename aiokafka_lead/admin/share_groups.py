@@ -15,7 +15,7 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from aiokafka_lead.admin.groups import GroupCore
+from aiokafka_lead.admin.groups import GroupCore, described_partitions
 from aiokafka_lead.client import guarded
 from aiokafka_lead.errors import error_for_code
 from aiokafka_lead.protocol.messages import (
@@ -275,11 +275,7 @@ def _description(g: ShareGroupDescribeResponse.DescribedGroup) -> ShareGroupDesc
                 rack_id=m.rack_id,
                 member_epoch=m.member_epoch,
                 subscribed_topics=tuple(m.subscribed_topic_names),
-                assignment=frozenset(
-                    TopicPartition(t.topic_name, p)
-                    for t in m.assignment.topic_partitions
-                    for p in t.partitions
-                ),
+                assignment=described_partitions(m.assignment),
             )
             for m in g.members
         ),
