@@ -4,7 +4,9 @@ Everything that runs in the background (metadata refresher, fetcher, group coord
 heartbeats, auto-commit) lives in the client's task group, started with ``tg.start`` so
 ``start()`` returns only once they run; ``stop()`` commits, leaves the group and cancels
 them all. The public methods only read and mutate the synchronous SubscriptionState and
-wait on events; no lock is held across an await.
+wait on events; no lock is held across an await. They come in groups: the assignment
+(``assignment_api.py``), positions and offset look-ups (``positions_api.py``), and here
+records, commits and metrics, over the parts ``consumer_base.py`` names.
 """
 
 from __future__ import annotations
@@ -12,25 +14,20 @@ from __future__ import annotations
 import contextlib
 import gc
 import logging
-import re
 import time
 import warnings
-from collections.abc import AsyncIterator, Awaitable, Callable, Iterable, Iterator, Mapping
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterator, Mapping
 from typing import Any, Self, TypeVar
 
 import anyio
 import anyio.abc
 
-from aiokafka_lead.arguments import (
-    check_timestamp,
-    check_topic,
-    check_topic_partition,
-    check_topic_partitions,
-)
 from aiokafka_lead.client import ClientCore, guarded
+from aiokafka_lead.consumer.assignment_api import AssignmentAPI
 from aiokafka_lead.consumer.assignors import PartitionAssignor
 from aiokafka_lead.consumer.buffer import Chunk
 from aiokafka_lead.consumer.config import ConsumerConfig
+from aiokafka_lead.consumer.consumer_base import only_topic_partitions
 from aiokafka_lead.consumer.consumer_protocol import ConsumerGroupMember
 from aiokafka_lead.consumer.coordinator import ConsumerRebalanceListener, topics_needed
 from aiokafka_lead.consumer.errors import ConsumerStoppedError, IllegalOperation, IllegalStateError
@@ -38,9 +35,10 @@ from aiokafka_lead.consumer.fetcher import Fetcher
 from aiokafka_lead.consumer.group_common import GroupMember
 from aiokafka_lead.consumer.group_protocols import create_group_member
 from aiokafka_lead.consumer.keywords import ConsumerKeywords
-from aiokafka_lead.consumer.offsets import EARLIEST, LATEST, PositionManager
+from aiokafka_lead.consumer.offsets import PositionManager
+from aiokafka_lead.consumer.positions_api import PositionsAPI
 from aiokafka_lead.consumer.subscription import ResetStrategy, SubscriptionState, SubscriptionType
-from aiokafka_lead.errors import KafkaError, KafkaTimeoutError
+from aiokafka_lead.errors import KafkaError
 from aiokafka_lead.metadata import MetadataChange
 from aiokafka_lead.protocol.messages import MetadataRequest
 from aiokafka_lead.records import native
@@ -80,7 +78,7 @@ def _gc_paused() -> Iterator[None]:
         gc.enable()
 
 
-class AIOKafkaConsumer(ConsumerKeywords[KT, VT], ExitOnLeave):
+class AIOKafkaConsumer(ConsumerKeywords[KT, VT], AssignmentAPI, PositionsAPI, ExitOnLeave):
     """Asyncio Kafka consumer with aiokafka's constructor keywords and methods.
 
     Positions are KIP-320 aware (every fetch carries the leader epoch, truncation after a
@@ -182,13 +180,6 @@ class AIOKafkaConsumer(ConsumerKeywords[KT, VT], ExitOnLeave):
 
         await self._subs.wait_until(ready)
 
-    def _position_settled(self, tp: TopicPartition) -> bool:
-        """A starting position is known, or the user must give one (auto_offset_reset="none")."""
-        st = self._subs.get(tp)
-        if st is None or st.error is not None:
-            return True
-        return st.has_valid_position and not self._positions.busy(tp)
-
     async def stop(self) -> None:
         """Commit (if auto-commit), leave the group, and stop every background task.
 
@@ -198,10 +189,6 @@ class AIOKafkaConsumer(ConsumerKeywords[KT, VT], ExitOnLeave):
         await self._shutdown(leave=True)
 
     close = stop
-
-    @property
-    def _closed(self) -> bool:
-        return self._state in ("stopping", "stopped")
 
     async def _shutdown(self, *, leave: bool) -> None:
         if self._state in ("stopping", "stopped"):
@@ -240,51 +227,7 @@ class AIOKafkaConsumer(ConsumerKeywords[KT, VT], ExitOnLeave):
     async def _exit(self, exc: BaseException | None) -> None:
         await self.stop()
 
-    def _require_started(self) -> None:
-        if self._closed:
-            raise ConsumerStoppedError("the consumer is stopped")
-        self._core.host.require_running()
-
-    def _require_group_call(self) -> None:
-        """Commits may still run while stop() leaves the group (its final auto-commit)."""
-        if self._state == "stopped":
-            raise ConsumerStoppedError("the consumer is stopped")
-        self._core.host.require_running()
-
     # -------------------------------------------------------------- internals
-    def _report_error(self, error: KafkaError) -> None:
-        log.debug("consumer error for the user: %r", error)
-        # a partition that keeps failing the same way reports once until the user has seen it
-        if not any(type(e) is type(error) and str(e) == str(error) for e in self._errors):
-            self._errors.append(error)
-        self._fetcher.notify_data()
-        self._subs.notify()
-
-    def _raise_pending(self, only: set[TopicPartition] | None = None) -> None:
-        if self._errors:
-            raise self._errors.pop(0)
-        error = self._subs.partition_error(only)
-        if error is not None:
-            raise error
-
-    def _on_metadata(self, change: MetadataChange) -> None:
-        if self._coordinator is not None:
-            self._coordinator.on_metadata_change()
-            return
-        if self._subs.kind == SubscriptionType.AUTO_PATTERN:
-            self._subs.match_pattern(self._core.store.topics())
-        if self._subs.kind in (SubscriptionType.AUTO_TOPICS, SubscriptionType.AUTO_PATTERN):
-            self._assign_all_partitions()
-
-    def _assign_all_partitions(self) -> None:
-        """Without a group, subscribe() means every partition of the matched topics (aiokafka)."""
-        wanted = set()
-        for topic in self._subs.topics:
-            for p in self._core.store.partitions_for_topic(topic) or ():
-                wanted.add(TopicPartition(topic, p))
-        if wanted != self._subs.assigned():
-            self._subs.set_assignment(wanted)
-
     def _offset_fetch_member(self) -> tuple[str, int] | None:
         """A KIP-848 member's id and epoch, sent with OffsetFetch (None: classic or no group)."""
         member = self._coordinator
@@ -332,184 +275,7 @@ class AIOKafkaConsumer(ConsumerKeywords[KT, VT], ExitOnLeave):
                 ]
         return out
 
-    # ------------------------------------------------------------ subscription
-    def subscribe(
-        self,
-        topics: Iterable[str] = (),
-        pattern: str | re.Pattern[str] | None = None,
-        listener: ConsumerRebalanceListener | None = None,
-    ) -> None:
-        """Subscribe to topics or a regex pattern; with a group_id, partitions come from the group.
-
-        A pattern matches a topic as ``re.match`` does (from the start of the name, as aiokafka).
-        """
-        if not (topics or pattern):
-            raise TypeError("You should provide either `topics` or `pattern`")
-        if topics and pattern:
-            raise TypeError("You can't provide both `topics` and `pattern`")
-        if topics and not isinstance(topics, (tuple, set, frozenset, list)):
-            raise TypeError("Topics should be list of strings")
-        if pattern is not None and not isinstance(pattern, re.Pattern):
-            try:
-                pattern = re.compile(pattern)
-            except (re.error, TypeError) as err:
-                raise ValueError(f"{pattern!r} is not a valid pattern: {err}") from err
-        if listener is not None and not isinstance(listener, ConsumerRebalanceListener):
-            raise TypeError("listener should be an instance of ConsumerRebalanceListener")
-        for topic in topics:
-            check_topic(topic)
-        self._subs.subscribe(topics, pattern)
-        if self._coordinator is not None:
-            self._coordinator.listener = listener
-            self._coordinator.request_rejoin("subscription changed")
-        elif self._core.host.running:
-            self._on_metadata(MetadataChange("subscribe"))
-        if self._core.host.running:
-            self._core.store.request_refresh("consumer subscribed")
-
-    def subscription(self) -> frozenset[str] | set[str]:
-        """The subscribed (or pattern-matched) topics: a frozenset, or ``set()`` before any."""
-        if self._subs.kind == SubscriptionType.NONE:
-            return set()
-        return self._subs.topics
-
-    def unsubscribe(self) -> None:
-        self._subs.unsubscribe()
-        self._fetcher.discard_unassigned()
-        if self._coordinator is not None and self._core.host.running and self._coordinator.in_group:
-            self._core.task_group.start_soon(self._coordinator.leave, "unsubscribed")
-
-    def assign(self, partitions: Iterable[TopicPartition]) -> None:
-        """Manual assignment (no group membership); positions start from committed or reset."""
-        if isinstance(partitions, str | bytes) or not isinstance(partitions, Iterable):
-            check_topic_partitions(partitions)  # raises its TypeError
-        tps = check_topic_partitions([TopicPartition(*p) if isinstance(p, tuple) else p for p in partitions])
-        self._subs.assign_from_user(tps)
-        self._fetcher.discard_unassigned()
-        if self._core.host.running:
-            missing = [tp.topic for tp in tps if self._core.store.partitions_for_topic(tp.topic) is None]
-            if missing:
-                self._core.store.request_refresh(f"assigned unknown topics {sorted(set(missing))}")
-
-    def assignment(self) -> frozenset[TopicPartition] | set[TopicPartition]:
-        """The partitions assigned now: a frozenset, or ``set()`` while there is no assignment."""
-        if self._subs.kind == SubscriptionType.NONE:
-            return set()
-        member = self._coordinator
-        auto = self._subs.kind in (SubscriptionType.AUTO_TOPICS, SubscriptionType.AUTO_PATTERN)
-        if auto and member is not None and not member.assignment_done:
-            return set()
-        return frozenset(self._subs.assigned())
-
-    # --------------------------------------------------------------- positions
-    def seek(self, partition: TopicPartition, offset: int) -> None:
-        """The next getmany()/getone() starts at ``offset`` (it also answers a pending
-        NoOffsetForPartitionError or OffsetOutOfRangeError of that partition)."""
-        if isinstance(offset, bool) or not isinstance(offset, int) or offset < 0:
-            raise ValueError("Offset must be a positive integer")
-        self._subs.seek(partition, offset, -1, validated_epoch=self._core.store.leader_epoch(partition))
-
-    def _assigned_targets(self, partitions: tuple[TopicPartition, ...]) -> list[TopicPartition]:
-        """seek_to_*'s partitions: TopicPartitions, all assigned (default: the whole assignment)."""
-        _only_topic_partitions(partitions)
-        if not partitions:
-            return sorted(self._subs.assigned())
-        not_assigned = set(partitions) - self._subs.assigned()
-        if not_assigned:
-            raise IllegalStateError(f"Partitions {not_assigned} are not assigned")
-        return list(partitions)
-
-    async def seek_to_beginning(self, *partitions: TopicPartition) -> bool:
-        """Start over at the log start; True once the new positions are known (within the
-        request timeout, as aiokafka's: False if not yet, the reset still happens)."""
-        return await self._reset_and_wait(self._assigned_targets(partitions), EARLIEST)
-
-    async def seek_to_end(self, *partitions: TopicPartition) -> bool:
-        """Jump to the log end; True once the new positions are known (see seek_to_beginning)."""
-        return await self._reset_and_wait(self._assigned_targets(partitions), LATEST)
-
-    async def _reset_and_wait(self, tps: list[TopicPartition], spec: int) -> bool:
-        for tp in tps:
-            self._subs.request_reset(tp, spec)
-        if not self._core.host.running:
-            return False
-        with anyio.move_on_after(self._config.request_timeout_ms / 1000):
-            await self._subs.wait_until(lambda: all(self._position_settled(tp) for tp in tps))
-            return True
-        return False
-
-    @guarded
-    async def seek_to_committed(self, *partitions: TopicPartition) -> dict[TopicPartition, int | None]:
-        if self._config.group_id is None:
-            raise IllegalOperation("seek_to_committed() needs a group_id")
-        tps = self._assigned_targets(partitions)
-        committed = await self._positions.committed(tps)
-        out: dict[TopicPartition, int | None] = {}
-        for tp in tps:
-            c = committed.get(tp)
-            out[tp] = None if c is None else c.offset
-            if c is not None:
-                self._subs.seek(tp, c.offset, c.leader_epoch, validated_epoch=-1)
-        return out
-
-    @guarded
-    async def position(self, partition: TopicPartition, timeout_ms: float | None = None) -> int:
-        """The offset of the next record for ``partition`` (waits for a reset/lookup to finish)."""
-        self._require_started()
-        timeout = (self._config.request_timeout_ms if timeout_ms is None else timeout_ms) / 1000
-        try:
-
-            def ready() -> bool:
-                st = self._subs.state(partition)
-                if st.has_valid_position and not self._positions.busy(partition):
-                    return True
-                self._raise_pending()
-                return False
-
-            with anyio.fail_after(timeout):
-                # positions, busy marks and reported errors all notify the subscription
-                await self._subs.wait_until(ready)
-            position = self._subs.state(partition).position
-            assert position is not None
-            return position
-        except TimeoutError:
-            unknown = self._core.store.partitions_for_topic(partition.topic) is None
-            why = f" (topic {partition.topic!r} is not in the cluster's metadata)" if unknown else ""
-            message = f"no position for {partition} within {timeout * 1000:.0f} ms{why}"
-            raise KafkaTimeoutError(message) from None
-
-    def highwater(self, partition: TopicPartition) -> int | None:
-        """The highest high watermark the fetcher has seen (never goes back, KIP-207)."""
-        return self._subs.state(partition).highwater
-
-    def last_stable_offset(self, partition: TopicPartition) -> int | None:
-        return self._subs.state(partition).last_stable_offset
-
-    def last_poll_timestamp(self, partition: TopicPartition) -> int | None:
-        """When the last fetch answer for ``partition`` came (ms since the epoch; None: none yet)."""
-        return self._subs.state(partition).last_fetch_ms
-
-    def paused(self) -> set[TopicPartition]:
-        return self._subs.paused()
-
-    def pause(self, *partitions: TopicPartition) -> None:
-        _only_topic_partitions(partitions)
-        self._subs.pause(partitions)
-
-    def resume(self, *partitions: TopicPartition) -> None:
-        _only_topic_partitions(partitions)
-        self._subs.resume(partitions)
-
     # ----------------------------------------------------------------- commits
-    @guarded
-    async def committed(self, partition: TopicPartition) -> int | None:
-        """The group's committed offset for ``partition`` (None if there is none)."""
-        if self._config.group_id is None:
-            raise IllegalOperation("committed() needs a group_id")
-        self._require_started()
-        c = (await self._positions.committed([partition])).get(partition)
-        return None if c is None else c.offset
-
     @guarded
     async def commit(
         self, offsets: Mapping[TopicPartition, int | OffsetAndMetadata | tuple[Any, ...]] | None = None
@@ -534,46 +300,6 @@ class AIOKafkaConsumer(ConsumerKeywords[KT, VT], ExitOnLeave):
         except ClientClosedError:
             raise ConsumerStoppedError("the consumer was stopped during commit()") from None
 
-    # ---------------------------------------------------------------- offsets
-    async def _list(self, specs: Mapping[TopicPartition, int]) -> dict[TopicPartition, Any]:
-        self._require_started()
-        self._subs.extra_topics.update(tp.topic for tp in specs)
-        return await self._lookup.list_offsets(specs, self._config.isolation_level)
-
-    @guarded
-    async def beginning_offsets(self, partitions: Iterable[TopicPartition]) -> dict[TopicPartition, int]:
-        result = await self._list(dict.fromkeys(partitions, EARLIEST))
-        return {tp: info.offset for tp, info in result.items()}
-
-    @guarded
-    async def end_offsets(self, partitions: Iterable[TopicPartition]) -> dict[TopicPartition, int]:
-        """Latest offsets; never lower than one this consumer returned before (KIP-207)."""
-        result = await self._list(dict.fromkeys(partitions, LATEST))
-        floor = self._subs.end_offset_floor
-        out = {}
-        for tp, info in result.items():
-            value = max(info.offset, floor.get(tp, -1))
-            floor[tp] = value
-            out[tp] = value
-        return out
-
-    @guarded
-    async def offsets_for_times(
-        self, timestamps: Mapping[TopicPartition, int]
-    ) -> dict[TopicPartition, OffsetAndTimestamp | None]:
-        for tp, ts in timestamps.items():
-            check_topic_partition(tp)
-            if isinstance(ts, int) and not isinstance(ts, bool) and ts < 0:
-                raise ValueError(f"timestamp for {tp} must be >= 0")  # aiokafka's error
-            check_timestamp(ts)
-        result = await self._list(dict(timestamps))
-        return {
-            tp: None
-            if info.offset < 0
-            else OffsetAndTimestamp(info.offset, info.timestamp, info.leader_epoch)
-            for tp, info in result.items()
-        }
-
     # --------------------------------------------------------------- metadata
     def partitions_for_topic(self, topic: str) -> set[int] | None:
         return self._core.store.partitions_for_topic(topic)
@@ -597,7 +323,7 @@ class AIOKafkaConsumer(ConsumerKeywords[KT, VT], ExitOnLeave):
     ) -> dict[TopicPartition, list[ConsumerRecord[KT, VT]]]:
         """Records per partition, waiting up to ``timeout_ms`` for the first ones ({} if the
         consumer is stopped meanwhile)."""
-        _only_topic_partitions(partitions)
+        only_topic_partitions(partitions)
         if max_records is not None and (
             isinstance(max_records, bool) or not isinstance(max_records, int) or max_records < 1
         ):
@@ -700,12 +426,6 @@ class AIOKafkaConsumer(ConsumerKeywords[KT, VT], ExitOnLeave):
     @property
     def positions(self) -> PositionManager:
         return self._positions
-
-
-def _only_topic_partitions(partitions: tuple[object, ...]) -> None:
-    """The ``*partitions`` of a call are TopicPartitions (aiokafka's TypeError otherwise)."""
-    if not all(isinstance(p, TopicPartition) for p in partitions):
-        raise TypeError("partitions must be TopicPartition instances")
 
 
 Consumer = AIOKafkaConsumer

@@ -260,7 +260,7 @@ async def test_position_after_seek_to_end_of_a_prefetched_partition() -> None:
             async with consumer(fc) as c:
                 c.assign([tp0, tp1])
                 assert len((await c.getmany(tp0, timeout_ms=5000))[tp0]) == 2
-                await eventually(lambda: tp1 in c.fetcher._buffer)
+                await eventually(lambda: tp1 in c.fetcher.buffer)
                 await c.seek_to_end(tp1)
                 assert await c.position(tp1, timeout_ms=3000) == 3
 

@@ -86,10 +86,10 @@ async def test_prefetch_memory_stays_bounded_when_the_user_is_behind() -> None:
                 while got < 800:
                     batch = await c.getmany(timeout_ms=1000, max_records=7)
                     got += sum(len(v) for v in batch.values())
-                    assert c.fetcher.buffered_bytes <= limit + batch_size
+                    assert c.fetcher.buffer.bytes <= limit + batch_size
                 assert got == 800
                 # one leader node: never more than the limit plus one batch the broker must send whole
-                assert 0 < c.fetcher.max_buffered_bytes <= limit + batch_size
+                assert 0 < c.fetcher.buffer.max_bytes <= limit + batch_size
 
 
 async def test_end_offsets_never_go_backwards() -> None:

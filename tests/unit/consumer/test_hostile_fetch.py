@@ -66,7 +66,7 @@ async def test_records_below_the_position_again_and_again_back_off_and_warn_once
                 lie = answer(fc, BAD, old, high_watermark=3)  # offsets 0-2 again, at once
                 fc.intercept(FETCH, lambda node, *_: lie if node == 1 else None, times=None)
                 since = fc.now()
-                with caplog.at_level(logging.WARNING, logger="aiokafka_lead.consumer.fetcher"):
+                with caplog.at_level(logging.WARNING, logger="aiokafka_lead.consumer.fetch_response"):
                     produce(fc, GOOD, [b"x"])
                     assert [r.value for r in await consume(c, 1)] == [b"x"]  # the healthy one flows
                     with anyio.move_on_after(1.5):
