@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from typing import TypeVar
+
+from aiokafka_lead._topic_partition import TopicPartition
 
 K = TypeVar("K")
 V = TypeVar("V")
@@ -17,4 +19,12 @@ def get_or_add(mapping: dict[K, V], key: K, make: Callable[[K], V]) -> V:
     return value
 
 
-__all__ = ["get_or_add"]
+def group_by_topic(items: Iterable[tuple[TopicPartition, V]]) -> dict[str, list[V]]:
+    """Each partition's entry under its topic name, in the order given (a request's topics)."""
+    out: dict[str, list[V]] = {}
+    for tp, item in items:
+        out.setdefault(tp.topic, []).append(item)
+    return out
+
+
+__all__ = ["get_or_add", "group_by_topic"]

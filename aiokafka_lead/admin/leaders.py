@@ -12,6 +12,7 @@ from aiokafka_lead.admin.types import ElectionResult, ElectionType, PartitionRea
 from aiokafka_lead.client import guarded
 from aiokafka_lead.error_code import ErrorCode
 from aiokafka_lead.errors import error_for_code
+from aiokafka_lead.mappings import group_by_topic
 from aiokafka_lead.protocol.messages import (
     AlterPartitionReassignmentsRequest,
     ElectLeadersRequest,
@@ -22,10 +23,8 @@ from aiokafka_lead.structs import TopicPartition
 
 
 def _by_topic(partitions: Iterable[TopicPartition]) -> dict[str, list[int]]:
-    out: dict[str, list[int]] = {}
-    for tp in sorted(set(partitions)):
-        out.setdefault(tp.topic, []).append(tp.partition)
-    return out
+    """Each topic's partition indexes, sorted, each once."""
+    return group_by_topic((tp, tp.partition) for tp in sorted(set(partitions)))
 
 
 def election_type_of(value: ElectionType | str | int) -> ElectionType:

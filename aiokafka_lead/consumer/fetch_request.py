@@ -9,12 +9,12 @@ node's session decide what must go out, and builds the request from the plan
 from __future__ import annotations
 
 import uuid
-from collections.abc import Callable, Iterable
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import TypeVar
 
 from aiokafka_lead.consumer.config import FetchConfig
 from aiokafka_lead.consumer.session import PartitionFetch, SessionPlan
+from aiokafka_lead.mappings import group_by_topic
 from aiokafka_lead.metadata.model import ZERO_UUID
 from aiokafka_lead.protocol.messages import FetchRequest
 from aiokafka_lead.structs import TopicPartition
@@ -24,8 +24,6 @@ TOPIC_ID_VERSION = 13
 DIVERGING_EPOCH_VERSION = 12  # KIP-320: last_fetched_epoch in, diverging_epoch out
 RACK_VERSION = 11  # KIP-392
 EPOCH_VERSION = 9  # KIP-320: current_leader_epoch
-
-T = TypeVar("T")
 
 
 @dataclass(slots=True)
@@ -53,14 +51,6 @@ def partition_fetches(
     }
 
 
-def _by_topic(items: Iterable[tuple[TopicPartition, T]]) -> dict[str, list[T]]:
-    """Each partition's entry under its topic, in the order given."""
-    out: dict[str, list[T]] = {}
-    for tp, item in items:
-        out.setdefault(tp.topic, []).append(item)
-    return out
-
-
 def fetch_request(
     plan: SessionPlan,
     version: int,
@@ -76,7 +66,7 @@ def fetch_request(
     def id_of(name: str) -> uuid.UUID:
         return ZERO_UUID if by_name else (topic_id(name) or ZERO_UUID)
 
-    to_send = _by_topic(
+    to_send = group_by_topic(
         (
             tp,
             FetchRequest.FetchPartition(
@@ -90,7 +80,7 @@ def fetch_request(
         )
         for tp, f in plan.to_send.items()
     )
-    forgotten = _by_topic((tp, tp.partition) for tp in plan.forgotten)
+    forgotten = group_by_topic((tp, tp.partition) for tp in plan.forgotten)
     return FetchRequest(
         replica_id=-1,
         max_wait_ms=max_wait_ms,
