@@ -78,6 +78,9 @@ class RecordAccumulator:
         # A backlogged partition (its batch in flight, or a batch already waiting) may grow
         # its next batch this far, so each round trip carries more of the backlog (DESIGN.md 23).
         self.backlog_batch_size = max(batch_size, min(BACKLOG_FACTOR * batch_size, config.max_request_size))
+        # Partitions whose leader was a pipelining (far) node at the last drain: their batches
+        # keep max_batch_size, backlogged or not (DESIGN.md 23).
+        self._far: set[TopicPartition] = set()
         self.linger_s = config.linger_ms / 1000
         self.compression_type = config.compression
         self.buffer_memory = config.buffer_memory
@@ -204,7 +207,7 @@ class RecordAccumulator:
             filled = True
         else:
             filled = False
-        backlogged = bool(queue) or tp in self._in_flight
+        backlogged = (bool(queue) or tp in self._in_flight) and tp not in self._far
         limit = self.backlog_batch_size if backlogged else self.batch_size
         batch = ProducerBatch(tp, RecordBatchBuilder(self.compression_type, limit))
         handle = batch.try_append(timestamp, key, value, headers)
@@ -280,6 +283,10 @@ class RecordAccumulator:
                 store.request_refresh(f"no leader known for {tp.topic}-{tp.partition}")
                 result.wake_in(0.05)
                 continue
+            if leader.node_id in pipelining:
+                self._far.add(tp)
+            else:
+                self._far.discard(tp)
             ready_at = self._ready_at(batch, len(queue), store, hints)
             if ready_at == NOT_YET:
                 result.wake_in(0.02)
@@ -437,11 +444,13 @@ def _resend_position(queue: deque[ProducerBatch], batch: ProducerBatch) -> int:
 def _may_pipeline(batch: ProducerBatch, flying: list[ProducerBatch], node_id: int, limit: int) -> bool:
     """May ``batch`` go to ``node_id`` while ``flying`` (its partition's batches in flight) are out?
 
-    Only a first send, after every batch in flight, to the node they went to, below the
-    partition's limit. A resend (a retry, a split batch's part) waits until nothing of its
-    partition is in flight, so it cannot overtake the batches sent after it once more."""
+    Only after every batch in flight (all older than it: it overtakes none), to the node they
+    went to, below the partition's limit. That holds for a first send and for a resend behind
+    the older resends (after a leader move, a partition's retried batches follow each other
+    to the new leader instead of one per round trip). A split batch's part waits until
+    nothing of its partition is in flight."""
     return (
-        not batch.sent
+        len(batch.order) == 1
         and len(flying) < limit
         and all(b.sent_to == node_id and b.order < batch.order for b in flying)
     )

@@ -371,11 +371,11 @@ async def test_transactional_producer_through_chaos(
             await create_topic(cluster.bootstrap(), topic)
             await runner.settle()
             warmed_up, chaos_done = anyio.Event(), anyio.Event()
-            # pipelined: small batches (50 B; a backlog batch BACKLOG_FACTOR (64) x that, 3.2 KB),
-            # so that a partition has several per transaction: its first goes alone (the broker
-            # checks it with the coordinator), and the rest of a 500-record transaction would
-            # otherwise fit in one
-            sizes = {"max_batch_size": 50} if pipelining else {}
+            # pipelined: small batches (1 KB, ~10 records; toward a pipelining node a backlog's
+            # batches keep that size), so that a partition has several per transaction: its
+            # first goes alone (the broker checks it with the coordinator), and the rest of a
+            # 500-record transaction would otherwise fit in one
+            sizes = {"max_batch_size": 1000} if pipelining else {}
             async with AIOKafkaProducer(
                 bootstrap_servers=cluster.bootstrap(), transactional_id=unique("chaos-tx"), **sizes
             ) as producer:

@@ -43,3 +43,32 @@ async def test_a_backlog_goes_out_in_bigger_batches(backlog_factor: int, monkeyp
         assert len(backlog) <= 200 * len(VALUE) // (BATCH * backlog_factor) + 2
     else:
         assert max(backlog) <= BATCH and len(backlog) >= 12
+
+
+async def test_toward_a_far_node_a_backlog_keeps_max_batch_size() -> None:
+    """Toward a pipelining (far) node a backlog goes in max_batch_size batches, several
+    requests in flight, so that each request carries every partition's oldest records: one
+    grown batch would be acknowledged only once all of it had crossed the link."""
+    with anyio.fail_after(30):
+        async with FakeCluster(brokers=1) as fc:
+            fc.create_topic("t", partitions=1, replication_factor=1)
+            stall = [False]
+
+            def delay(*_: Any) -> Delay:  # every produce 20 ms (a far link, lanes.py), one 1 s
+                stalled, stall[0] = stall[0], False
+                return Delay(1.0 if stalled else 0.02)
+
+            fc.intercept(PRODUCE, delay, times=None)
+            async with AIOKafkaProducer(bootstrap_servers=fc.bootstrap, max_batch_size=BATCH) as producer:
+                for _ in range(3):
+                    await producer.send_and_wait("t", b"warm", partition=0)
+                stall[0] = True  # the next produce
+                handles = [await producer.send("t", VALUE, partition=0) for _ in range(200)]
+                for h in handles:
+                    await h
+                sizes = [
+                    n for r in fc.requests.select(PRODUCE, None, 0) for n in batch_bytes(r.request)
+                ]
+    backlog = sizes[3:]
+    assert max(backlog) <= BATCH
+    assert len(backlog) >= 12

@@ -150,6 +150,28 @@ async def test_pipelined_batches_follow_a_leader_move_in_order(warm: bool) -> No
                 assert m["epoch_bumps"] == 0
 
 
+async def test_retried_batches_follow_each_other_to_the_new_leader() -> None:
+    """After a leader move the batches that came back NOT_LEADER are resent to the new (far)
+    leader pipelined, in order, instead of one per round trip."""
+    with anyio.fail_after(30):
+        async with FakeCluster(brokers=2) as fc:
+            fc.create_topic("t", partitions=2, replication_factor=2, leaders=[1, 2])
+            async with AIOKafkaProducer(bootstrap_servers=fc.bootstrap) as producer:
+                fc.intercept(PRODUCE, slow(), times=None)
+                await producer.send_and_wait("t", b"warm", partition=0)
+                await producer.send_and_wait("t", b"warm", partition=1)  # node 2 is far too
+                first = await paced_sends(producer, 6)
+                before = producer.metrics()["pipelined_batches"]
+                fc.move_leader(("t", 0), 2)  # batches still out on node 1 come back NOT_LEADER
+                offsets = [(await h).offset for h in first]
+                m = producer.metrics()
+                assert offsets == list(range(1, 7)), offsets
+                assert values(fc, ("t", 0)) == [b"warm"] + [f"r{i}".encode() for i in range(6)]
+                assert m["batches_retried"] >= 2, m
+                assert m["pipelined_batches"] > before, m  # resends went while older ones were out
+                assert m["epoch_bumps"] == 0
+
+
 @pytest.mark.parametrize("version", [1, 2])
 async def test_a_transactional_producer_pipelines_once_a_partition_is_acknowledged(version: int) -> None:
     """In a transaction a partition's first produce is checked by the broker with the
