@@ -283,7 +283,8 @@ class RecordAccumulator:
                 store.request_refresh(f"no leader known for {tp.topic}-{tp.partition}")
                 result.wake_in(0.05)
                 continue
-            if leader.node_id in pipelining:
+            far = leader.node_id in pipelining
+            if far:
                 self._far.add(tp)
             else:
                 self._far.discard(tp)
@@ -296,7 +297,7 @@ class RecordAccumulator:
                 continue
             flying = self._in_flight.get(tp)
             if flying and not (
-                leader.node_id in pipelining
+                far
                 and tp in confirmed
                 and tp not in unverified
                 and _may_pipeline(batch, flying, leader.node_id, self.partition_in_flight)

@@ -22,6 +22,14 @@ def batch_bytes(request: Any) -> list[int]:
     return [len(p.records) for t in request.topic_data for p in t.partition_data]
 
 
+async def send_backlog(fc: FakeCluster, producer: AIOKafkaProducer) -> list[int]:
+    """Send 200 records of 1 KB at once, wait for them; the sizes of every produced batch."""
+    handles = [await producer.send("t", VALUE, partition=0) for _ in range(200)]
+    for h in handles:
+        await h
+    return [n for r in fc.requests.select(PRODUCE, None, 0) for n in batch_bytes(r.request)]
+
+
 @pytest.mark.parametrize("backlog_factor", [BACKLOG_FACTOR, 1])
 async def test_a_backlog_goes_out_in_bigger_batches(backlog_factor: int, monkeypatch: Any) -> None:
     monkeypatch.setattr("aiokafka_lead.producer.accumulator.BACKLOG_FACTOR", backlog_factor)
@@ -31,12 +39,7 @@ async def test_a_backlog_goes_out_in_bigger_batches(backlog_factor: int, monkeyp
             async with AIOKafkaProducer(bootstrap_servers=fc.bootstrap, max_batch_size=BATCH) as producer:
                 await producer.send_and_wait("t", b"warm", partition=0)
                 fc.intercept(PRODUCE, lambda *_: Delay(1.0), times=1)  # a stall
-                handles = [await producer.send("t", VALUE, partition=0) for _ in range(200)]
-                for h in handles:
-                    await h
-                sizes = [
-                    n for r in fc.requests.select(PRODUCE, None, 0) for n in batch_bytes(r.request)
-                ]
+                sizes = await send_backlog(fc, producer)
     backlog = sizes[2:]  # after the warm-up and the stalled first batch
     if backlog_factor > 1:
         assert max(backlog) > BATCH * 3  # bytes: the batches grew past max_batch_size
@@ -63,12 +66,7 @@ async def test_toward_a_far_node_a_backlog_keeps_max_batch_size() -> None:
                 for _ in range(3):
                     await producer.send_and_wait("t", b"warm", partition=0)
                 stall[0] = True  # the next produce
-                handles = [await producer.send("t", VALUE, partition=0) for _ in range(200)]
-                for h in handles:
-                    await h
-                sizes = [
-                    n for r in fc.requests.select(PRODUCE, None, 0) for n in batch_bytes(r.request)
-                ]
+                sizes = await send_backlog(fc, producer)
     backlog = sizes[3:]
     assert max(backlog) <= BATCH
     assert len(backlog) >= 12
