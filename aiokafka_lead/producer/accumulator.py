@@ -79,7 +79,7 @@ class RecordAccumulator:
         # its next batch this far, so each round trip carries more of the backlog (DESIGN.md 23).
         self.backlog_batch_size = max(batch_size, min(BACKLOG_FACTOR * batch_size, config.max_request_size))
         # Partitions whose leader was a pipelining (far) node at the last drain: their batches
-        # keep max_batch_size, backlogged or not (DESIGN.md 23).
+        # keep max_batch_size until the pipeline window is full (_backlogged, DESIGN.md 23).
         self._far: set[TopicPartition] = set()
         self.linger_s = config.linger_ms / 1000
         self.compression_type = config.compression
@@ -207,8 +207,7 @@ class RecordAccumulator:
             filled = True
         else:
             filled = False
-        backlogged = (bool(queue) or tp in self._in_flight) and tp not in self._far
-        limit = self.backlog_batch_size if backlogged else self.batch_size
+        limit = self.backlog_batch_size if self._backlogged(tp, queue) else self.batch_size
         batch = ProducerBatch(tp, RecordBatchBuilder(self.compression_type, limit))
         handle = batch.try_append(timestamp, key, value, headers)
         assert handle is not None  # the first record always fits
@@ -223,6 +222,19 @@ class RecordAccumulator:
             # whose record still goes out would be resent by the caller: a duplicate).
             await anyio.lowlevel.cancel_shielded_checkpoint()
         return handle
+
+    def _backlogged(self, tp: TopicPartition, queue: deque[ProducerBatch]) -> bool:
+        """May the partition's next batch grow to ``backlog_batch_size`` (DESIGN.md 23)?
+
+        Toward a near node: when a batch of it is already waiting or in flight. Toward a far
+        (pipelining) node only once its pipeline window is full (``partition_in_flight``
+        batches waiting or in flight): the window's batches keep ``max_batch_size``, so
+        after a leader move each request carries every partition's oldest records, while a
+        backlog deeper than the window (a send() loop faster than the brokers) still grows."""
+        ahead = len(queue) + len(self._in_flight.get(tp, ()))
+        if tp in self._far:
+            return ahead >= self.partition_in_flight
+        return ahead > 0
 
     # -------------------------------------------------------------------- drain
     def _ready_at(self, batch: ProducerBatch, queue_len: int, store: MetadataStore, hints: bool) -> float:
