@@ -17,6 +17,11 @@ does not always hit the same one.
     python benchmarks/throughput.py                       # starts a local 1-node cluster
     python benchmarks/throughput.py --runs 5 --records 1000000
     python benchmarks/throughput.py --bootstrap-server H:P --clients ours,aiokafka
+    python benchmarks/throughput.py --baseline /tmp/old --clients ours,ours-base,confluent
+
+``--baseline DIR`` adds the client ``ours-base``: aiokafka_lead imported from DIR, another
+checkout with its C extension built in place (``python setup.py build_ext --inplace``), so a
+change is measured against the code before it in the same interleaved run.
 
 Writes benchmarks/results/throughput.json, the bar chart docs/img/throughput.png and the
 docs section benchmarks/results/throughput.md (``--name`` other than "throughput" renames them).
@@ -49,6 +54,7 @@ JAVA_CLIENT = ROOT / "benchmarks" / "java" / "ThroughputClient.java"
 LABELS = {
     **bench.PEER_LABELS,
     "ours-py": "aiokafka_lead (no C)",
+    "ours-base": "aiokafka_lead (baseline)",
     "confluent-aio": "confluent_kafka.aio",
     "java": "Java client",
 }
@@ -58,6 +64,7 @@ SIDES = ("produce", "consume")
 COLORS = {
     "ours": "#1f77b4",
     "ours-py": "#9ecae1",
+    "ours-base": "#6b6ecf",
     "aiokafka": "#ff7f0e",
     "confluent": "#2ca02c",
     "confluent-aio": "#98df8a",
@@ -73,6 +80,10 @@ async def run_side(
 ) -> dict[str, Any]:
     """Run one client process, relaying its progress on one line; its RESULT as a dict."""
     client, extra_env = VARIANTS.get(kind, (kind, {}))
+    if kind == "ours-base":
+        if args.baseline is None:
+            raise SystemExit("the client ours-base needs --baseline DIR")
+        client, extra_env = "ours", {"PYTHONPATH": str(args.baseline)}
     if kind == "java":
         cmd = java.command(args.java_classpath, "--side", side, main_class="ThroughputClient")
     else:
@@ -313,6 +324,9 @@ if __name__ == "__main__":
         default=1,
         help="unmeasured productions and reads (aiokafka_lead's) before the runs: the first run "
         "on fresh brokers is otherwise the slowest, whichever client it is",
+    )
+    parser.add_argument(
+        "--baseline", type=Path, help="a checkout of aiokafka_lead to run as the client ours-base"
     )
     parser.add_argument("--render", action="store_true", help="only redo table and plot from the JSON")
     parsed = parser.parse_args()
