@@ -72,7 +72,10 @@ class ClientCore:
         *,
         topics: Callable[[], Collection[str] | None] = lambda: None,
         allow_auto_topic_creation: bool = False,
+        refresh_soon: Callable[[], str | None] = lambda: None,
     ) -> None:
+        """``topics``: what Metadata requests ask for (None: every topic); ``refresh_soon``:
+        why another refresh is wanted at ``retry_backoff_ms`` (None: at ``metadata_max_age_ms``)."""
         self.name = name
         #: the client's whole configuration (every part reads its settings here)
         self.config = config
@@ -84,6 +87,7 @@ class ClientCore:
         self._bootstrap = config.bootstrap_servers
         self._topics = topics
         self._auto_create = allow_auto_topic_creation
+        self._refresh_soon = refresh_soon
         self._pool: BrokerPool | None = None
         #: every connection's counters (SASL authentications and re-authentications, closes)
         self.connection_stats = ConnectionStats()
@@ -139,6 +143,7 @@ class ClientCore:
             topics=self._topics,
             backoff=self.backoff,
             allow_auto_topic_creation=self._auto_create,
+            refresh_soon=self._refresh_soon,
         )
         try:
             with anyio.fail_after(self.config.request_timeout_ms / 1000):

@@ -2,7 +2,10 @@
 
 It refreshes periodically (``metadata_max_age_ms``) and when someone asks
 (``store.request_refresh(reason)``), coalescing requests that arrive while one is in
-flight and spacing refreshes at least ``retry_backoff_ms`` apart. It runs BESIDE request
+flight and spacing refreshes at least ``retry_backoff_ms`` apart. While the client waits
+for something the metadata does not show yet (``refresh_soon`` gives a reason: a
+consumer's subscribed topic without partitions), each refresh asks for the next one, so
+it comes ``retry_backoff_ms`` later instead of at the next periodic refresh. It runs BESIDE request
 paths: a produce or fetch retry never awaits it (KIP-951). Failures back off
 exponentially; when no known broker answers, the pool falls back to the bootstrap
 servers (KIP-899), and a Metadata v13 REBOOTSTRAP_REQUIRED does the same (KIP-1102).
@@ -43,6 +46,8 @@ log = logging.getLogger(__name__)
 RELIABLE_EPOCHS_VERSION = 9
 
 TopicsFn = Callable[[], Collection[str] | None]
+#: why the client wants another refresh soon (None: the periodic one will do)
+RefreshSoonFn = Callable[[], str | None]
 
 
 def topics_from_response(
@@ -99,6 +104,7 @@ class MetadataRefresher:
         topics: TopicsFn = lambda: None,
         backoff: ExponentialBackoff,
         allow_auto_topic_creation: bool = False,
+        refresh_soon: RefreshSoonFn = lambda: None,
     ) -> None:
         self._store = store
         self._pool = pool
@@ -107,6 +113,7 @@ class MetadataRefresher:
         self._min_interval_s = pool.config.retry_backoff_ms / 1000
         self._backoff = backoff
         self._auto_create = allow_auto_topic_creation
+        self._refresh_soon = refresh_soon
         self._last_attempt = 0.0
         self.refreshes = 0
         self.failures = 0
@@ -127,6 +134,9 @@ class MetadataRefresher:
             try:
                 await self.refresh("; ".join(reasons))
                 failures = 0
+                again = self._refresh_soon()
+                if again is not None:
+                    self._store.request_refresh(again)  # spaced by retry_backoff_ms above
             except KafkaError as exc:
                 if not exc.retriable and not isinstance(exc, KafkaTimeoutError):
                     raise

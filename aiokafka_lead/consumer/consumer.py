@@ -22,7 +22,7 @@ from typing import Any, Self, TypeVar
 import anyio
 import anyio.abc
 
-from aiokafka_lead.client import ClientCore, guarded
+from aiokafka_lead.client import TOPIC_MAY_APPEAR, ClientCore, guarded
 from aiokafka_lead.consumer.assignment_api import AssignmentAPI
 from aiokafka_lead.consumer.assignors import PartitionAssignor
 from aiokafka_lead.consumer.buffer import Chunk
@@ -38,7 +38,12 @@ from aiokafka_lead.consumer.keywords import ConsumerKeywords
 from aiokafka_lead.consumer.offsets import PositionManager
 from aiokafka_lead.consumer.positions_api import PositionsAPI
 from aiokafka_lead.consumer.subscription import ResetStrategy, SubscriptionState, SubscriptionType
-from aiokafka_lead.errors import KafkaError
+from aiokafka_lead.errors import (
+    KafkaError,
+    KafkaTimeoutError,
+    UnknownTopicOrPartitionError,
+    error_for_code,
+)
 from aiokafka_lead.metadata import MetadataChange
 from aiokafka_lead.protocol.messages import MetadataRequest
 from aiokafka_lead.records import native
@@ -106,6 +111,7 @@ class AIOKafkaConsumer(ConsumerKeywords[KT, VT], AssignmentAPI, PositionsAPI, Ex
             # aiokafka's and Java's default: asking for a missing topic's metadata creates it
             # where the brokers allow it (auto.create.topics.enable)
             allow_auto_topic_creation=config.allow_auto_create_topics,
+            refresh_soon=self._topics_awaited,
         )
         self._core.extra_setup = self._setup
         self._lookup = Lookups(self._core)
@@ -138,6 +144,7 @@ class AIOKafkaConsumer(ConsumerKeywords[KT, VT], AssignmentAPI, PositionsAPI, Ex
 
     # ----------------------------------------------------------------- lifecycle
     async def _setup(self, tg: anyio.abc.TaskGroup) -> None:
+        await self._wait_subscribed_topics()
         self._core.store.add_listener(self._on_metadata)
         self._listening = True
         await tg.start(self._fetcher.run)
@@ -147,9 +154,16 @@ class AIOKafkaConsumer(ConsumerKeywords[KT, VT], AssignmentAPI, PositionsAPI, Ex
 
     async def start(self) -> None:
         """Connect, fetch metadata, start the background tasks and, as aiokafka's start(),
-        join the group: with a group_id and a subscription it returns once the first
-        assignment is in and every assigned partition has its starting position (so
-        records produced after start() returns are consumed under "latest"); errors of
+        join the group.
+
+        Subscribed topics (not a pattern) are waited for first: their metadata is asked
+        for every ``retry_backoff_ms`` (which creates a missing topic where the brokers
+        allow it) until they have partitions, and UnknownTopicOrPartitionError is raised
+        if one has none after ``request_timeout_ms`` (TopicAuthorizationFailedError at
+        once for a topic this client may not describe). With a subscription it returns
+        once the partitions are assigned (the group's first assignment, or every
+        partition of the topics without a group_id) and each has its starting position,
+        so records produced after start() returns are consumed under "latest"; errors of
         the join (e.g. InvalidSessionTimeoutError) are raised here."""
         await self._begin(self._core.start)
 
@@ -167,10 +181,46 @@ class AIOKafkaConsumer(ConsumerKeywords[KT, VT], AssignmentAPI, PositionsAPI, Ex
                 await self._shutdown(leave=False)
             raise
 
+    async def _wait_subscribed_topics(self) -> None:
+        """aiokafka's start(): every subscribed topic has partitions before anything runs."""
+        if self._subs.kind != SubscriptionType.AUTO_TOPICS:
+            return
+        store = self._core.store
+        timeout_ms = self._config.request_timeout_ms
+        try:
+            await self._core.wait_for_topics(self._subs.topics, timeout_ms)
+        except KafkaTimeoutError as exc:
+            raise UnknownTopicOrPartitionError(str(exc)) from None
+        for topic in sorted(self._subs.topics):
+            code = store.topic_error(topic)
+            if store.partitions_for_topic(topic) is None and code not in TOPIC_MAY_APPEAR:
+                raise error_for_code(
+                    code, f"subscribed topic {topic!r}: Metadata from {store.topic_error_source(topic)}"
+                )
+
+    def _topics_awaited(self) -> str | None:
+        """Subscribed topics without partitions yet: their metadata is asked for at
+        ``retry_backoff_ms`` until they appear (not at the next periodic refresh)."""
+        if self._subs.kind != SubscriptionType.AUTO_TOPICS:
+            return None
+        store = self._core.store
+        missing = sorted(t for t in self._subs.topics if not store.partitions_for_topic(t))
+        return f"subscribed topics without partitions: {missing}" if missing else None
+
     async def _until_first_assignment(self) -> None:
         member = self._coordinator
         auto = (SubscriptionType.AUTO_TOPICS, SubscriptionType.AUTO_PATTERN)
-        if member is None or self._subs.kind not in auto:
+        if self._subs.kind not in auto:
+            return
+        if member is None:
+            # every partition of the topics is assigned already: their starting positions
+            # (a partition that cannot get one in time goes on in the background; an
+            # error waits for the first poll, as aiokafka's start() returns without one)
+            def settled() -> bool:
+                return bool(self._errors) or all(self._position_settled(tp) for tp in self._subs.assigned())
+
+            with anyio.move_on_after(self._config.request_timeout_ms / 1000):
+                await self._subs.wait_until(settled)
             return
 
         def ready() -> bool:
