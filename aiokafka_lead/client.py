@@ -37,6 +37,8 @@ TOPIC_MAY_APPEAR = frozenset({
     ErrorCode.UNKNOWN_TOPIC_OR_PARTITION,
     ErrorCode.LEADER_NOT_AVAILABLE,
 })
+#: a topic's Metadata answer while it is not there yet
+TOPIC_NOT_YET = TOPIC_MAY_APPEAR - {ErrorCode.NONE}
 P = ParamSpec("P")
 R = TypeVar("R")
 
@@ -199,9 +201,15 @@ class ClientCore:
         await self.refresher.refresh(reason)
 
     async def wait_for_topics(self, topics: Collection[str], timeout_ms: float) -> None:
-        """Refresh until every topic is known (or its error is definitive)."""
+        """Refresh until every topic is known (or its error is definitive), every
+        ``retry_backoff_ms``; the first refresh waits that long too when the last answer
+        said of every missing topic that it is not there yet."""
+        backoff_s = self.config.retry_backoff_ms / 1000
         try:
             with anyio.fail_after(timeout_ms / 1000):
+                missing = [t for t in topics if self.store.partitions_for_topic(t) is None]
+                if missing and all(self.store.topic_error(t) in TOPIC_NOT_YET for t in missing):
+                    await anyio.sleep(backoff_s)  # just asked for: no second request at once
                 while True:
                     missing = [t for t in topics if self.store.partitions_for_topic(t) is None]
                     if not missing:
@@ -209,7 +217,7 @@ class ClientCore:
                     await self.refresher.refresh(f"waiting for topics {missing}")
                     if any(self.store.topic_error(t) not in TOPIC_MAY_APPEAR for t in missing):
                         return
-                    await anyio.sleep(self.config.retry_backoff_ms / 1000)
+                    await anyio.sleep(backoff_s)
         except TimeoutError:
             missing = sorted(t for t in topics if self.store.partitions_for_topic(t) is None)
             unknown = [
