@@ -176,3 +176,23 @@ async def test_a_group_member_joins_once_its_missing_topic_exists(protocol: str,
                 assert record.value == b"after start"
             finally:
                 await c.stop()
+
+
+@pytest.mark.parametrize("protocol", ["classic", "consumer"])
+async def test_a_group_member_gets_a_topic_subscribed_after_start_once_it_exists(protocol: str) -> None:
+    tp = TopicPartition("later", 0)
+    with anyio.fail_after(DEADLINE):
+        async with FakeCluster(brokers=1) as fc:
+            group = {"group_id": "g", "group_protocol": protocol, "enable_auto_commit": False}
+            c = new_topic_consumer(fc, auto_offset_reset="earliest", **group)
+            await c.start()
+            try:
+                c.subscribe(["later"])
+                await fc.wait_for(lambda: len(metadata_asks(fc, "later")) >= 3)
+                fc.create_topic("later", partitions=1)
+                produce(fc, tp, [b"first"])
+                await eventually(lambda: c.assignment() == {tp})
+                record = await c.getone()
+                assert (record.offset, record.value) == (0, b"first")
+            finally:
+                await c.stop()
