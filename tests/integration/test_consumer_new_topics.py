@@ -3,7 +3,8 @@ brokers create a topic when a client's Metadata request asks for it).
 
 start() asks for the subscribed topics until the brokers have created them, then assigns
 them (or joins the group) with their starting positions in place: a record sent right
-after start() is read under "latest". A topic subscribed after start(), or matched by a
+after start() is read under "latest"; a topic nobody creates fails start() after
+request_timeout_ms. A topic subscribed after start(), or matched by a
 pattern later, is picked up without waiting for the periodic metadata refresh's minutes.
 """
 
@@ -17,6 +18,7 @@ import pytest
 
 from aiokafka_lead.admin import AdminClient, NewTopic
 from aiokafka_lead.consumer import AIOKafkaConsumer
+from aiokafka_lead.errors import UnknownTopicOrPartitionError
 from aiokafka_lead.structs import TopicPartition
 from tests.integration.conftest import unique
 from tests.integration.test_consumer import RawProducer
@@ -103,3 +105,23 @@ async def test_a_pattern_without_a_group_picks_up_a_new_topic(
             record = await c.getone()
             assert (record.topic, record.value) == (topic, b"matched")
             assert c.subscription() == {topic}
+
+
+@pytest.mark.parametrize("group", GROUPS)
+async def test_start_raises_for_a_topic_nobody_creates(
+    kafka_cluster: Any, admin: AdminClient, group: dict[str, Any]
+) -> None:
+    """allow_auto_create_topics=False: the topic never comes (as on brokers that create none)."""
+    bootstrap = kafka_cluster.bootstrap()
+    topic = unique("never")
+    if group:
+        group = {**group, "group_id": unique("g")}
+    c = AIOKafkaConsumer(
+        topic, bootstrap_servers=bootstrap, allow_auto_create_topics=False, request_timeout_ms=2000, **group
+    )
+    with anyio.fail_after(DEADLINE):
+        expected = f"'{topic}' not present in metadata after 2000 ms"
+        with pytest.raises(UnknownTopicOrPartitionError, match=expected):
+            await c.start()
+        await c.stop()  # a no-op after the failed start
+        assert topic not in await admin.list_topics()
