@@ -26,7 +26,7 @@ from aiokafka_lead.metadata import MetadataStore
 from aiokafka_lead.network.config import ConnectionConfig
 from aiokafka_lead.network.connection import Connection, ConnectionStats
 from aiokafka_lead.network.pool import BrokerPool
-from aiokafka_lead.refresher import MetadataRefresher
+from aiokafka_lead.refresher import MetadataRefresher, RefreshSoonFn
 from aiokafka_lead.runtime import ClientFailedError, TaskGroupHost
 
 log = logging.getLogger(__name__)
@@ -74,7 +74,7 @@ class ClientCore:
         *,
         topics: Callable[[], Collection[str] | None] = lambda: None,
         allow_auto_topic_creation: bool = False,
-        refresh_soon: Callable[[], str | None] = lambda: None,
+        refresh_soon: RefreshSoonFn = lambda: None,
     ) -> None:
         """``topics``: what Metadata requests ask for (None: every topic); ``refresh_soon``:
         why another refresh is wanted at ``retry_backoff_ms`` (None: at ``metadata_max_age_ms``)."""

@@ -5,8 +5,8 @@ It refreshes periodically (``metadata_max_age_ms``) and when someone asks
 flight and spacing refreshes at least ``retry_backoff_ms`` apart. While the client waits
 for something the metadata does not show yet (``refresh_soon`` gives a reason: a
 consumer's subscribed topic without partitions), each refresh asks for the next one, so
-it comes ``retry_backoff_ms`` later instead of at the next periodic refresh. It runs BESIDE request
-paths: a produce or fetch retry never awaits it (KIP-951). Failures back off
+it comes ``retry_backoff_ms`` later instead of at the next periodic refresh. It runs
+BESIDE request paths: a produce or fetch retry never awaits it (KIP-951). Failures back off
 exponentially; when no known broker answers, the pool falls back to the bootstrap
 servers (KIP-899), and a Metadata v13 REBOOTSTRAP_REQUIRED does the same (KIP-1102).
 """

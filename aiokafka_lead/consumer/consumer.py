@@ -195,7 +195,7 @@ class AIOKafkaConsumer(ConsumerKeywords[KT, VT], AssignmentAPI, PositionsAPI, Ex
             code = store.topic_error(topic)
             if store.partitions_for_topic(topic) is None and code not in TOPIC_MAY_APPEAR:
                 raise error_for_code(
-                    code, f"subscribed topic {topic!r}: Metadata from {store.topic_error_source(topic)}"
+                    code, f"subscribed topic {topic!r}, in the answer of {store.topic_error_source(topic)}"
                 )
 
     def _topics_awaited(self) -> str | None:
