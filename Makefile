@@ -67,11 +67,13 @@ test-docker: $(STAMP)
 # Before every release: throughput loads A and B against every peer on a local 3-node
 # cluster (quiet machine; about 15 minutes); their figures go to docs/benchmarks.md with the
 # commit. BASELINE=DIR adds the previous release's checkout as the client ours-base.
+RELEASE_CLIENTS := ours,ours-base,ours-py,aiokafka,confluent,confluent-aio,java
+RELEASE_BASELINE = $(if $(BASELINE),--baseline $(BASELINE) --clients $(RELEASE_CLIENTS))
 bench-release: $(STAMP)
 	$(BIN)/python -m aiokafka_lead.testing.cluster provision
-	$(BIN)/python benchmarks/throughput.py --brokers 3 --runs 5 $(if $(BASELINE),--baseline $(BASELINE) --clients ours,ours-base,ours-py,aiokafka,confluent,confluent-aio,java)
+	$(BIN)/python benchmarks/throughput.py --brokers 3 --runs 5 $(RELEASE_BASELINE)
 	$(BIN)/python benchmarks/throughput.py --brokers 3 --acks all --replication 3 --min-insync 2 \
-		--size 1024 --records 300000 --runs 5 --name throughput_b $(if $(BASELINE),--baseline $(BASELINE) --clients ours,ours-base,ours-py,aiokafka,confluent,confluent-aio,java)
+		--size 1024 --records 300000 --runs 5 --name throughput_b $(RELEASE_BASELINE)
 
 clean:
 	rm -rf $(VENV) .mypy_cache .ruff_cache .pytest_cache
