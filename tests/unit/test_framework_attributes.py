@@ -14,6 +14,7 @@ import pytest
 from aiokafka.coordinator.assignors.roundrobin import (
     RoundRobinPartitionAssignor as AiokafkaRoundRobin,
 )
+from kafka.coordinator.assignors.range import RangePartitionAssignor as KafkaPythonRange
 from kafka.coordinator.assignors.roundrobin import (
     RoundRobinPartitionAssignor as KafkaPythonRoundRobin,
 )
@@ -22,6 +23,8 @@ from kafka.partitioner.default import DefaultPartitioner as KafkaPythonPartition
 import aiokafka_lead
 import aiokafka_lead.producer.producer
 from aiokafka_lead.client_view import AIOKafkaClientView
+from aiokafka_lead.consumer.assignor_base import MemberSubscription
+from aiokafka_lead.consumer.assignors import AiokafkaAssignorAdapter, resolve_assignors
 from aiokafka_lead.errors import UnknownTopicOrPartitionError
 from aiokafka_lead.structs import TopicPartition
 
@@ -187,3 +190,19 @@ async def test_foreign_assignor_classes_are_accepted_as_by_aiokafka(assignor: ty
     theirs = aiokafka.AIOKafkaConsumer(group_id="g", partition_assignment_strategy=(assignor,))
     assert theirs._partition_assignment_strategy == (assignor,)
     assert ours._config.partition_assignment_strategy == (assignor,)
+
+
+@pytest.mark.parametrize(
+    ("assignor", "first", "second"),
+    [(KafkaPythonRoundRobin, [0, 2], [1, 3]), (KafkaPythonRange, [0, 1], [2, 3])],
+    ids=["roundrobin", "range"],
+)
+def test_kafka_python_assignors_run_as_the_leaders_assignor(
+    assignor: type, first: list[int], second: list[int]
+) -> None:
+    adapter = resolve_assignors([assignor])[0]
+    assert isinstance(adapter, AiokafkaAssignorAdapter)
+    assert adapter.name == assignor.name
+    members = {m: MemberSubscription(m, ("t",), group_instance_id=None) for m in ("m-a", "m-b")}
+    plan = adapter.assign({"t": 4}, members)
+    assert {m: [tp.partition for tp in tps] for m, tps in plan.items()} == {"m-a": first, "m-b": second}
