@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import sys
 from collections import Counter
 from pathlib import Path
@@ -100,6 +101,11 @@ async def test_faststream_app_behind_the_alias(
     committed, ends = await committed_and_end(admin, group, grouped)
     assert sum(ends.values()) == len(published["grouped"])
     assert committed == ends
+
+    # FastStream's rebalance listener logged the member id (`_coordinator.member_id`) of the
+    # grouped subscriber's consumer: "<client id>-<uuid>", Kafka's name for a classic member
+    member = re.compile(r"Consumer \S+-[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12} assigned")
+    assert any(member.search(line) and grouped in line for line in output.splitlines()), output
 
     # the subscriber without a group: exactly what was published
     assert Counter(got["plain"]) == Counter(published["plain"]), output
