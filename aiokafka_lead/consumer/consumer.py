@@ -26,6 +26,7 @@ from aiokafka_lead.client import ClientCore, guarded
 from aiokafka_lead.consumer.assignment_api import AssignmentAPI
 from aiokafka_lead.consumer.assignors import PartitionAssignor
 from aiokafka_lead.consumer.buffer import Chunk
+from aiokafka_lead.consumer.compat import ConsumerCompat
 from aiokafka_lead.consumer.config import ConsumerConfig
 from aiokafka_lead.consumer.consumer_base import only_topic_partitions
 from aiokafka_lead.consumer.consumer_protocol import ConsumerGroupMember
@@ -78,7 +79,7 @@ def _gc_paused() -> Iterator[None]:
         gc.enable()
 
 
-class AIOKafkaConsumer(ConsumerKeywords[KT, VT], AssignmentAPI, PositionsAPI, ExitOnLeave):
+class AIOKafkaConsumer(ConsumerKeywords[KT, VT], AssignmentAPI, PositionsAPI, ConsumerCompat, ExitOnLeave):
     """Asyncio Kafka consumer with aiokafka's constructor keywords and methods.
 
     Positions are KIP-320 aware (every fetch carries the leader epoch, truncation after a
