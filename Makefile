@@ -8,7 +8,7 @@ VENV ?= .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: demo test test-compat lint typecheck codegen-check unit venv clean kafka-image test-docker
+.PHONY: demo test test-compat lint typecheck codegen-check unit venv clean kafka-image test-docker bench-release
 
 $(STAMP): pyproject.toml setup.py aiokafka_lead/_speedups.c aiokafka_lead/_speedups_producer.c
 	@echo ">> creating $(VENV) and installing aiokafka_lead[dev,spark]"
@@ -63,6 +63,17 @@ kafka-image: $(STAMP)
 # The integration tests against a Docker cluster instead of the jar harness's JVMs.
 test-docker: $(STAMP)
 	AIOKAFKA_LEAD_CLUSTER=docker $(BIN)/python -m pytest -m integration $(PYTEST_ARGS)
+
+# Before every release: throughput loads A and B against every peer on a local 3-node
+# cluster (quiet machine; about 15 minutes); their figures go to docs/benchmarks.md with the
+# commit. BASELINE=DIR adds the previous release's checkout as the client ours-base.
+RELEASE_CLIENTS := ours,ours-base,ours-py,aiokafka,confluent,confluent-aio,java
+RELEASE_BASELINE = $(if $(BASELINE),--baseline $(BASELINE) --clients $(RELEASE_CLIENTS))
+bench-release: $(STAMP)
+	$(BIN)/python -m aiokafka_lead.testing.cluster provision
+	$(BIN)/python benchmarks/throughput.py --brokers 3 --runs 5 $(RELEASE_BASELINE)
+	$(BIN)/python benchmarks/throughput.py --brokers 3 --acks all --replication 3 --min-insync 2 \
+		--size 1024 --records 300000 --runs 5 --name throughput_b $(RELEASE_BASELINE)
 
 clean:
 	rm -rf $(VENV) .mypy_cache .ruff_cache .pytest_cache

@@ -16,7 +16,9 @@ aiokafka-style assignors (``coordinator.assignors.abstract.AbstractPartitionAssi
 subclasses, or anything with ``name``, ``metadata()``, ``assign()`` and ``on_assignment()``)
 run through :class:`AiokafkaAssignorAdapter`: their subscription user data, the leader's
 ``assign(cluster, members)`` in aiokafka's shapes, the assignment user data they return,
-and ``on_assignment()`` on every member.
+and ``on_assignment()`` on every member. kafka-python's assignor classes (which frameworks
+pass on) are of this kind; their ``assign()`` reads a member's ``topics`` and
+``group_instance_id``, which the members it is given have too.
 """
 
 from __future__ import annotations
@@ -161,6 +163,21 @@ def _valid_owners(
     return {tp: member_id for tp, (_, member_id) in owners.items()}
 
 
+class _MemberMetadata(ConsumerProtocolMemberMetadata):
+    """A member as an aiokafka-style ``assign()`` sees it: aiokafka's ``subscription`` and
+    ``user_data``, and kafka-python's ``topics`` and ``group_instance_id``."""
+
+    __slots__ = ("group_instance_id",)
+
+    def __init__(self, member: MemberSubscription) -> None:
+        super().__init__(member.version, member.topics, member.user_data or b"")
+        self.group_instance_id = member.group_instance_id
+
+    @property
+    def topics(self) -> list[str]:
+        return self.subscription
+
+
 class AiokafkaAssignorAdapter(PartitionAssignor):
     """Runs an aiokafka-style assignor (the class or an instance, called as given)."""
 
@@ -180,10 +197,7 @@ class AiokafkaAssignorAdapter(PartitionAssignor):
     def assign(
         self, partitions_per_topic: Mapping[str, int], members: Mapping[str, MemberSubscription]
     ) -> Assignment:
-        subscriptions = {
-            member_id: ConsumerProtocolMemberMetadata(m.version, list(m.topics), m.user_data or b"")
-            for member_id, m in members.items()
-        }
+        subscriptions = {member_id: _MemberMetadata(m) for member_id, m in members.items()}
         result = self.assignor.assign(AssignmentCluster(partitions_per_topic), subscriptions)
         if not isinstance(result, Mapping):
             raise TypeError(f"assignor {self.name!r}: assign() returned {type(result).__name__}, not a dict")

@@ -26,6 +26,7 @@ from aiokafka_lead.client import TOPIC_MAY_APPEAR, ClientCore, guarded
 from aiokafka_lead.consumer.assignment_api import AssignmentAPI
 from aiokafka_lead.consumer.assignors import PartitionAssignor
 from aiokafka_lead.consumer.buffer import Chunk
+from aiokafka_lead.consumer.compat import ConsumerCompat
 from aiokafka_lead.consumer.config import ConsumerConfig
 from aiokafka_lead.consumer.consumer_base import only_topic_partitions
 from aiokafka_lead.consumer.consumer_protocol import ConsumerGroupMember
@@ -83,7 +84,7 @@ def _gc_paused() -> Iterator[None]:
         gc.enable()
 
 
-class AIOKafkaConsumer(ConsumerKeywords[KT, VT], AssignmentAPI, PositionsAPI, ExitOnLeave):
+class AIOKafkaConsumer(ConsumerKeywords[KT, VT], AssignmentAPI, PositionsAPI, ConsumerCompat, ExitOnLeave):
     """Asyncio Kafka consumer with aiokafka's constructor keywords and methods.
 
     Positions are KIP-320 aware (every fetch carries the leader epoch, truncation after a
@@ -378,6 +379,13 @@ class AIOKafkaConsumer(ConsumerKeywords[KT, VT], AssignmentAPI, PositionsAPI, Ex
             isinstance(max_records, bool) or not isinstance(max_records, int) or max_records < 1
         ):
             raise ValueError("`max_records` must be a positive Integer")
+        return await self._poll(partitions, timeout_ms, max_records)
+
+    async def _poll(
+        self, partitions: tuple[TopicPartition, ...], timeout_ms: float, max_records: int | None
+    ) -> dict[TopicPartition, list[ConsumerRecord[KT, VT]]]:
+        """One poll of getmany() or getone() (never one through the other: code that wraps
+        either method, as tracing instrumentation does, sees only the calls made to it)."""
         self._require_started()
         self._last_poll = time.monotonic()
         if self._coordinator is not None:
@@ -411,10 +419,12 @@ class AIOKafkaConsumer(ConsumerKeywords[KT, VT], AssignmentAPI, PositionsAPI, Ex
             with anyio.move_on_after(remaining):
                 await self._fetcher.wait_for_data()
 
+    @guarded
     async def getone(self, *partitions: TopicPartition) -> ConsumerRecord[KT, VT]:
         """The next record (waits as long as it takes; ConsumerStoppedError if stopped meanwhile)."""
+        only_topic_partitions(partitions)
         while True:
-            batch = await self.getmany(*partitions, timeout_ms=60_000, max_records=1)
+            batch = await self._poll(partitions, 60_000, 1)
             for records in batch.values():
                 return records[0]
             if self._closed:

@@ -9,9 +9,9 @@ asking for idempotence explicitly).
 from __future__ import annotations
 
 import itertools
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Final, Self
 
 from aiokafka_lead.errors import KafkaConfigurationError
 from aiokafka_lead.network.config import ConnectionConfig
@@ -28,6 +28,9 @@ COMPRESSION = {
     "zstd": CompressionType.ZSTD,
 }
 ACKS = {"all": -1, -1: -1, "-1": -1, 0: 0, "0": 0, 1: 1, "1": 1}
+#: ``acks`` left unset, as a value: aiokafka's default marker (``aiokafka.producer.producer._missing``,
+#: which frameworks pass on); the producer takes it as its own default, ``"all"``
+ACKS_UNSET: Final = object()
 _ids = itertools.count(1)
 #: Java's limit of in-flight requests per connection with idempotence
 IDEMPOTENT_MAX_IN_FLIGHT = 5
@@ -86,6 +89,12 @@ class ProducerConfig(ConnectionConfig):
         1, choices(1, 2), "connections a broker's produce requests may spread over"
     )
 
+    @classmethod
+    def build(cls, arguments: Mapping[str, Any], unknown: Mapping[str, Any] | None = None) -> Self:
+        if arguments.get("acks") is ACKS_UNSET:
+            arguments = {**arguments, "acks": cls.__dataclass_fields__["acks"].default}
+        return super().build(arguments, unknown)
+
     def __post_init__(self) -> None:
         # derived connection settings: each producer's own name (aiokafka names them apart
         # too), and the producer's keyword sets how deep each connection pipelines
@@ -139,4 +148,4 @@ class ProducerConfig(ConnectionConfig):
         return self.enable_idempotence
 
 
-__all__ = ["COMPRESSION", "ProducerConfig"]
+__all__ = ["ACKS_UNSET", "COMPRESSION", "ProducerConfig"]

@@ -32,7 +32,8 @@ from aiokafka_lead.producer.accumulator import (
     estimate_record_size,
 )
 from aiokafka_lead.producer.batch import BatchAppendMetadata, DeliveryHandle
-from aiokafka_lead.producer.config import ProducerConfig
+from aiokafka_lead.producer.compat import ProducerCompat
+from aiokafka_lead.producer.config import ACKS_UNSET, ProducerConfig
 from aiokafka_lead.producer.idempotence import IdempotenceState
 from aiokafka_lead.producer.keywords import ProducerKeywords
 from aiokafka_lead.producer.metrics import ProducerMetrics
@@ -50,6 +51,8 @@ Headers = Sequence[tuple[str, bytes | None]]
 TopicView = tuple[int, list[int], list[int], dict[int, TopicPartition]]
 NO_HEADERS: tuple[tuple[str, bytes | None], ...] = ()
 YIELD_EVERY_MASK = 0x1FF  # send() gives the event loop a turn every 512 records at least
+#: aiokafka's path of its ``acks`` default marker (frameworks import it to pass ``acks`` on unset)
+_missing = ACKS_UNSET
 
 
 def _py_now_ms() -> int:
@@ -105,7 +108,7 @@ class BatchBuilder:
         return self._builder.size_in_bytes()
 
 
-class AIOKafkaProducer(ProducerKeywords, ExitOnLeave):
+class AIOKafkaProducer(ProducerKeywords, ProducerCompat, ExitOnLeave):
     """Asyncio Kafka producer (aiokafka-compatible)."""
 
     def _configure(self, config: ProducerConfig) -> None:
