@@ -7,6 +7,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import gc
+import itertools
 import warnings
 import weakref
 from collections.abc import Iterator
@@ -16,6 +17,7 @@ import pytest
 
 from tests.parity.flavour import Flavour
 from tests.parity.harness import STEP_TIMEOUT, Context, scenario
+from tests.support.waiting import eventually
 
 pytestmark = pytest.mark.integration
 
@@ -127,3 +129,27 @@ async def test_seek_to_committed_of_an_unassigned_partition_without_a_group(f: F
     await ctx.step("seek_to_committed(p1)", lambda: c.seek_to_committed(tp(t, 1)))
     # (aiokafka's consumer stopped before its background task first ran raises CancelledError)
     await ctx.step("position(p0)", c.position(tp(t, 0)))
+
+
+@scenario
+async def test_records_of_two_partitions_handed_out_by_getone(f: Flavour, ctx: Context) -> None:
+    t = await ctx.topic("t", partitions=2)
+    await ctx.fill(t, [(p, None, b"%d-%d" % (p, i)) for p in (0, 1) for i in range(3)])
+    tp0, tp1 = f.structs.TopicPartition(t, 0), f.structs.TopicPartition(t, 1)
+    c = ctx.consumer(enable_auto_commit=False, auto_offset_reset="earliest")
+    await ctx.step("start", c.start())
+    ctx.sync("assign", c.assign, [tp0, tp1])
+
+    # a partition's high watermark is known once a fetch brought its records
+    fetched = eventually(lambda: c.highwater(tp0) is not None and c.highwater(tp1) is not None)
+    await ctx.step("both partitions fetched", fetched)
+    got = []
+    for _ in range(6):
+        record = await ctx.step("getone", c.getone(), record=False)
+        if record is not None:
+            got.append((record.partition, record.value))
+    for p in (0, 1):
+        ctx.out(f"partition {p}'s records, in order", [v for q, v in got if q == p])
+    partitions = [p for p, _ in got]
+    changes = sum(a != b for a, b in itertools.pairwise(partitions))
+    ctx.out("partition changes between consecutive records", changes)
