@@ -11,6 +11,8 @@ background task fails (:meth:`ClientCore.on_failure`), marks its public coroutin
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
 import functools
 import logging
 from collections.abc import Awaitable, Callable, Collection, Coroutine
@@ -40,6 +42,9 @@ TOPIC_MAY_APPEAR = frozenset({
 #: a topic's Metadata answer while it is not there yet
 TOPIC_NOT_YET = TOPIC_MAY_APPEAR - {ErrorCode.NONE}
 P = ParamSpec("P")
+#: close() tasks of clients dropped without stop(), kept until they end (a loop holds its
+#: tasks only weakly)
+_ABANDONED: set[asyncio.Task[None]] = set()
 R = TypeVar("R")
 
 
@@ -87,7 +92,8 @@ class ClientCore:
         self.host = TaskGroupHost(name, on_failure=self._failed)
         self._failure_callbacks: list[Callable[[ClientFailedError], None]] = []
         self._bootstrap = config.bootstrap_servers
-        self._topics = topics
+        #: the topics whose metadata the client needs (None: every topic); read at start
+        self.topics = topics
         self._auto_create = allow_auto_topic_creation
         self._refresh_soon = refresh_soon
         self._pool: BrokerPool | None = None
@@ -142,7 +148,7 @@ class ClientCore:
         self._refresher = MetadataRefresher(
             self.store,
             self._pool,
-            topics=self._topics,
+            topics=self.topics,
             backoff=self.backoff,
             allow_auto_topic_creation=self._auto_create,
             refresh_soon=self._refresh_soon,
@@ -160,8 +166,11 @@ class ClientCore:
             ) from exc
         await tg.start(self._refresher.run)
         await tg.start(self._pool.reap_idle)
-        if self.extra_setup is not None:
-            await self.extra_setup(tg)
+        # used once: the core keeps no reference to the client that owns it (the task tree
+        # must not hold the client, so that one dropped unclosed is collected and warns)
+        extra_setup, self.extra_setup = self.extra_setup, None
+        if extra_setup is not None:
+            await extra_setup(tg)
 
     async def start(self) -> None:
         try:
@@ -176,6 +185,21 @@ class ClientCore:
         except BaseException:
             await self.close()
             raise
+
+    def close_abandoned(self) -> None:
+        """The client was dropped without stop() (called from its ``__del__``): close the
+        core in a task of its loop, as stop() would (records still queued are not sent)."""
+        loop = self.host.loop()
+        if loop is None or loop.is_closed():
+            return
+
+        def begin() -> None:
+            task = loop.create_task(self.close(), name=f"{self.name} (dropped unclosed)")
+            _ABANDONED.add(task)
+            task.add_done_callback(_ABANDONED.discard)
+
+        with contextlib.suppress(RuntimeError):  # the loop closed meanwhile (another thread)
+            loop.call_soon_threadsafe(begin)
 
     async def close(self) -> None:
         """Cancel the background tasks first (so none of them sees its connection vanish), then

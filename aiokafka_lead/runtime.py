@@ -22,8 +22,10 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+import weakref
 from collections.abc import Awaitable, Callable, Iterator
 from types import TracebackType
+from typing import ParamSpec, TypeVar
 
 import anyio
 import anyio.abc
@@ -31,9 +33,24 @@ import anyio.abc
 from aiokafka_lead.errors import ClientClosedError, ClientFailedError
 
 log = logging.getLogger(__name__)
+P = ParamSpec("P")
+R = TypeVar("R")
 
 Setup = Callable[[anyio.abc.TaskGroup], Awaitable[None]]
 OnFailure = Callable[["ClientFailedError"], Awaitable[None]]
+
+
+def weakly(method: Callable[P, R], default: R) -> Callable[P, R]:
+    """A bound ``method`` that does not keep its object alive (``default`` once the object is
+    gone): the callbacks a client hands its background parts, so that the task tree never
+    holds the client itself and one dropped without ``stop()`` is collected (and warns)."""
+    ref = weakref.WeakMethod(method)
+
+    def call(*args: P.args, **kwargs: P.kwargs) -> R:
+        target = ref()
+        return default if target is None else target(*args, **kwargs)
+
+    return call
 
 
 def unwrap_group(exc: BaseException) -> BaseException:
@@ -55,6 +72,11 @@ class TaskGroupHost:
         self._failure: BaseException | None = None
         self._guards: set[anyio.CancelScope] = set()
         self.task_group: anyio.abc.TaskGroup | None = None
+
+    def loop(self) -> asyncio.AbstractEventLoop | None:
+        """The loop the supervisor task runs on (None when not started with it)."""
+        task = self._supervisor
+        return None if task is None or task.done() else task.get_loop()
 
     @property
     def running(self) -> bool:

@@ -12,6 +12,7 @@ records, commits and metrics, over the parts ``consumer_base.py`` names.
 from __future__ import annotations
 
 import contextlib
+import functools
 import gc
 import logging
 import time
@@ -49,7 +50,7 @@ from aiokafka_lead.metadata import MetadataChange
 from aiokafka_lead.protocol.messages import MetadataRequest
 from aiokafka_lead.records import native
 from aiokafka_lead.requests.lookup import Lookups
-from aiokafka_lead.runtime import ClientClosedError, ExitOnLeave
+from aiokafka_lead.runtime import ClientClosedError, ExitOnLeave, weakly
 from aiokafka_lead.structs import (
     ConsumerGroupMetadata,
     ConsumerRecord,
@@ -108,24 +109,26 @@ class AIOKafkaConsumer(ConsumerKeywords[KT, VT], AssignmentAPI, PositionsAPI, Co
         self._core = ClientCore(
             "AIOKafkaConsumer",
             config,
-            topics=lambda: topics_needed(self._subs, self._coordinator),
             # aiokafka's and Java's default: asking for a missing topic's metadata creates it
             # where the brokers allow it (auto.create.topics.enable)
             allow_auto_topic_creation=config.allow_auto_create_topics,
-            refresh_soon=self._topics_awaited,
+            refresh_soon=weakly(self._topics_awaited, None),
         )
-        self._core.extra_setup = self._setup
         self._lookup = Lookups(self._core)
+        # the background parts get callbacks that do not hold the consumer (runtime.weakly):
+        # one dropped without stop() is collected, warns and is closed
+        report_error = weakly(self._report_error, None)
+        self._metadata_listener = weakly(self._on_metadata, None)
         self._positions = PositionManager(
             self._core,
             self._subs,
             self._lookup,
             config,
-            report_error=self._report_error,
-            member=self._offset_fetch_member,
+            report_error=report_error,
+            member=weakly(self._offset_fetch_member, None),
         )
         self._fetcher = Fetcher(
-            self._core, self._subs, self._positions, config, report_error=self._report_error
+            self._core, self._subs, self._positions, config, report_error=report_error
         )
         if config.group_id is not None:
             self._coordinator = create_group_member(
@@ -133,10 +136,11 @@ class AIOKafkaConsumer(ConsumerKeywords[KT, VT], AssignmentAPI, PositionsAPI, Co
                 self._core,
                 self._subs,
                 self._lookup,
-                consumed_offsets=self._consumed_offsets,
-                report_error=self._report_error,
-                last_poll=lambda: time.monotonic() if self._in_poll else self._last_poll,
+                consumed_offsets=weakly(self._consumed_offsets, {}),
+                report_error=report_error,
+                last_poll=weakly(self._last_poll_time, 0.0),
             )
+        self._core.topics = functools.partial(topics_needed, self._subs, self._coordinator)
         if topics:
             self._subs.subscribe(topics)
         # a poll waits for records or an error: partition errors ("none") wake it too
@@ -146,7 +150,7 @@ class AIOKafkaConsumer(ConsumerKeywords[KT, VT], AssignmentAPI, PositionsAPI, Co
     # ----------------------------------------------------------------- lifecycle
     async def _setup(self, tg: anyio.abc.TaskGroup) -> None:
         await self._wait_subscribed_topics()
-        self._core.store.add_listener(self._on_metadata)
+        self._core.store.add_listener(self._metadata_listener)
         self._listening = True
         await tg.start(self._fetcher.run)
         if self._coordinator is not None:
@@ -169,6 +173,7 @@ class AIOKafkaConsumer(ConsumerKeywords[KT, VT], AssignmentAPI, PositionsAPI, Co
         await self._begin(self._core.start)
 
     async def _begin(self, start: Callable[[], Awaitable[None]]) -> None:
+        self._core.extra_setup = self._setup  # used once by the start (ClientCore keeps no client)
         self._state = "running"
         try:
             await start()
@@ -260,12 +265,13 @@ class AIOKafkaConsumer(ConsumerKeywords[KT, VT], AssignmentAPI, PositionsAPI, Co
             self._state = "stopped"
             if self._listening:
                 self._listening = False
-                self._core.store.remove_listener(self._on_metadata)
+                self._core.store.remove_listener(self._metadata_listener)
             await self._core.close()
 
     def __del__(self) -> None:
         if getattr(self, "_state", "stopped") != "stopped":
             warnings.warn(f"Unclosed AIOKafkaConsumer {self!r}", ResourceWarning, source=self, stacklevel=1)
+            self._core.close_abandoned()
 
     async def _abandon(self) -> None:
         """Stop like a crashed process: no commit, no LeaveGroup (tests of session expiry)."""
@@ -279,6 +285,10 @@ class AIOKafkaConsumer(ConsumerKeywords[KT, VT], AssignmentAPI, PositionsAPI, Co
         await self.stop()
 
     # -------------------------------------------------------------- internals
+    def _last_poll_time(self) -> float:
+        """When the user last polled (now while a poll waits): the KIP-62 poll interval's clock."""
+        return time.monotonic() if self._in_poll else self._last_poll
+
     def _offset_fetch_member(self) -> tuple[str, int] | None:
         """A KIP-848 member's id and epoch, sent with OffsetFetch (None: classic or no group)."""
         member = self._coordinator

@@ -58,9 +58,9 @@ class PositionsAPI(ConsumerBase):
 
     @guarded
     async def seek_to_committed(self, *partitions: TopicPartition) -> dict[TopicPartition, int | None]:
+        tps = self._assigned_targets(partitions)  # first, as aiokafka: IllegalStateError
         if self._config.group_id is None:
             raise IllegalOperation("seek_to_committed() needs a group_id")
-        tps = self._assigned_targets(partitions)
         committed = await self._positions.committed(tps)
         out: dict[TopicPartition, int | None] = {}
         for tp in tps:

@@ -110,8 +110,10 @@ class DeliveryHandle(_HandleFields):
         return True
 
     def get_loop(self) -> Any:
-        """The running loop (asyncio.ensure_future checks a future's loop)."""
-        return asyncio.get_running_loop()
+        """The event loop the record was sent on, as a Future keeps its loop
+        (``asyncio.ensure_future`` and ``loop.run_until_complete`` check it)."""
+        loop = self._target().loop
+        return asyncio.get_running_loop() if loop is None else loop
 
     def exception(self) -> BaseException | None:
         if self._cancelled:
@@ -146,9 +148,8 @@ class DeliveryHandle(_HandleFields):
         if not self.done():
             batch.callbacks.append((self._index, fn, self))
             return
-        try:
-            loop = asyncio.get_running_loop()
-        except RuntimeError:  # not on asyncio (trio): nothing to schedule on
+        loop = batch.loop
+        if loop is None:  # not on asyncio (trio): nothing to schedule on
             fn(self)
         else:
             # as asyncio.Future does: asyncio.gather registers before it has its outer future
@@ -181,6 +182,14 @@ def _invalid_state() -> BaseException:
     return asyncio.InvalidStateError("delivery is still pending")
 
 
+def asyncio_loop() -> asyncio.AbstractEventLoop | None:
+    """The running asyncio loop; None off asyncio (trio) or outside a loop."""
+    try:
+        return asyncio.get_running_loop()
+    except RuntimeError:
+        return None
+
+
 class ProducerBatch:
     """Records bound for one partition, sent (and retried) as one RecordBatch."""
 
@@ -190,6 +199,8 @@ class ProducerBatch:
         self.tp = tp
         self.builder = builder
         self.created_at = time.monotonic() if created_at is None else created_at
+        # the handles' loop, as a Future's (None off asyncio): get_loop() outside the loop
+        self.loop = asyncio_loop()
         self.reserved = 0  # buffer_memory bytes held until the batch resolves
         # A partition's batches in the order their records were sent (the parts of a split
         # batch, (n, 0), (n, 1), ..., sort between it and its successor): requeued batches go

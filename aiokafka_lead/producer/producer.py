@@ -42,7 +42,7 @@ from aiokafka_lead.producer.sender import Sender
 from aiokafka_lead.producer.transaction import TransactionContext, TransactionManager
 from aiokafka_lead.producer.txn_requests import TxnRequests
 from aiokafka_lead.records import RecordBatchBuilder, native
-from aiokafka_lead.runtime import ClientClosedError, ClientFailedError, ExitOnLeave
+from aiokafka_lead.runtime import ClientClosedError, ClientFailedError, ExitOnLeave, weakly
 from aiokafka_lead.structs import ConsumerGroupMetadata, OffsetAndMetadata, TopicPartition
 
 Headers = Sequence[tuple[str, bytes | None]]
@@ -126,15 +126,17 @@ class AIOKafkaProducer(ProducerKeywords, ProducerCompat, ExitOnLeave):
         )
         self._topics: set[str] = set()
         self._metrics = ProducerMetrics()
+        topics = self._topics
+        # what the background tasks get holds no reference to the producer (runtime.weakly)
         self._core = ClientCore(
-            "AIOKafkaProducer", config, topics=lambda: self._topics, allow_auto_topic_creation=True
+            "AIOKafkaProducer", config, topics=lambda: topics, allow_auto_topic_creation=True
         )
-        self._acc = RecordAccumulator(config, on_batch_closed=self._batch_closed)
+        self._acc = RecordAccumulator(config, on_batch_closed=weakly(self._batch_closed, None))
         self._ids: IdempotenceState | None = None
         self._txn: TransactionManager | None = None
         self._appended = 0
         self._closed = False
-        self._core.on_failure(self._on_failure)
+        self._core.on_failure(weakly(self._on_failure, None))
         self._running = False  # True between a successful start and stop
         self._store = self._core.store
         # per topic, cached until the metadata changes (a TopicPartition per send() would cost
@@ -205,6 +207,7 @@ class AIOKafkaProducer(ProducerKeywords, ProducerCompat, ExitOnLeave):
     def __del__(self) -> None:
         if getattr(self, "_needs_close", False):
             warnings.warn(f"Unclosed AIOKafkaProducer {self!r}", ResourceWarning, source=self, stacklevel=1)
+            self._core.close_abandoned()
 
     async def _exit(self, exc: BaseException | None) -> None:
         await self.stop()
@@ -364,18 +367,23 @@ class AIOKafkaProducer(ProducerKeywords, ProducerCompat, ExitOnLeave):
         )
 
     @guarded
-    async def send_batch(self, batch: BatchBuilder, topic: str, *, partition: int) -> DeliveryHandle:
-        """Send a filled batch to one partition as it is; resolves with its first record's metadata."""
+    async def send_batch(self, batch: BatchBuilder, topic: str, *, partition: int | None) -> DeliveryHandle:
+        """Send a filled batch to one partition as it is; resolves with its first record's metadata.
+
+        ``partition=None`` lets the partitioner choose, as for a record without a key."""
         self._check_open()
         check_topic(topic)
-        check_partition(partition)
+        if partition is not None:
+            check_partition(partition)
         if batch.record_count() == 0:
             raise ValueError("the batch is empty")
         if batch.size() > self._config.max_request_size:
             raise MessageSizeTooLargeError(f"the batch is {batch.size()} bytes, over max_request_size")
-        parts = await self.partitions_for(topic)
-        if partition not in parts:
-            raise ValueError(f"topic {topic!r} has no partition {partition}")
+        _, all_parts, available, tps = await self._topic_view(topic)
+        if partition is None:
+            partition = self._partitioner(None, all_parts, available)
+        if partition not in tps:
+            raise ValueError(f"topic {topic!r} has no partition {partition!r} (partitions: {all_parts})")
         if self._txn is not None:
             self._txn.add_partition(TopicPartition(topic, partition))
         await self._acc.reserve(batch.reserved)

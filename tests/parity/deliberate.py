@@ -97,6 +97,13 @@ DELIBERATE: dict[tuple[str, str, str], int] = {
         "begin_transaction twice: raised AssertionError",
         "begin_transaction twice: raised IllegalStateError",
     ): 5,
+    # 6: fetched records of several partitions are handed out round-robin over the
+    # partitions (aiokafka: one partition's fetched records before the next one's)
+    (
+        "records-of-two-partitions-handed-out-by-getone",
+        "partition changes between consecutive records: 1",
+        "partition changes between consecutive records: 5",
+    ): 6,
 }
 
 
