@@ -9,6 +9,7 @@ producer's own; this mixin adds the ones it does not otherwise have: ``client`` 
 
 from __future__ import annotations
 
+from collections.abc import Collection
 from typing import TYPE_CHECKING, Any
 
 from aiokafka_lead.arguments import check_partition
@@ -32,7 +33,7 @@ class ProducerCompat:
         _default_partitioner: DefaultPartitioner | None
         _views: dict[str, TopicView]
 
-        def _available(self, topic: str) -> list[int]: ...
+        def _cache_view(self, topic: str, parts: Collection[int]) -> TopicView: ...
 
         async def partitions_for(self, topic: str) -> set[int]: ...
 
@@ -70,10 +71,9 @@ class ProducerCompat:
                 raise ValueError(f"topic {topic!r} has no partition {partition!r} ({sorted(parts)})")
             return partition
         view = self._views.get(topic)
-        if view is not None and view[0] == store.version:
-            all_parts, available = view[1], view[2]
-        else:
-            all_parts, available = sorted(parts), self._available(topic)
+        if view is None or view[0] != store.version:
+            view = self._cache_view(topic, parts)
+        _, all_parts, available, _ = view
         if self._default_partitioner is not None:
             return self._default_partitioner.partition(topic, serialized_key, all_parts, available)
         return self._partitioner(serialized_key, all_parts, available)

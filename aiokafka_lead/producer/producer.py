@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import time
 import warnings
-from collections.abc import Awaitable, Callable, Iterable, Sequence
+from collections.abc import Awaitable, Callable, Collection, Iterable, Sequence
 from typing import Any, Self
 
 import anyio
@@ -261,7 +261,9 @@ class AIOKafkaProducer(ProducerKeywords, ProducerCompat, ExitOnLeave):
 
     async def _topic_view(self, topic: str) -> TopicView:
         """The topic's partitions as send() uses them, cached until the metadata changes."""
-        parts = await self.partitions_for(topic)
+        return self._cache_view(topic, await self.partitions_for(topic))
+
+    def _cache_view(self, topic: str, parts: Collection[int]) -> TopicView:
         tps = {p: TopicPartition(topic, p) for p in parts}
         view = self._views[topic] = (self._store.version, sorted(parts), self._available(topic), tps)
         return view
