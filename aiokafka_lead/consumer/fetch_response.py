@@ -28,7 +28,7 @@ from aiokafka_lead.consumer.replica_selection import Answer, ReadReplicas
 from aiokafka_lead.consumer.subscription import PartitionState, ResetStrategy, SubscriptionState
 from aiokafka_lead.error_code import PARTITION_REFRESH, ErrorCode
 from aiokafka_lead.errors import DecodeError, KafkaError, KafkaProtocolError, error_for_code
-from aiokafka_lead.metadata.model import BrokerNode, HintOutcome, LeaderHint
+from aiokafka_lead.metadata.model import HintOutcome, LeaderHint, endpoint_nodes
 from aiokafka_lead.protocol.messages import FetchResponse
 from aiokafka_lead.ratelog import RateLimitedLog
 from aiokafka_lead.records import MemoryRecords
@@ -167,8 +167,7 @@ class FetchResponseHandler:
                 # KIP-392: any error from a read replica sends the partition back to its leader
                 from_replica = self.replicas.on_error(tp, node_id, error_for_code(code).error_name)
                 if code in (ErrorCode.NOT_LEADER_OR_FOLLOWER, ErrorCode.FENCED_LEADER_EPOCH):
-                    leader = p.current_leader
-                    hints.append(LeaderHint(name, tp.partition, leader.leader_id, leader.leader_epoch))
+                    hints.append(LeaderHint.of(name, tp.partition, p.current_leader))
                     hinted.append(tp)
                 elif code == ErrorCode.OFFSET_OUT_OF_RANGE and not from_replica:
                     self._out_of_range(tp, s.fetch_offset)
@@ -222,7 +221,7 @@ class FetchResponseHandler:
         when the store still has the epoch we used does the partition back off.
         """
         store = self.core.store
-        endpoints = [BrokerNode(n.node_id, n.host, n.port, n.rack) for n in response.node_endpoints]
+        endpoints = endpoint_nodes(response.node_endpoints)
         outcomes = store.apply_leader_hints(hints, endpoints, reason=f"fetch hint from node {node_id}")
         stale = []
         now = time.monotonic()

@@ -9,7 +9,9 @@ from __future__ import annotations
 
 import enum
 import uuid
+from collections.abc import Iterable
 from dataclasses import dataclass, field
+from typing import Protocol
 
 from aiokafka_lead.structs import TopicPartition
 
@@ -95,6 +97,38 @@ class LeaderHint(PartitionValue):
     leader_id: int
     leader_epoch: int
 
+    @classmethod
+    def of(cls, topic: str, partition: int, current_leader: CurrentLeader) -> LeaderHint:
+        """The hint a Produce, Fetch or ShareFetch partition answer carries."""
+        return cls(topic, partition, current_leader.leader_id, current_leader.leader_epoch)
+
+
+class CurrentLeader(Protocol):
+    """The KIP-951 ``CurrentLeader`` field of every response that carries one."""
+
+    @property
+    def leader_id(self) -> int: ...
+    @property
+    def leader_epoch(self) -> int: ...
+
+
+class NodeEndpoint(Protocol):
+    """One entry of a response's KIP-951 ``NodeEndpoints``."""
+
+    @property
+    def node_id(self) -> int: ...
+    @property
+    def host(self) -> str: ...
+    @property
+    def port(self) -> int: ...
+    @property
+    def rack(self) -> str | None: ...
+
+
+def endpoint_nodes(endpoints: Iterable[NodeEndpoint]) -> list[BrokerNode]:
+    """A response's ``NodeEndpoints`` as the store's nodes."""
+    return [BrokerNode(e.node_id, e.host, e.port, e.rack) for e in endpoints]
+
 
 class HintOutcome(enum.Enum):
     """What the store did with one leader hint; the non-APPLIED names feed metrics."""
@@ -129,10 +163,13 @@ class MetadataChange:
 
 __all__ = [
     "BrokerNode",
+    "CurrentLeader",
     "HintOutcome",
     "LeaderHint",
     "MetadataChange",
     "MetadataSnapshot",
+    "NodeEndpoint",
     "PartitionMetadata",
     "TopicMetadata",
+    "endpoint_nodes",
 ]

@@ -28,7 +28,7 @@ from aiokafka_lead.errors import (
     KafkaTimeoutError,
     error_for_code,
 )
-from aiokafka_lead.metadata import BrokerNode, LeaderHint, MetadataChange
+from aiokafka_lead.metadata import LeaderHint, MetadataChange, endpoint_nodes
 from aiokafka_lead.producer import retry_policy as policy
 from aiokafka_lead.producer.accumulator import RecordAccumulator
 from aiokafka_lead.producer.batch import ProducerBatch
@@ -372,10 +372,7 @@ class Sender:
                 continue
             error = error_for_code(code, message)
             if decision.apply_leader_hint:
-                leader = part.current_leader
-                hints.append(
-                    LeaderHint(batch.tp.topic, batch.tp.partition, leader.leader_id, leader.leader_epoch)
-                )
+                hints.append(LeaderHint.of(batch.tp.topic, batch.tp.partition, part.current_leader))
             if decision.refresh_metadata:
                 refresh_reasons.append(f"produce {type(error).__name__}")
             if decision.bump_epoch and self._ids is not None:
@@ -393,7 +390,7 @@ class Sender:
             failed.append((batch, error, decision))
         if hints:
             if self._hints:
-                endpoints = [BrokerNode(e.node_id, e.host, e.port, e.rack) for e in response.node_endpoints]
+                endpoints = endpoint_nodes(response.node_endpoints)
                 store.apply_leader_hints(hints, endpoints, reason="produce NOT_LEADER_OR_FOLLOWER")
             else:
                 store.request_refresh("produce NOT_LEADER_OR_FOLLOWER (leader hints off)")
