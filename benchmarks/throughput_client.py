@@ -14,6 +14,10 @@ twice a second for the orchestrator.
 ``confluent-aio`` is confluent-kafka's asyncio classes (``confluent_kafka.aio``: librdkafka
 behind a thread pool); the Java client's side is benchmarks/java/ThroughputClient.java.
 
+With ``AIOKAFKA_LEAD_BENCH_OTEL=sdk`` (or ``api``) aiokafka_lead's side runs traced by its
+OpenTelemetry instrumentation: with the SDK (spans batched to an exporter that drops them,
+metrics in an in-memory reader), or with the API's no-op providers.
+
 With ``--profile FILE`` the measured part runs under cProfile and the stats go to FILE
 (``python -m pstats FILE``); the rate measured that way is not comparable with the others.
 """
@@ -155,9 +159,40 @@ def _checked(message: Any) -> bool:
 
 
 # ------------------------------------------------------------------ aiokafka_lead
+OTEL_ENV = "AIOKAFKA_LEAD_BENCH_OTEL"
+
+
+def traced_if_asked() -> None:
+    """Instrument aiokafka_lead as ``$AIOKAFKA_LEAD_BENCH_OTEL`` says (sdk, api or unset)."""
+    mode = os.environ.get(OTEL_ENV)
+    if not mode:
+        return
+    from aiokafka_lead.instrumentation.opentelemetry import AIOKafkaLeadInstrumentor
+
+    if mode == "api":
+        AIOKafkaLeadInstrumentor().instrument()
+        return
+    if mode != "sdk":
+        raise SystemExit(f"{OTEL_ENV}={mode!r}: sdk or api")
+    from opentelemetry.sdk.metrics import MeterProvider
+    from opentelemetry.sdk.metrics.export import InMemoryMetricReader
+    from opentelemetry.sdk.trace import TracerProvider
+    from opentelemetry.sdk.trace.export import BatchSpanProcessor, SpanExporter, SpanExportResult
+
+    class Dropped(SpanExporter):
+        def export(self, spans: Any) -> SpanExportResult:
+            return SpanExportResult.SUCCESS
+
+    tracer_provider = TracerProvider()
+    tracer_provider.add_span_processor(BatchSpanProcessor(Dropped()))
+    meter_provider = MeterProvider(metric_readers=[InMemoryMetricReader()])
+    AIOKafkaLeadInstrumentor().instrument(tracer_provider=tracer_provider, meter_provider=meter_provider)
+
+
 async def produce_ours(args: argparse.Namespace, values: list[bytes], progress: Progress) -> float:
     from aiokafka_lead import AIOKafkaProducer
 
+    traced_if_asked()
     async with AIOKafkaProducer(
         bootstrap_servers=args.bootstrap_server, linger_ms=5, **_python_acks(args)
     ) as producer:
@@ -169,6 +204,7 @@ async def consume_ours(args: argparse.Namespace, progress: Progress) -> float:
     from aiokafka_lead import AIOKafkaConsumer
     from aiokafka_lead.structs import TopicPartition
 
+    traced_if_asked()
     async with AIOKafkaConsumer(
         bootstrap_servers=args.bootstrap_server, auto_offset_reset="earliest", enable_auto_commit=False
     ) as consumer:
