@@ -159,34 +159,13 @@ def _checked(message: Any) -> bool:
 
 
 # ------------------------------------------------------------------ aiokafka_lead
-OTEL_ENV = "AIOKAFKA_LEAD_BENCH_OTEL"
-
-
 def traced_if_asked() -> None:
     """Instrument aiokafka_lead as ``$AIOKAFKA_LEAD_BENCH_OTEL`` says (sdk, api or unset)."""
-    mode = os.environ.get(OTEL_ENV)
-    if not mode:
-        return
-    from aiokafka_lead.instrumentation.opentelemetry import AIOKafkaLeadInstrumentor
+    from aiokafka_lead.bench import otel
 
-    if mode == "api":
-        AIOKafkaLeadInstrumentor().instrument()
-        return
-    if mode != "sdk":
-        raise SystemExit(f"{OTEL_ENV}={mode!r}: sdk or api")
-    from opentelemetry.sdk.metrics import MeterProvider
-    from opentelemetry.sdk.metrics.export import InMemoryMetricReader
-    from opentelemetry.sdk.trace import TracerProvider
-    from opentelemetry.sdk.trace.export import BatchSpanProcessor, SpanExporter, SpanExportResult
-
-    class Dropped(SpanExporter):
-        def export(self, spans: Any) -> SpanExportResult:
-            return SpanExportResult.SUCCESS
-
-    tracer_provider = TracerProvider()
-    tracer_provider.add_span_processor(BatchSpanProcessor(Dropped()))
-    meter_provider = MeterProvider(metric_readers=[InMemoryMetricReader()])
-    AIOKafkaLeadInstrumentor().instrument(tracer_provider=tracer_provider, meter_provider=meter_provider)
+    mode = os.environ.get(otel.OTEL_ENV)
+    if mode:
+        otel.instrument(mode)
 
 
 async def produce_ours(args: argparse.Namespace, values: list[bytes], progress: Progress) -> float:

@@ -27,7 +27,8 @@ class HeaderGetter(Getter[Headers]):
 
 class HeaderSetter(Setter[HeaderList]):
     def set(self, carrier: HeaderList, key: str, value: str) -> None:
-        carrier[:] = [item for item in carrier if item[0] != key]
+        if any(k == key for k, _ in carrier):
+            carrier[:] = [item for item in carrier if item[0] != key]
         carrier.append((key, value.encode()))
 
 

@@ -1,0 +1,38 @@
+"""aiokafka_lead traced by its OpenTelemetry instrumentation for a benchmark run: with the SDK
+(spans through a batch processor to an exporter that drops them, metrics aggregated by an
+in-memory reader: the work a real set-up does, without the export) or with the API's no-op
+providers (the instrumentation's own work only)."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+#: the benchmark clients' environment variable: ``sdk`` or ``api``
+OTEL_ENV = "AIOKAFKA_LEAD_BENCH_OTEL"
+MODES = ("sdk", "api")
+
+
+def instrument(mode: str) -> None:
+    """Instrument aiokafka_lead for ``mode`` (one of ``MODES``)."""
+    from aiokafka_lead.instrumentation.opentelemetry import AIOKafkaLeadInstrumentor
+
+    if mode not in MODES:
+        raise ValueError(f"OpenTelemetry mode {mode!r}: one of {', '.join(MODES)}")
+    if mode == "api":
+        AIOKafkaLeadInstrumentor().instrument()
+        return
+    from opentelemetry.sdk.metrics import MeterProvider
+    from opentelemetry.sdk.metrics.export import InMemoryMetricReader
+    from opentelemetry.sdk.trace import ReadableSpan, TracerProvider
+    from opentelemetry.sdk.trace.export import BatchSpanProcessor, SpanExporter, SpanExportResult
+
+    class Dropped(SpanExporter):
+        def export(self, spans: Sequence[ReadableSpan]) -> SpanExportResult:
+            return SpanExportResult.SUCCESS
+
+    tracer_provider = TracerProvider()
+    tracer_provider.add_span_processor(BatchSpanProcessor(Dropped()))
+    meter_provider = MeterProvider(metric_readers=[InMemoryMetricReader()])
+    options: dict[str, Any] = {"tracer_provider": tracer_provider, "meter_provider": meter_provider}
+    AIOKafkaLeadInstrumentor().instrument(**options)
