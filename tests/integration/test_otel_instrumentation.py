@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import difflib
 import json
+import random
 from typing import Any
 
 import anyio
@@ -15,6 +16,7 @@ from opentelemetry.trace import SpanKind, StatusCode
 
 from aiokafka_lead import AIOKafkaConsumer, AIOKafkaProducer
 from aiokafka_lead.admin import AdminClient, NewTopic
+from aiokafka_lead.errors import MessageSizeTooLargeError
 from aiokafka_lead.instrumentation.opentelemetry import AIOKafkaLeadInstrumentor
 from tests.integration.conftest import unique
 from tests.integration.test_frameworks_otel import as_text, run_scenario
@@ -222,6 +224,37 @@ async def test_off_until_instrumented_and_bad_context_read_without_loss(
     assert traced_read.parent.span_id == send.context.span_id
     assert header(traced, "traceparent") == [traceparent(send).encode()]
     assert len(recorded.spans()) == 3  # nothing from the send after uninstrument()
+
+
+async def test_a_failed_delivery_ends_its_span_failed_and_is_counted(
+    kafka_cluster: Any, admin: AdminClient
+) -> None:
+    """The broker refuses a record over the topic's max.message.bytes: its span ends with
+    status ERROR and error.type (the class of its Kafka error code, MESSAGE_TOO_LARGE), the
+    sent-messages counter has it under that error.type."""
+    bootstrap = kafka_cluster.bootstrap()
+    topic = unique("otel-refused")
+    await admin.create_topics([NewTopic(topic, 1, 3, topic_configs={"max.message.bytes": "1000"})])
+    with instrumented() as recorded:
+        async with AIOKafkaProducer(bootstrap_servers=bootstrap) as producer:
+            with anyio.fail_after(RECEIVE_TIMEOUT), pytest.raises(MessageSizeTooLargeError):
+                await producer.send_and_wait(topic, random.Random(7).randbytes(1500))
+    await admin.delete_topics([topic])
+    [span] = recorded.spans(f"{topic} send")
+    assert span.status.status_code is StatusCode.ERROR
+    attributes = span.attributes or {}
+    assert attributes["error.type"] == "MessageTooLargeError"
+    assert attributes["messaging.destination.partition.id"] == "0"
+    assert [e.name for e in span.events] == ["exception"]
+    failed = {
+        "messaging.system": "kafka",
+        "messaging.operation.name": "send",
+        "messaging.destination.name": topic,
+        "messaging.destination.partition.id": "0",
+        "error.type": "MessageTooLargeError",
+    }
+    assert total(recorded, "messaging.client.sent.messages", **failed) == 1
+    assert [a for a, _ in recorded.points("messaging.client.sent.messages")] == [failed]
 
 
 def test_a_hook_that_is_not_async_is_refused() -> None:
