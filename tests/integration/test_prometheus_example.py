@@ -4,8 +4,6 @@ metrics() (its text format, parsed by prometheus_client's own parser), then SIGT
 from __future__ import annotations
 
 import os
-import signal
-import subprocess
 import sys
 import urllib.request
 from pathlib import Path
@@ -14,11 +12,11 @@ from typing import Any
 import anyio
 import anyio.to_thread
 import pytest
-from anyio.streams.text import TextReceiveStream
 from prometheus_client.parser import text_string_to_metric_families
 
 from aiokafka_lead.admin import AdminClient, NewTopic
 from tests.integration.conftest import unique
+from tests.support.scripts import running
 from tests.support.waiting import eventually
 
 pytestmark = pytest.mark.integration
@@ -44,38 +42,25 @@ async def test_prometheus_scrapes_the_clients_metrics(kafka_cluster: Any, admin:
     env = {**os.environ, "PYTHONPATH": str(EXAMPLE.parents[1])}
     command = [sys.executable, str(EXAMPLE), "--bootstrap", bootstrap, "--topic", topic, "--port", "0"]
     command += ["--group", unique("prom-group"), "--interval", "0.05"]
-    output = ""
     scraped: dict[tuple[str, tuple[tuple[str, str], ...]], float] = {}
-    async with await anyio.open_process(command, env=env, stderr=subprocess.STDOUT) as proc:
-        assert proc.stdout is not None
-        try:
-            with anyio.fail_after(60):
-                async for chunk in TextReceiveStream(proc.stdout):
-                    output += chunk
-                    if "/metrics\n" in output:
-                        break
-                assert "serving " in output, output
-                url = output.split("serving ", 1)[1].split()[0]
+    async with running(command, env) as example:
+        with anyio.fail_after(60):
+            await example.until(lambda output: "/metrics\n" in output)
+            url = example.output.split("serving ", 1)[1].split()[0]
 
-                async def sent_and_read() -> bool:
-                    nonlocal scraped
-                    scraped = await anyio.to_thread.run_sync(scrape, url)
-                    sent = scraped.get(("aiokafka_lead_records_sent", (("client", "producer"),)), 0)
-                    fetched = scraped.get(("aiokafka_lead_fetches", (("client", "consumer"),)), 0)
-                    return sent >= 5 and fetched >= 1
+            async def sent_and_read() -> bool:
+                nonlocal scraped
+                scraped = await anyio.to_thread.run_sync(scrape, url)
+                sent = scraped.get(("aiokafka_lead_records_sent", (("client", "producer"),)), 0)
+                fetched = scraped.get(("aiokafka_lead_fetches", (("client", "consumer"),)), 0)
+                return sent >= 5 and fetched >= 1
 
-                await eventually(sent_and_read)
-            proc.send_signal(signal.SIGTERM)
-            with anyio.fail_after(30):
-                async for chunk in TextReceiveStream(proc.stdout):
-                    output += chunk
-                await proc.wait()
-        finally:
-            if proc.returncode is None:
-                proc.kill()
+            await eventually(sent_and_read)
+        with anyio.fail_after(30):
+            code = await example.terminate()
     await admin.delete_topics([topic])
-    assert proc.returncode == 0, output
-    assert "stopped" in output
+    assert code == 0, example.output
+    assert "stopped" in example.output
     # both clients' counters, nested ones flattened into names and integer keys into labels
     assert scraped[("aiokafka_lead_connections_closed_by_broker", (("client", "consumer"),))] == 0
     latency = [labels for name, labels in scraped if name == "aiokafka_lead_request_latency_count"]
