@@ -13,7 +13,7 @@ record spans. An empty ``getmany()`` makes no span. Each call that returns recor
 from __future__ import annotations
 
 import time
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from typing import Any
 
 from opentelemetry import propagate, trace
@@ -54,64 +54,72 @@ def _count(telemetry: Telemetry, client: ClientDescription, topic: str, partitio
     telemetry.consumed.add(records, count)
 
 
-def _failed(telemetry: Telemetry, client: ClientDescription, started: float, error: BaseException) -> None:
-    _, duration = telemetry.metric_attributes(semconv.RECEIVE, group=client.group, error=error_type(error))
-    telemetry.record_duration(started, duration)
+async def _trace_record(
+    telemetry: Telemetry,
+    client: ClientDescription,
+    record: Any,
+    args: tuple[Any, ...],
+    kwargs: dict[str, Any],
+) -> None:
+    """What ``getone()`` returned: its record's span."""
+    await _record_span(telemetry, client, record, args, kwargs)
+    _count(telemetry, client, record.topic, record.partition, 1)
 
 
-def traced_getone(telemetry: Telemetry) -> Callable[[Any], Any]:
-    def make(getone: Any) -> Any:
-        async def traced(self: Any, *args: Any, **kwargs: Any) -> Any:
-            started = time.monotonic()
-            try:
-                record = await getone(self, *args, **kwargs)
-            except BaseException as error:
-                _failed(telemetry, telemetry.describe(self), started, error)
-                raise
-            client = telemetry.describe(self)
-            await _record_span(telemetry, client, record, args, kwargs)
-            _count(telemetry, client, record.topic, record.partition, 1)
-            _, duration = telemetry.metric_attributes(semconv.RECEIVE, group=client.group)
-            telemetry.record_duration(started, duration)
-            return record
-
-        return traced
-
-    return make
-
-
-def traced_getmany(telemetry: Telemetry) -> Callable[[Any], Any]:
-    def make(getmany: Any) -> Any:
-        async def traced(self: Any, *args: Any, **kwargs: Any) -> Any:
-            started = time.monotonic()
-            try:
-                batches = await getmany(self, *args, **kwargs)
-            except BaseException as error:
-                _failed(telemetry, telemetry.describe(self), started, error)
-                raise
-            if not batches:
-                return batches
-            client = telemetry.describe(self)
-            tracer = telemetry.tracer
-            topics = ", ".join(sorted({tp.topic for tp in batches}))
+async def _trace_batches(
+    telemetry: Telemetry,
+    client: ClientDescription,
+    batches: Any,
+    args: tuple[Any, ...],
+    kwargs: dict[str, Any],
+) -> None:
+    """What ``getmany()`` returned: the poll span over a span per partition, over a span per
+    record that the partition span links."""
+    tracer = telemetry.tracer
+    topics = ", ".join(sorted({tp.topic for tp in batches}))
+    with tracer.start_as_current_span(
+        semconv.span_name(topics, semconv.RECEIVE),
+        kind=SpanKind.CONSUMER,
+        attributes=client.poll(sum(len(records) for records in batches.values())),
+    ):
+        for tp, records in batches.items():
             with tracer.start_as_current_span(
-                semconv.span_name(topics, semconv.RECEIVE),
+                semconv.span_name(tp.topic, semconv.RECEIVE),
                 kind=SpanKind.CONSUMER,
-                attributes=client.poll(sum(len(records) for records in batches.values())),
-            ):
-                for tp, records in batches.items():
-                    with tracer.start_as_current_span(
-                        semconv.span_name(tp.topic, semconv.RECEIVE),
-                        kind=SpanKind.CONSUMER,
-                        attributes=client.partition_batch(tp.topic, tp.partition, len(records)),
-                    ) as partition_span:
-                        for record in records:
-                            linked = await _record_span(telemetry, client, record, args, kwargs)
-                            partition_span.add_link(linked)
-                    _count(telemetry, client, tp.topic, tp.partition, len(records))
-            _, duration = telemetry.metric_attributes(semconv.RECEIVE, group=client.group)
-            telemetry.record_duration(started, duration)
-            return batches
+                attributes=client.partition_batch(tp.topic, tp.partition, len(records)),
+            ) as partition_span:
+                for record in records:
+                    linked = await _record_span(telemetry, client, record, args, kwargs)
+                    partition_span.add_link(linked)
+            _count(telemetry, client, tp.topic, tp.partition, len(records))
+
+
+Tracing = Callable[[Telemetry, ClientDescription, Any, tuple[Any, ...], dict[str, Any]], Awaitable[None]]
+
+
+def traced_receive(telemetry: Telemetry, trace_result: Tracing) -> Callable[[Any], Any]:
+    """A receiving method that traces what it returned (nothing for an empty ``getmany()``)
+    and records its duration, also when it fails."""
+
+    def make(receive: Any) -> Any:
+        async def traced(self: Any, *args: Any, **kwargs: Any) -> Any:
+            started = time.monotonic()
+            try:
+                result = await receive(self, *args, **kwargs)
+            except BaseException as error:
+                group = telemetry.describe(self).group
+                _, duration = telemetry.metric_attributes(
+                    semconv.RECEIVE, group=group, error=error_type(error)
+                )
+                telemetry.record_duration(started, duration)
+                raise
+            if result:
+                client = telemetry.describe(self)
+                await trace_result(telemetry, client, result, args, kwargs)
+                telemetry.record_duration(
+                    started, telemetry.metric_attributes(semconv.RECEIVE, group=client.group)[1]
+                )
+            return result
 
         return traced
 
@@ -120,8 +128,8 @@ def traced_getmany(telemetry: Telemetry) -> Callable[[Any], Any]:
 
 def patch_consumers(patches: Patches, telemetry: Telemetry) -> None:
     for consumer in (AIOKafkaConsumer, AIOKafkaShareConsumer):
-        patches.replace(consumer, "getone", traced_getone(telemetry))
-        patches.replace(consumer, "getmany", traced_getmany(telemetry))
+        patches.replace(consumer, "getone", traced_receive(telemetry, _trace_record))
+        patches.replace(consumer, "getmany", traced_receive(telemetry, _trace_batches))
 
 
 __all__ = ["patch_consumers"]

@@ -98,9 +98,7 @@ def traced_send(telemetry: Telemetry) -> Callable[[Any], Any]:
             except BaseException as error:  # nothing was queued
                 fail(span, error)
                 span.end()
-                _, duration = telemetry.metric_attributes(
-                    semconv.SEND, str(topic), error=error_type(error)
-                )
+                _, duration = telemetry.metric_attributes(semconv.SEND, str(topic), error=error_type(error))
                 telemetry.record_duration(started, duration)
                 raise
             queued_to = handle._target().tp.partition
