@@ -17,7 +17,6 @@ from opentelemetry.trace import SpanKind, StatusCode
 from aiokafka_lead import AIOKafkaConsumer, AIOKafkaProducer
 from aiokafka_lead.admin import AdminClient, NewTopic
 from aiokafka_lead.errors import MessageSizeTooLargeError
-from aiokafka_lead.instrumentation.opentelemetry import AIOKafkaLeadInstrumentor
 from tests.integration.conftest import unique
 from tests.integration.test_frameworks_otel import as_text, run_scenario
 from tests.support.otel import Recorded, instrumented
@@ -255,14 +254,6 @@ async def test_a_failed_delivery_ends_its_span_failed_and_is_counted(
     }
     assert total(recorded, "messaging.client.sent.messages", **failed) == 1
     assert [a for a, _ in recorded.points("messaging.client.sent.messages")] == [failed]
-
-
-def test_a_hook_that_is_not_async_is_refused() -> None:
-    def hook(*_: Any) -> None: ...
-
-    with pytest.raises(TypeError, match="async_produce_hook must be an async function"):
-        AIOKafkaLeadInstrumentor().instrument(async_produce_hook=hook)
-    assert not AIOKafkaLeadInstrumentor().is_instrumented_by_opentelemetry
 
 
 async def test_transactions_traced(kafka_cluster: Any, admin: AdminClient) -> None:
