@@ -15,8 +15,9 @@ twice a second for the orchestrator.
 behind a thread pool); the Java client's side is benchmarks/java/ThroughputClient.java.
 
 With ``AIOKAFKA_LEAD_BENCH_OTEL=sdk`` (or ``api``) aiokafka_lead's side runs traced by its
-OpenTelemetry instrumentation: with the SDK (spans batched to an exporter that drops them,
-metrics in an in-memory reader), or with the API's no-op providers.
+OpenTelemetry instrumentation, aiokafka's by opentelemetry-instrumentation-aiokafka: with the
+SDK (spans batched to an exporter that drops them, metrics in an in-memory reader), or with
+the API's no-op providers.
 
 With ``--profile FILE`` the measured part runs under cProfile and the stats go to FILE
 (``python -m pstats FILE``); the rate measured that way is not comparable with the others.
@@ -159,13 +160,13 @@ def _checked(message: Any) -> bool:
 
 
 # ------------------------------------------------------------------ aiokafka_lead
-def traced_if_asked() -> None:
-    """Instrument aiokafka_lead as ``$AIOKAFKA_LEAD_BENCH_OTEL`` says (sdk, api or unset)."""
+def traced_if_asked(client: str = "ours") -> None:
+    """Instrument the client as ``$AIOKAFKA_LEAD_BENCH_OTEL`` says (sdk, api or unset)."""
     from aiokafka_lead.bench import otel
 
     mode = os.environ.get(otel.OTEL_ENV)
     if mode:
-        otel.instrument(mode)
+        otel.instrument(mode, client)
 
 
 async def produce_ours(args: argparse.Namespace, values: list[bytes], progress: Progress) -> float:
@@ -195,6 +196,7 @@ async def consume_ours(args: argparse.Namespace, progress: Progress) -> float:
 async def produce_aiokafka(args: argparse.Namespace, values: list[bytes], progress: Progress) -> float:
     from aiokafka import AIOKafkaProducer
 
+    traced_if_asked("aiokafka")
     producer = AIOKafkaProducer(bootstrap_servers=args.bootstrap_server, linger_ms=5, **_python_acks(args))
     await producer.start()
     try:
@@ -207,6 +209,7 @@ async def produce_aiokafka(args: argparse.Namespace, values: list[bytes], progre
 async def consume_aiokafka(args: argparse.Namespace, progress: Progress) -> float:
     from aiokafka import AIOKafkaConsumer, TopicPartition
 
+    traced_if_asked("aiokafka")
     consumer = AIOKafkaConsumer(
         bootstrap_servers=args.bootstrap_server, auto_offset_reset="earliest", enable_auto_commit=False
     )

@@ -1,7 +1,8 @@
 """aiokafka_lead traced by its OpenTelemetry instrumentation for a benchmark run: with the SDK
 (spans through a batch processor to an exporter that drops them, metrics aggregated by an
 in-memory reader: the work a real set-up does, without the export) or with the API's no-op
-providers (the instrumentation's own work only)."""
+providers (the instrumentation's own work only). ``client="aiokafka"``: aiokafka traced by
+opentelemetry-instrumentation-aiokafka the same way, for comparison."""
 
 from __future__ import annotations
 
@@ -13,14 +14,21 @@ OTEL_ENV = "AIOKAFKA_LEAD_BENCH_OTEL"
 MODES = ("sdk", "api")
 
 
-def instrument(mode: str) -> None:
-    """Instrument aiokafka_lead for ``mode`` (one of ``MODES``)."""
-    from aiokafka_lead.instrumentation.opentelemetry import AIOKafkaLeadInstrumentor
-
+def instrument(mode: str, client: str = "ours") -> None:
+    """Instrument aiokafka_lead (``client="ours"``) or aiokafka for ``mode`` (one of ``MODES``)."""
     if mode not in MODES:
         raise ValueError(f"OpenTelemetry mode {mode!r}: one of {', '.join(MODES)}")
+    instrumentor: Any
+    if client == "aiokafka":
+        from opentelemetry.instrumentation.aiokafka import AIOKafkaInstrumentor
+
+        instrumentor = AIOKafkaInstrumentor()
+    else:
+        from aiokafka_lead.instrumentation.opentelemetry import AIOKafkaLeadInstrumentor
+
+        instrumentor = AIOKafkaLeadInstrumentor()
     if mode == "api":
-        AIOKafkaLeadInstrumentor().instrument()
+        instrumentor.instrument()
         return
     from opentelemetry.sdk.metrics import MeterProvider
     from opentelemetry.sdk.metrics.export import InMemoryMetricReader
@@ -35,4 +43,4 @@ def instrument(mode: str) -> None:
     tracer_provider.add_span_processor(BatchSpanProcessor(Dropped()))
     meter_provider = MeterProvider(metric_readers=[InMemoryMetricReader()])
     options: dict[str, Any] = {"tracer_provider": tracer_provider, "meter_provider": meter_provider}
-    AIOKafkaLeadInstrumentor().instrument(**options)
+    instrumentor.instrument(**options)
