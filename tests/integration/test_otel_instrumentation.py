@@ -256,6 +256,46 @@ async def test_a_failed_delivery_ends_its_span_failed_and_is_counted(
     assert [a for a, _ in recorded.points("messaging.client.sent.messages")] == [failed]
 
 
+async def test_hooks_see_each_span_and_a_failing_hook_loses_nothing(
+    kafka_cluster: Any, admin: AdminClient, caplog: pytest.LogCaptureFixture
+) -> None:
+    """opentelemetry-instrumentation-aiokafka's hooks: the produce hook sees the span and the
+    headers about to be sent, the consume hook each record's span; one that raises is logged."""
+    bootstrap = kafka_cluster.bootstrap()
+    topic = unique("otel-hooks")
+    await admin.create_topics([NewTopic(topic, 1, 3)])
+    seen: list[tuple[str, Any]] = []
+
+    async def on_send(span: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> None:
+        span.set_attribute("app.order", args[1].decode())
+        seen.append(("send", [k for k, _ in kwargs["headers"]]))
+        if args[1] == b"second":
+            raise RuntimeError("a broken hook")
+
+    async def on_read(span: Any, record: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> None:
+        span.set_attribute("app.read", record.value.decode())
+        seen.append(("read", record.offset))
+
+    with instrumented(async_produce_hook=on_send, async_consume_hook=on_read) as recorded:
+        async with AIOKafkaProducer(bootstrap_servers=bootstrap) as producer:
+            await producer.send_and_wait(topic, b"first")
+            await producer.send_and_wait(topic, b"second")
+        consumer: AIOKafkaConsumer[bytes, bytes]
+        async with AIOKafkaConsumer(
+            topic, bootstrap_servers=bootstrap, auto_offset_reset="earliest"
+        ) as consumer:
+            with anyio.fail_after(RECEIVE_TIMEOUT):
+                values = [(await consumer.getone()).value for _ in range(2)]
+    await admin.delete_topics([topic])
+    assert values == [b"first", b"second"]
+    assert "a broken hook" in caplog.text
+    assert seen == [("send", ["traceparent"]), ("send", ["traceparent"]), ("read", 0), ("read", 1)]
+    sends = recorded.spans(f"{topic} send")
+    assert [(s.attributes or {})["app.order"] for s in sends] == ["first", "second"]
+    reads = recorded.spans(f"{topic} receive")
+    assert [(s.attributes or {})["app.read"] for s in reads] == ["first", "second"]
+
+
 async def test_transactions_traced(kafka_cluster: Any, admin: AdminClient) -> None:
     bootstrap = kafka_cluster.bootstrap()
     topic = unique("otel-txn")
