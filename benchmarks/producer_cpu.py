@@ -12,6 +12,10 @@ and every record is delivered to the fake cluster (not timed), so the batches ar
 ``--end-to-end`` also times that delivery (the batch close, CRC, the Produce request and the
 answer's handling, plus the fake broker's own decoding: an upper bound).
 
+``--otel sdk`` (or ``api``) runs aiokafka_lead's ``send()`` traced by its OpenTelemetry
+instrumentation (aiokafka_lead.bench.otel): a PRODUCER span and the messaging metrics per
+record, with the SDK or with the API's no-op providers.
+
 ``--floor`` times the same loop awaiting an empty ``async def``: what a coroutine call costs.
 ``--aiokafka`` runs aiokafka 0.14's ``send()`` the same way: its client's metadata is filled
 in by hand for one topic and its sender task is never started; a stand-in takes each full
@@ -34,6 +38,7 @@ import time
 from typing import Any
 
 from aiokafka_lead import AIOKafkaProducer
+from aiokafka_lead.bench import otel
 from aiokafka_lead.producer.accumulator import DrainResult
 from aiokafka_lead.records import native
 from aiokafka_lead.testing.fake import FakeCluster
@@ -162,7 +167,10 @@ def main() -> None:
     parser.add_argument("--end-to-end", action="store_true", help="also time delivery to the fake")
     parser.add_argument("--aiokafka", action="store_true", help="aiokafka 0.14's send() instead")
     parser.add_argument("--floor", action="store_true", help="a coroutine call that does nothing instead")
+    parser.add_argument("--otel", choices=otel.MODES, help="ours traced by OpenTelemetry (SDK or no-op API)")
     args = parser.parse_args()
+    if args.otel:
+        otel.instrument(args.otel)
     if args.floor:
         runs = asyncio.run(floor(args.records, args.repeat, args.value_size))
         client = "floor (await of an empty coroutine)"
@@ -175,7 +183,7 @@ def main() -> None:
         )
         reason = native.unavailable_reason
         ext = "C extension" if reason is None else f"pure Python ({reason})"
-        client = f"aiokafka_lead ({ext})"
+        client = f"aiokafka_lead ({ext}{', OpenTelemetry ' + args.otel if args.otel else ''})"
     print(
         f"{client}: {'keyed' if args.keyed else 'keyless'} {args.value_size} B records, "
         f"{args.records} per run, {'send + delivery' if args.end_to_end else 'send() only'}, "

@@ -19,6 +19,18 @@ does not always hit the same one.
     python benchmarks/throughput.py --bootstrap-server H:P --clients ours,aiokafka
     python benchmarks/throughput.py --baseline /tmp/old --clients ours,ours-base,confluent
 
+The clients ``ours-otel`` and ``ours-otel-api`` are aiokafka_lead traced by its OpenTelemetry
+instrumentation (``aiokafka_lead.instrumentation.opentelemetry``, the ``otel`` extra): a span
+per record sent and read, and the messaging metrics. ``ours-otel`` records them with the SDK
+(spans through a batch processor to an exporter that drops them, metrics aggregated by an
+in-memory reader); ``ours-otel-api`` leaves the API's no-op providers in place (the
+instrumentation's own work only). Against ``ours`` in the same run they give the cost of
+tracing per record; ``aiokafka-otel`` is aiokafka traced by opentelemetry-instrumentation-aiokafka
+with the same SDK set-up, for comparison:
+
+    python benchmarks/throughput.py --size 1024 --clients ours,ours-otel,ours-otel-api
+    python benchmarks/throughput.py --size 1024 --clients ours,ours-otel,aiokafka,aiokafka-otel
+
 ``--baseline DIR`` adds the client ``ours-base``: aiokafka_lead imported from DIR, another
 checkout with its C extension built in place (``python setup.py build_ext --inplace``), so a
 change is measured against the code before it in the same interleaved run.
@@ -55,16 +67,27 @@ LABELS = {
     **bench.PEER_LABELS,
     "ours-py": "aiokafka_lead (no C)",
     "ours-base": "aiokafka_lead (baseline)",
+    "ours-otel": "aiokafka_lead (OTel SDK)",
+    "ours-otel-api": "aiokafka_lead (OTel no-op)",
+    "aiokafka-otel": "aiokafka (OTel SDK)",
     "confluent-aio": "confluent_kafka.aio",
     "java": "Java client",
 }
 #: client kinds that run another kind's code with extra environment variables
-VARIANTS = {"ours-py": ("ours", {"AIOKAFKA_LEAD_NO_EXTENSIONS": "1"})}
+VARIANTS = {
+    "ours-py": ("ours", {"AIOKAFKA_LEAD_NO_EXTENSIONS": "1"}),
+    "ours-otel": ("ours", {"AIOKAFKA_LEAD_BENCH_OTEL": "sdk"}),
+    "ours-otel-api": ("ours", {"AIOKAFKA_LEAD_BENCH_OTEL": "api"}),
+    "aiokafka-otel": ("aiokafka", {"AIOKAFKA_LEAD_BENCH_OTEL": "sdk"}),
+}
 SIDES = ("produce", "consume")
 COLORS = {
     "ours": "#1f77b4",
     "ours-py": "#9ecae1",
     "ours-base": "#6b6ecf",
+    "ours-otel": "#17becf",
+    "ours-otel-api": "#9edae5",
+    "aiokafka-otel": "#ffbb78",
     "aiokafka": "#ff7f0e",
     "confluent": "#2ca02c",
     "confluent-aio": "#98df8a",

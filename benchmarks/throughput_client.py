@@ -14,6 +14,11 @@ twice a second for the orchestrator.
 ``confluent-aio`` is confluent-kafka's asyncio classes (``confluent_kafka.aio``: librdkafka
 behind a thread pool); the Java client's side is benchmarks/java/ThroughputClient.java.
 
+With ``AIOKAFKA_LEAD_BENCH_OTEL=sdk`` (or ``api``) aiokafka_lead's side runs traced by its
+OpenTelemetry instrumentation, aiokafka's by opentelemetry-instrumentation-aiokafka: with the
+SDK (spans batched to an exporter that drops them, metrics in an in-memory reader), or with
+the API's no-op providers.
+
 With ``--profile FILE`` the measured part runs under cProfile and the stats go to FILE
 (``python -m pstats FILE``); the rate measured that way is not comparable with the others.
 """
@@ -155,9 +160,19 @@ def _checked(message: Any) -> bool:
 
 
 # ------------------------------------------------------------------ aiokafka_lead
+def traced_if_asked(client: str = "ours") -> None:
+    """Instrument the client as ``$AIOKAFKA_LEAD_BENCH_OTEL`` says (sdk, api or unset)."""
+    from aiokafka_lead.bench import otel
+
+    mode = os.environ.get(otel.OTEL_ENV)
+    if mode:
+        otel.instrument(mode, client)
+
+
 async def produce_ours(args: argparse.Namespace, values: list[bytes], progress: Progress) -> float:
     from aiokafka_lead import AIOKafkaProducer
 
+    traced_if_asked()
     async with AIOKafkaProducer(
         bootstrap_servers=args.bootstrap_server, linger_ms=5, **_python_acks(args)
     ) as producer:
@@ -169,6 +184,7 @@ async def consume_ours(args: argparse.Namespace, progress: Progress) -> float:
     from aiokafka_lead import AIOKafkaConsumer
     from aiokafka_lead.structs import TopicPartition
 
+    traced_if_asked()
     async with AIOKafkaConsumer(
         bootstrap_servers=args.bootstrap_server, auto_offset_reset="earliest", enable_auto_commit=False
     ) as consumer:
@@ -180,6 +196,7 @@ async def consume_ours(args: argparse.Namespace, progress: Progress) -> float:
 async def produce_aiokafka(args: argparse.Namespace, values: list[bytes], progress: Progress) -> float:
     from aiokafka import AIOKafkaProducer
 
+    traced_if_asked("aiokafka")
     producer = AIOKafkaProducer(bootstrap_servers=args.bootstrap_server, linger_ms=5, **_python_acks(args))
     await producer.start()
     try:
@@ -192,6 +209,7 @@ async def produce_aiokafka(args: argparse.Namespace, values: list[bytes], progre
 async def consume_aiokafka(args: argparse.Namespace, progress: Progress) -> float:
     from aiokafka import AIOKafkaConsumer, TopicPartition
 
+    traced_if_asked("aiokafka")
     consumer = AIOKafkaConsumer(
         bootstrap_servers=args.bootstrap_server, auto_offset_reset="earliest", enable_auto_commit=False
     )

@@ -3,20 +3,18 @@
 from __future__ import annotations
 
 import os
-import signal
-import subprocess
 import sys
 from pathlib import Path
 from typing import Any
 
 import anyio
 import pytest
-from anyio.streams.text import TextReceiveStream
 
 from aiokafka_lead.admin import AdminClient, NewTopic
 from aiokafka_lead.structs import TopicPartition
 from tests.integration.conftest import unique
 from tests.integration.test_consumer import RawProducer
+from tests.support.scripts import running
 
 pytestmark = pytest.mark.integration
 
@@ -36,28 +34,18 @@ async def test_worker_processes_commits_and_leaves_on_sigterm(
     env = {**os.environ, "PYTHONPATH": str(WORKER.parents[1])}
     command = [sys.executable, str(WORKER), "--bootstrap", bootstrap, "--group", group, "--topic", topic]
     processed: list[str] = []
-    output = ""
-    async with await anyio.open_process(command, env=env, stderr=subprocess.STDOUT) as proc:
-        assert proc.stdout is not None
-        try:
-            with anyio.fail_after(60):
-                async for chunk in TextReceiveStream(proc.stdout):
-                    output += chunk
-                    processed = [
-                        line.split()[1] for line in output.splitlines() if line.startswith("processed")
-                    ]
-                    if len(processed) >= 20:
-                        break
-            proc.send_signal(signal.SIGTERM)
-            with anyio.fail_after(30):
-                async for chunk in TextReceiveStream(proc.stdout):
-                    output += chunk
-                await proc.wait()
-        finally:
-            if proc.returncode is None:
-                proc.kill()
-    err = output
-    assert proc.returncode == 0, err
+
+    def processed_all(output: str) -> bool:
+        processed[:] = [line.split()[1] for line in output.splitlines() if line.startswith("processed")]
+        return len(processed) >= 20
+
+    async with running(command, env) as worker:
+        with anyio.fail_after(60):
+            await worker.until(processed_all)
+        with anyio.fail_after(30):
+            code = await worker.terminate()
+    output = worker.output
+    assert code == 0, output
     assert "worker stopped" in output
     assert sorted(processed) == sorted(f"{topic}-{p}@{o}" for p in range(2) for o in range(10))
     committed = await admin.list_consumer_group_offsets(group)

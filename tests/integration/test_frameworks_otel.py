@@ -32,11 +32,15 @@ SCENARIO = ROOT / "tests" / "integration" / "frameworks" / "otel_scenario.py"
 RUN_TIMEOUT = 150.0
 
 
-async def run_scenario(admin: AdminClient, bootstrap: str, *, alias: bool) -> dict[str, Any]:
+async def run_scenario(
+    admin: AdminClient, bootstrap: str, *, alias: bool = False, first_party: bool = False
+) -> dict[str, Any]:
+    """The scenario's document: on aiokafka, on aiokafka_lead behind the alias (``alias``) or
+    on aiokafka_lead with its own instrumentation (``first_party``)."""
     topic, group = unique("otel-spans"), unique("otel-members")
     await admin.create_topics([NewTopic(topic, 3, 3)])
     command = [sys.executable, *(["-m", "aiokafka_lead.as_aiokafka"] if alias else [])]
-    command += [str(SCENARIO), bootstrap, topic, group]
+    command += [str(SCENARIO), *(["--first-party"] if first_party else []), bootstrap, topic, group]
     env = {
         **os.environ,
         "PYTHONPATH": os.pathsep.join(filter(None, [str(ROOT), os.environ.get("PYTHONPATH")])),

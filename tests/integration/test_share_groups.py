@@ -47,6 +47,7 @@ from aiokafka_lead.testing.share_cluster import SHARE_TEST_PROPERTIES
 from tests.integration.conftest import unique
 from tests.integration.test_fake_vs_real import RETRY_LATER, normalize, plain_batch, run_against
 from tests.integration.test_fake_vs_real import produce as produce_request
+from tests.support.otel import instrumented
 from tests.support.waiting import eventually
 
 #: ... and NOT_COORDINATOR while the fresh cluster's group coordinator loads
@@ -176,6 +177,31 @@ async def test_release_redelivers_with_delivery_count_two(bootstrap: str, admin:
         [again] = await poll_until(c, 1, 20)  # the only member: it gets it back
         assert (again.offset, again.value, again.delivery_count) == (0, b"job", 2)
         c.acknowledge(again, ACCEPT)
+
+
+async def test_deliveries_traced_under_their_producers_spans(bootstrap: str, admin: AdminClient) -> None:
+    """aiokafka_lead.instrumentation.opentelemetry: a share consumer's records get CONSUMER
+    spans, children of the spans of their sends, named by the share group."""
+    topic = unique("traced")
+    group = await new_group(admin, topic)
+    with instrumented() as recorded:
+        await produce(bootstrap, topic, [b"a", b"b", b"c"])
+        async with member(bootstrap, topic, group) as c:
+            with anyio.fail_after(20):
+                first = await c.getone()
+            records = [first, *await poll_until(c, 2, 20)]
+    sends = {s.context.span_id: s for s in recorded.spans(f"{topic} send") if s.context is not None}
+    reads = [s for s in recorded.spans(f"{topic} receive") if s.parent is not None and s.parent.is_remote]
+    assert sorted(r.offset for r in records) == [0, 1, 2] and len(sends) == len(reads) == 3
+    for read in reads:
+        attributes = read.attributes or {}
+        assert read.parent is not None and read.parent.span_id in sends
+        assert attributes["messaging.consumer.group.name"] == group
+        assert (
+            attributes["messaging.message.id"] == f"{topic}.0.{attributes['messaging.kafka.message.offset']}"
+        )
+    consumed = [p.value for a, p in recorded.points("messaging.client.consumed.messages")]
+    assert sum(consumed) == 3
 
 
 async def test_reject_archives_the_record(bootstrap: str, admin: AdminClient) -> None:

@@ -2,6 +2,7 @@
 
     python otel_scenario.py BOOTSTRAP TOPIC GROUP                                # aiokafka
     python -m aiokafka_lead.as_aiokafka otel_scenario.py BOOTSTRAP TOPIC GROUP   # aiokafka_lead
+    python otel_scenario.py --first-party BOOTSTRAP TOPIC GROUP   # aiokafka_lead, its own instrumentation
 
 Two records with one key (so one partition, in order) are produced with ``send_and_wait``,
 then a group member reads the first with ``getone()`` and the second with ``getmany()``.
@@ -20,9 +21,6 @@ import re
 from collections.abc import Mapping
 from typing import Any
 
-import aiokafka
-from aiokafka import AIOKafkaConsumer, AIOKafkaProducer
-from opentelemetry.instrumentation.aiokafka import AIOKafkaInstrumentor
 from opentelemetry.sdk.trace import ReadableSpan, TracerProvider
 from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
@@ -34,16 +32,17 @@ KEY = b"order-1"
 TRACEPARENT = re.compile(r"^00-([0-9a-f]{32})-([0-9a-f]{16})-([0-9a-f]{2})$")
 
 
-async def produce_and_consume(bootstrap: str, topic: str, group: str) -> list[Any]:
-    """The records read: the first by getone(), the second by getmany()."""
-    producer = AIOKafkaProducer(bootstrap_servers=bootstrap, client_id="otel-scenario-producer")
+async def produce_and_consume(client: Any, bootstrap: str, topic: str, group: str) -> list[Any]:
+    """The records read: the first by getone(), the second by getmany(), with ``client``'s
+    (the aiokafka module's, or aiokafka_lead's) producer and consumer."""
+    producer = client.AIOKafkaProducer(bootstrap_servers=bootstrap, client_id="otel-scenario-producer")
     await producer.start()
     try:
         await producer.send_and_wait(topic, b"first", key=KEY, headers=[("origin", b"scenario")])
         await producer.send_and_wait(topic, b"second", key=KEY)
     finally:
         await producer.stop()
-    consumer = AIOKafkaConsumer(
+    consumer = client.AIOKafkaConsumer(
         topic,
         bootstrap_servers=bootstrap,
         client_id="otel-scenario-consumer",
@@ -148,18 +147,34 @@ async def main() -> None:
     parser.add_argument("bootstrap")
     parser.add_argument("topic")
     parser.add_argument("group")
+    parser.add_argument(
+        "--first-party",
+        action="store_true",
+        help="aiokafka_lead with its own instrumentation (aiokafka_lead.instrumentation.opentelemetry)",
+    )
     args = parser.parse_args()
+    instrumentor: Any
+    if args.first_party:
+        import aiokafka_lead as client
+        from aiokafka_lead.instrumentation.opentelemetry import AIOKafkaLeadInstrumentor
+
+        instrumentor = AIOKafkaLeadInstrumentor()
+    else:
+        import aiokafka as client
+        from opentelemetry.instrumentation.aiokafka import AIOKafkaInstrumentor
+
+        instrumentor = AIOKafkaInstrumentor()
 
     exporter = InMemorySpanExporter()
     provider = TracerProvider()
     provider.add_span_processor(SimpleSpanProcessor(exporter))
-    AIOKafkaInstrumentor().instrument(tracer_provider=provider)
+    instrumentor.instrument(tracer_provider=provider)
     async with asyncio.timeout(SCENARIO_TIMEOUT):
-        records = await produce_and_consume(args.bootstrap, args.topic, args.group)
+        records = await produce_and_consume(client, args.bootstrap, args.topic, args.group)
 
     canonical = Canonical(args.topic, args.group)
     document = {
-        "aiokafka": f"{aiokafka.__name__} {aiokafka.__file__}",
+        "aiokafka": f"{client.__name__} {client.__file__}",
         "spans": canonical.spans_of(exporter.get_finished_spans()),
         "records": canonical.records(records),
     }

@@ -1,0 +1,135 @@
+"""The consumers' traced methods: ``getone()`` (and ``async for``, which calls it) and
+``getmany()``, of ``AIOKafkaConsumer`` and of ``AIOKafkaShareConsumer`` alike.
+
+Every record handed out gets a CONSUMER span ``<topic> receive`` whose parent is the context
+its producer put in its headers (a root span without one). ``getmany()`` also makes a poll
+span (named by the sorted topics) over one span per partition, which links the partition's
+record spans. An empty ``getmany()`` makes no span. Each call that returns records counts
+``messaging.client.consumed.messages`` per partition and records
+``messaging.client.operation.duration``; a call that fails records its duration with
+``error.type``.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Awaitable, Callable
+from typing import Any
+
+from opentelemetry import propagate, trace
+from opentelemetry.trace import SpanKind
+
+from aiokafka_lead.consumer.consumer import AIOKafkaConsumer
+from aiokafka_lead.instrumentation.opentelemetry import semconv
+from aiokafka_lead.instrumentation.opentelemetry.headers import GETTER
+from aiokafka_lead.instrumentation.opentelemetry.semconv import ClientDescription
+from aiokafka_lead.instrumentation.opentelemetry.telemetry import Patches, Telemetry, error_type, run_hook
+from aiokafka_lead.share.consumer import AIOKafkaShareConsumer
+
+
+async def _record_span(
+    telemetry: Telemetry,
+    client: ClientDescription,
+    record: Any,
+    args: tuple[Any, ...],
+    kwargs: dict[str, Any],
+) -> trace.SpanContext:
+    """The record's CONSUMER span, child of its producer's context; its span context."""
+    parent = propagate.extract(record.headers, getter=GETTER)
+    span = telemetry.tracer.start_span(
+        semconv.span_name(record.topic, semconv.RECEIVE),
+        context=parent,
+        kind=SpanKind.CONSUMER,
+        attributes=client.record(record.topic, record.partition, record.offset, semconv.key_text(record.key)),
+    )
+    if telemetry.consume_hook is not None:
+        with trace.use_span(span):
+            await run_hook(telemetry.consume_hook, span, record, args, kwargs)
+    span.end()
+    return span.get_span_context()
+
+
+def _count(telemetry: Telemetry, client: ClientDescription, topic: str, partition: int, records: int) -> None:
+    count, _ = telemetry.metric_attributes(semconv.RECEIVE, topic, partition, client.group)
+    telemetry.consumed.add(records, count)
+
+
+async def _trace_record(
+    telemetry: Telemetry,
+    client: ClientDescription,
+    record: Any,
+    args: tuple[Any, ...],
+    kwargs: dict[str, Any],
+) -> None:
+    """What ``getone()`` returned: its record's span."""
+    await _record_span(telemetry, client, record, args, kwargs)
+    _count(telemetry, client, record.topic, record.partition, 1)
+
+
+async def _trace_batches(
+    telemetry: Telemetry,
+    client: ClientDescription,
+    batches: Any,
+    args: tuple[Any, ...],
+    kwargs: dict[str, Any],
+) -> None:
+    """What ``getmany()`` returned: the poll span over a span per partition, over a span per
+    record that the partition span links."""
+    tracer = telemetry.tracer
+    topics = ", ".join(sorted({tp.topic for tp in batches}))
+    with tracer.start_as_current_span(
+        semconv.span_name(topics, semconv.RECEIVE),
+        kind=SpanKind.CONSUMER,
+        attributes=client.poll(sum(len(records) for records in batches.values())),
+    ):
+        for tp, records in batches.items():
+            with tracer.start_as_current_span(
+                semconv.span_name(tp.topic, semconv.RECEIVE),
+                kind=SpanKind.CONSUMER,
+                attributes=client.partition_batch(tp.topic, tp.partition, len(records)),
+            ) as partition_span:
+                for record in records:
+                    linked = await _record_span(telemetry, client, record, args, kwargs)
+                    partition_span.add_link(linked)
+            _count(telemetry, client, tp.topic, tp.partition, len(records))
+
+
+Tracing = Callable[[Telemetry, ClientDescription, Any, tuple[Any, ...], dict[str, Any]], Awaitable[None]]
+
+
+def traced_receive(telemetry: Telemetry, trace_result: Tracing) -> Callable[[Any], Any]:
+    """A receiving method that traces what it returned (nothing for an empty ``getmany()``)
+    and records its duration, also when it fails."""
+
+    def make(receive: Any) -> Any:
+        async def traced(self: Any, *args: Any, **kwargs: Any) -> Any:
+            started = time.monotonic()
+            try:
+                result = await receive(self, *args, **kwargs)
+            except BaseException as error:
+                group = telemetry.describe(self).group
+                _, duration = telemetry.metric_attributes(
+                    semconv.RECEIVE, group=group, error=error_type(error)
+                )
+                telemetry.record_duration(started, duration)
+                raise
+            if result:
+                client = telemetry.describe(self)
+                await trace_result(telemetry, client, result, args, kwargs)
+                telemetry.record_duration(
+                    started, telemetry.metric_attributes(semconv.RECEIVE, group=client.group)[1]
+                )
+            return result
+
+        return traced
+
+    return make
+
+
+def patch_consumers(patches: Patches, telemetry: Telemetry) -> None:
+    for consumer in (AIOKafkaConsumer, AIOKafkaShareConsumer):
+        patches.replace(consumer, "getone", traced_receive(telemetry, _trace_record))
+        patches.replace(consumer, "getmany", traced_receive(telemetry, _trace_batches))
+
+
+__all__ = ["patch_consumers"]
