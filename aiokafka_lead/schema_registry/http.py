@@ -41,7 +41,9 @@ class Endpoint:
     def parse(cls, url: str) -> Endpoint:
         parts = urlsplit(url)
         if parts.scheme not in {"http", "https"} or not parts.hostname:
-            raise ValueError(f"schema registry URL {url!r}: expected http://host[:port][/path] or https://...")
+            raise ValueError(
+                f"schema registry URL {url!r}: expected http://host[:port][/path] or https://..."
+            )
         tls = parts.scheme == "https"
         port = parts.port or (443 if tls else 80)
         return cls(tls, parts.hostname, port, parts.path.rstrip("/"))

@@ -27,7 +27,13 @@ from urllib.parse import parse_qs, unquote, urlsplit
 from aiokafka_lead.testing.avro_compat import read_problems
 
 LEVELS = {
-    "NONE", "BACKWARD", "BACKWARD_TRANSITIVE", "FORWARD", "FORWARD_TRANSITIVE", "FULL", "FULL_TRANSITIVE"
+    "NONE",
+    "BACKWARD",
+    "BACKWARD_TRANSITIVE",
+    "FORWARD",
+    "FORWARD_TRANSITIVE",
+    "FULL",
+    "FULL_TRANSITIVE",
 }
 
 
@@ -289,9 +295,12 @@ class SchemaRegistryServer:
         return f"http://{host!s}:{port}"
 
     def start(self) -> SchemaRegistryServer:
-        self._thread = threading.Thread(target=self._http.serve_forever, name="schema-registry", daemon=True)
+        self._thread = threading.Thread(target=self._serve, name="schema-registry", daemon=True)
         self._thread.start()
         return self
+
+    def _serve(self) -> None:
+        self._http.serve_forever(poll_interval=0.05)  # stop() returns within one interval
 
     def stop(self) -> None:
         self._http.shutdown()

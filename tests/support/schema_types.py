@@ -51,7 +51,10 @@ JSON_ORDER = json.dumps(
         "type": "object",
         "properties": {
             "id": {"type": "string"},
-            "total": {"type": "object", "properties": {"currency": {"type": "string"}, "units": {"type": "integer"}}},
+            "total": {
+                "type": "object",
+                "properties": {"currency": {"type": "string"}, "units": {"type": "integer"}},
+            },
             "items": {"type": "array", "items": {"type": "string"}},
             "note": {"type": ["string", "null"]},
         },
@@ -92,7 +95,10 @@ def _build() -> dict[str, Any]:
     )
     order.message_type.add(
         name="Refund",
-        field=[_field("order_id", 1, _FIELD.TYPE_STRING), _field("amount", 2, _FIELD.TYPE_MESSAGE, ".shop.Money")],
+        field=[
+            _field("order_id", 1, _FIELD.TYPE_STRING),
+            _field("amount", 2, _FIELD.TYPE_MESSAGE, ".shop.Money"),
+        ],
     )
     for proto in (money, order):
         try:
