@@ -131,3 +131,21 @@ async def test_avro_reader_schema_resolves_old_records(server: SchemaRegistrySer
     reader_schema["fields"].append({"name": "email", "type": ["null", "string"], "default": None})
     value = await AvroDeserializer(ours, json.dumps(reader_schema))(payload, "t")
     assert value == {**USER, "email": None}
+
+
+def test_clients_refuse_async_serdes_naming_the_wrappers() -> None:
+    from aiokafka_lead import AIOKafkaConsumer, AIOKafkaProducer
+    from aiokafka_lead.errors import KafkaConfigurationError
+
+    registry = SchemaRegistryClient("http://127.0.0.1:1")
+
+    async def serialize(value: object) -> bytes:
+        return b""
+
+    for make in [
+        lambda: AIOKafkaProducer(value_serializer=AvroSerializer(registry, AVRO_USER)),
+        lambda: AIOKafkaProducer(key_serializer=serialize),
+        lambda: AIOKafkaConsumer(value_deserializer=AvroDeserializer(registry)),
+    ]:
+        with pytest.raises(KafkaConfigurationError, match="is an async callable.*SerializingProducer"):
+            make()
