@@ -147,5 +147,5 @@ def test_clients_refuse_async_serdes_naming_the_wrappers() -> None:
         lambda: AIOKafkaProducer(key_serializer=serialize),
         lambda: AIOKafkaConsumer(value_deserializer=AvroDeserializer(registry)),
     ]:
-        with pytest.raises(KafkaConfigurationError, match="is an async callable.*SerializingProducer"):
+        with pytest.raises(KafkaConfigurationError, match=r"is an async callable.*SerializingProducer"):
             make()
