@@ -3,9 +3,10 @@
 Every answer that is not a success raises a :mod:`~aiokafka_lead.schema_registry.errors`
 class carrying the registry's message. 408, 429 and 5xx answers and failed connections are
 retried with exponential backoff until the request's deadline (``request_timeout_ms``), then
-raise :class:`RegistryUnavailableError` naming the last cause. Schemas by id and by GUID,
-and the registrations looked up or made, are cached for the client's lifetime (they never
-change in a registry); ``latest`` versions are asked again each time.
+raise :class:`RegistryUnavailableError` naming the last cause; a TLS certificate that does
+not verify is not retried. Schemas by id and by GUID, and the registrations looked up or
+made, are cached for the client's lifetime (they never change in a registry); ``latest``
+versions are asked again each time.
 """
 
 from __future__ import annotations
@@ -157,6 +158,10 @@ class SchemaRegistryClient:
                     answer = await http.request(
                         self._endpoint, method, path, headers=headers, body=payload, ssl_context=self._ssl
                     )
+            except ssl.SSLCertVerificationError as exc:
+                raise SchemaRegistryError(
+                    None, None, f"the registry's TLS certificate is refused: {exc}", url
+                ) from exc
             except (OSError, TimeoutError) as exc:
                 cause = f"no answer: {exc!r}"
             else:

@@ -1,5 +1,6 @@
 """A schema registry for the tests: the Confluent REST API's subjects, versions, ids, GUIDs,
-compatibility (checked for Avro) and config, in memory, on a local port.
+compatibility (checked for Avro) and config, in memory, on a local port (HTTPS with an
+``ssl_context``).
 
 ``SchemaRegistryServer().start()`` serves it from a thread of this process; ``.url`` is its
 address. Confluent's clients and ours both talk to it, so a test proves both sides against
@@ -17,6 +18,7 @@ import argparse
 import base64
 import json
 import re
+import ssl
 import threading
 import uuid
 from dataclasses import dataclass, field
@@ -252,7 +254,12 @@ _ROUTES: list[tuple[str, re.Pattern[str], str]] = [
 class SchemaRegistryServer:
     """The registry on ``127.0.0.1:port`` (0: any free port), served from a thread."""
 
-    def __init__(self, port: int = 0, basic_auth: tuple[str, str] | None = None) -> None:
+    def __init__(
+        self,
+        port: int = 0,
+        basic_auth: tuple[str, str] | None = None,
+        ssl_context: ssl.SSLContext | None = None,
+    ) -> None:
         self.registry = Registry()
         self.basic_auth = basic_auth
         self._faults: list[int] = []
@@ -287,12 +294,15 @@ class SchemaRegistryServer:
 
         self._http = ThreadingHTTPServer(("127.0.0.1", port), Handler)
         self._http.daemon_threads = True
+        self._tls = ssl_context is not None
+        if ssl_context is not None:
+            self._http.socket = ssl_context.wrap_socket(self._http.socket, server_side=True)
         self._thread: threading.Thread | None = None
 
     @property
     def url(self) -> str:
         host, port = self._http.server_address[:2]
-        return f"http://{host!s}:{port}"
+        return f"{'https' if self._tls else 'http'}://{host!s}:{port}"
 
     def start(self) -> SchemaRegistryServer:
         self._thread = threading.Thread(target=self._serve, name="schema-registry", daemon=True)

@@ -3,14 +3,18 @@
 
 from __future__ import annotations
 
+import asyncio
 import json
 import socket
+import ssl
 import time
 from collections.abc import Iterator
+from pathlib import Path
 
 import pytest
-from confluent_kafka.schema_registry import AsyncSchemaRegistryClient, SchemaRegistryError
+from confluent_kafka.schema_registry import AsyncSchemaRegistryClient
 from confluent_kafka.schema_registry import Schema as TheirSchema
+from confluent_kafka.schema_registry import SchemaRegistryError as TheirError
 
 from aiokafka_lead.schema_registry import (
     AuthenticationError,
@@ -20,8 +24,10 @@ from aiokafka_lead.schema_registry import (
     RegistryUnavailableError,
     Schema,
     SchemaRegistryClient,
+    SchemaRegistryError,
 )
 from aiokafka_lead.schema_registry.avro import AvroSerializer
+from aiokafka_lead.testing.cluster.security import generate_tls
 from aiokafka_lead.testing.schema_registry import SchemaRegistryServer
 from tests.support.schema_types import AVRO_USER
 
@@ -112,7 +118,7 @@ async def test_evolution_compatible_registered_incompatible_refused(server: Sche
     assert "'country' has no default value" in info.value.message
     # confluent-kafka's client is refused with the same message
     theirs = AsyncSchemaRegistryClient({"url": server.url})
-    with pytest.raises(SchemaRegistryError) as their_info:
+    with pytest.raises(TheirError) as their_info:
         await theirs.register_schema("users-value", TheirSchema(USER_BAD, "AVRO"))
     assert their_info.value.http_status_code == 409
     assert their_info.value.error_message == info.value.message
@@ -175,3 +181,53 @@ def test_bad_urls_are_refused_at_construction() -> None:
     for url in ["localhost:8081", "ftp://registry", "http://"]:
         with pytest.raises(ValueError, match="expected http://host"):
             SchemaRegistryClient(url)
+
+
+async def test_tls_with_a_private_ca(tmp_path: Path) -> None:
+    files = generate_tls(tmp_path)
+    server_side = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
+    server_side.load_cert_chain(files.server_keystore)
+    with SchemaRegistryServer(ssl_context=server_side) as server:
+        assert server.url.startswith("https://127.0.0.1:")
+        trusted = ssl.create_default_context(cafile=str(files.ca_cert))
+        assert await SchemaRegistryClient(server.url, ssl_context=trusted).get_subjects() == []
+        started = time.monotonic()
+        with pytest.raises(
+            SchemaRegistryError, match=r"TLS certificate is refused.*CERTIFICATE_VERIFY_FAILED"
+        ):
+            await SchemaRegistryClient(server.url).get_subjects()  # the system's CAs: not retried
+        assert time.monotonic() - started < 10
+
+
+async def _serve_once(answer: bytes) -> tuple[asyncio.Server, int]:
+    async def handle(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        await reader.readuntil(b"\r\n\r\n")
+        writer.write(answer)
+        await writer.drain()
+        writer.close()
+
+    server = await asyncio.start_server(handle, "127.0.0.1", 0)
+    return server, server.sockets[0].getsockname()[1]
+
+
+@pytest.mark.parametrize(
+    "answer",
+    [
+        b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n"
+        b'4\r\n["a"\r\n5\r\n, "b"\r\n1\r\n]\r\n0\r\n\r\n',
+        b'HTTP/1.1 200 OK\r\nContent-Type: application/json\r\n\r\n["a", "b"]',  # read to the close
+        b'HTTP/1.0 200 OK\r\nContent-Length: 10\r\n\r\n["a", "b"]',
+    ],
+)
+async def test_http_answers_of_every_framing(answer: bytes) -> None:
+    server, port = await _serve_once(answer)
+    async with server:
+        assert await SchemaRegistryClient(f"http://127.0.0.1:{port}").get_subjects() == ["a", "b"]
+
+
+async def test_a_garbled_answer_is_retried_then_named() -> None:
+    server, port = await _serve_once(b"SMTP ready\r\n\r\n")
+    async with server:
+        client = SchemaRegistryClient(f"http://127.0.0.1:{port}", request_timeout_ms=300, retry_backoff_ms=10)
+        with pytest.raises(RegistryUnavailableError, match="not an HTTP answer"):
+            await client.get_subjects()
