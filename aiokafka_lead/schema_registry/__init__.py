@@ -21,7 +21,12 @@ from aiokafka_lead.schema_registry.errors import (
     SchemaRegistryError,
     SerializationError,
 )
-from aiokafka_lead.schema_registry.kafka import DeserializingConsumer, SerializingProducer, deserialize_record
+from aiokafka_lead.schema_registry.kafka import (
+    DeserializingConsumer,
+    RecordDeserializationError,
+    SerializingProducer,
+    deserialize_record,
+)
 from aiokafka_lead.schema_registry.serde import (
     SchemaDeserializer,
     SchemaSerializer,
@@ -36,6 +41,7 @@ __all__ = [
     "IncompatibleSchemaError",
     "InvalidSchemaError",
     "NotFoundError",
+    "RecordDeserializationError",
     "RegisteredSchema",
     "RegistryUnavailableError",
     "Schema",

@@ -13,6 +13,7 @@ import dataclasses
 from collections.abc import AsyncIterator, Awaitable, Iterable, MutableSequence, Sequence
 from typing import Any, Protocol
 
+from aiokafka_lead.schema_registry.errors import SerializationError
 from aiokafka_lead.structs import ConsumerRecord, TopicPartition
 
 
@@ -92,12 +93,28 @@ async def deserialize_record(
     return dataclasses.replace(record, key=key, value=value)
 
 
+class RecordDeserializationError(SerializationError):
+    """A record's key or value could not be decoded. The consumer's position is left at it
+    (``topic_partition``, ``offset``): ``consumer.seek(topic_partition, offset + 1)`` skips
+    it; ``record`` is the record as fetched, undecoded."""
+
+    def __init__(self, record: ConsumerRecord[Any, Any], cause: Exception) -> None:
+        self.record = record
+        self.topic_partition = TopicPartition(record.topic, record.partition)
+        self.offset = record.offset
+        super().__init__(f"{record.topic}-{record.partition} at offset {record.offset}: {cause}")
+
+
 class DeserializingConsumer:
     """``DeserializingConsumer(consumer, value_deserializer=AvroDeserializer(...))``:
     ``getone``, ``getmany`` and ``async for`` as the consumer's, with keys and values
-    decoded. A record that cannot be decoded raises SerializationError naming its topic;
-    its offset is the consumer's to commit or seek past. The consumer is yours to start and
-    stop."""
+    decoded. The consumer is yours to start, stop and commit with.
+
+    A record that cannot be decoded loses nothing: the records decoded before it in the same
+    poll are returned, the consumer's positions are moved back to the first record not
+    returned, and the next call raises :class:`RecordDeserializationError` for it (the
+    registry's errors, such as :class:`RegistryUnavailableError`, propagate the same way,
+    the positions moved back first)."""
 
     def __init__(
         self,
@@ -110,19 +127,54 @@ class DeserializingConsumer:
         self.key_deserializer = key_deserializer
         self.value_deserializer = value_deserializer
 
+    async def _decode(self, record: ConsumerRecord[Any, Any]) -> ConsumerRecord[Any, Any]:
+        try:
+            return await deserialize_record(record, self.key_deserializer, self.value_deserializer)
+        except SerializationError as exc:
+            raise RecordDeserializationError(record, exc) from exc
+
     async def getone(self, *partitions: TopicPartition) -> ConsumerRecord[Any, Any]:
         record = await self.consumer.getone(*partitions)
-        return await deserialize_record(record, self.key_deserializer, self.value_deserializer)
+        try:
+            return await self._decode(record)
+        except BaseException:
+            self.consumer.seek(TopicPartition(record.topic, record.partition), record.offset)
+            raise
 
     async def getmany(
         self, *partitions: TopicPartition, timeout_ms: float = 0, max_records: int | None = None
     ) -> dict[TopicPartition, list[ConsumerRecord[Any, Any]]]:
         batches = await self.consumer.getmany(*partitions, timeout_ms=timeout_ms, max_records=max_records)
-        return {
-            tp: [await deserialize_record(r, self.key_deserializer, self.value_deserializer) for r in records]
-            for tp, records in batches.items()
-        }
+        decoded: dict[TopicPartition, list[ConsumerRecord[Any, Any]]] = {}
+        pending = list(batches.items())
+        for index, (tp, records) in enumerate(pending):
+            done: list[ConsumerRecord[Any, Any]] = []
+            try:
+                for record in records:
+                    done.append(await self._decode(record))
+            except BaseException:
+                # back to the first record not returned, here and in the partitions not reached
+                self.consumer.seek(tp, records[len(done)].offset)
+                for later, rest in pending[index + 1 :]:
+                    if rest:
+                        self.consumer.seek(later, rest[0].offset)
+                if done:
+                    decoded[tp] = done
+                if not decoded:
+                    raise
+                return decoded
+            decoded[tp] = done
+        return decoded
 
     async def __aiter__(self) -> AsyncIterator[ConsumerRecord[Any, Any]]:
-        async for record in self.consumer:
-            yield await deserialize_record(record, self.key_deserializer, self.value_deserializer)
+        while True:
+            try:
+                record = await self.consumer.__anext__()
+            except StopAsyncIteration:
+                return
+            try:
+                decoded = await self._decode(record)
+            except BaseException:
+                self.consumer.seek(TopicPartition(record.topic, record.partition), record.offset)
+                raise
+            yield decoded

@@ -21,7 +21,12 @@ from confluent_kafka.serialization import MessageField, SerializationContext
 
 from aiokafka_lead import AIOKafkaConsumer, AIOKafkaProducer, TopicPartition
 from aiokafka_lead.admin import AdminClient, NewTopic
-from aiokafka_lead.schema_registry import DeserializingConsumer, SchemaRegistryClient, SerializingProducer
+from aiokafka_lead.schema_registry import (
+    DeserializingConsumer,
+    RecordDeserializationError,
+    SchemaRegistryClient,
+    SerializingProducer,
+)
 from aiokafka_lead.schema_registry.avro import AvroDeserializer, AvroSerializer
 from aiokafka_lead.schema_registry.json_schema import JSONDeserializer, JSONSerializer
 from aiokafka_lead.schema_registry.protobuf import ProtobufDeserializer, ProtobufSerializer
@@ -167,3 +172,43 @@ async def test_async_keys_and_values_with_record_headers(
     [record] = batches[tp]
     assert (record.key, record.value) == ("k-1", user)
     assert [name for name, _ in record.headers] == ["trace", "__key_schema_id", "__value_schema_id"]
+
+
+async def test_a_record_that_does_not_decode_loses_nothing(
+    kafka_bootstrap: str, schema_registry_url: str
+) -> None:
+    """Records before the bad one are returned; the bad one is raised (again, until skipped)
+    with its offset; the records after it come once it is skipped."""
+    topic = unique("sr-bad")
+    client = SchemaRegistryClient(schema_registry_url)
+    serializer = AvroSerializer(client, AVRO_USER)
+    users = [{"name": f"user {i}", "age": i} for i in range(4)]
+    async with AIOKafkaProducer(bootstrap_servers=kafka_bootstrap) as producer:
+        for value in [
+            await serializer(users[0], topic),
+            b"\x00\x00\x00\x00",
+            await serializer(users[1], topic),
+        ]:
+            await producer.send_and_wait(topic, value)
+        for user in users[2:]:
+            await SerializingProducer(producer, value_serializer=serializer).send_and_wait(topic, user)
+    async with AIOKafkaConsumer(bootstrap_servers=kafka_bootstrap, group_id=None) as consumer:
+        tp = TopicPartition(topic, 0)
+        consumer.assign([tp])
+        await consumer.seek_to_beginning(tp)
+        reader = DeserializingConsumer(consumer, value_deserializer=AvroDeserializer(client))
+        got: list[Any] = []
+        failures: list[int] = []
+        with anyio.fail_after(60):
+            while len(got) < len(users):
+                try:
+                    batches = await reader.getmany(timeout_ms=500, max_records=3)
+                except RecordDeserializationError as error:
+                    failures.append(error.offset)
+                    assert error.topic_partition == tp and "too short" in str(error)
+                    if failures.count(error.offset) == 2:
+                        consumer.seek(tp, error.offset + 1)
+                    continue
+                got += [record.value for record in batches.get(tp, [])]
+    assert got == users
+    assert failures == [1, 1]
