@@ -5,6 +5,7 @@ librdkafka produced are decoded by ours, records that ours produced by confluent
 
 from __future__ import annotations
 
+import json
 import time
 from collections.abc import Callable
 from typing import Any
@@ -14,6 +15,7 @@ import pytest
 from confluent_kafka import Consumer, Producer
 from confluent_kafka import TopicPartition as TheirTopicPartition
 from confluent_kafka.schema_registry import AsyncSchemaRegistryClient, header_schema_id_serializer
+from confluent_kafka.schema_registry import SchemaRegistryError as TheirRegistryError
 from confluent_kafka.schema_registry._async.avro import AsyncAvroDeserializer, AsyncAvroSerializer
 from confluent_kafka.schema_registry._async.json_schema import AsyncJSONDeserializer, AsyncJSONSerializer
 from confluent_kafka.schema_registry._async.protobuf import AsyncProtobufDeserializer, AsyncProtobufSerializer
@@ -23,6 +25,7 @@ from aiokafka_lead import AIOKafkaConsumer, AIOKafkaProducer, TopicPartition
 from aiokafka_lead.admin import AdminClient, NewTopic
 from aiokafka_lead.schema_registry import (
     DeserializingConsumer,
+    IncompatibleSchemaError,
     RecordDeserializationError,
     SchemaRegistryClient,
     SerializingProducer,
@@ -212,3 +215,43 @@ async def test_a_record_that_does_not_decode_loses_nothing(
                 got += [record.value for record in batches.get(tp, [])]
     assert got == users
     assert failures == [1, 1]
+
+
+async def test_evolution_through_the_broker(kafka_bootstrap: str, schema_registry_url: str) -> None:
+    """A compatible new version is registered and both versions' records are read with the
+    new reader schema; an incompatible one is refused with the registry's message, to ours
+    and to confluent-kafka's serializer alike."""
+    topic = unique("sr-evolve")
+    client = SchemaRegistryClient(schema_registry_url)
+    v2 = json.loads(AVRO_USER)
+    v2["fields"].append({"name": "email", "type": ["null", "string"], "default": None})
+    bad = json.loads(AVRO_USER)
+    bad["fields"].append({"name": "country", "type": "string"})
+    async with AIOKafkaProducer(bootstrap_servers=kafka_bootstrap) as producer:
+        for schema, value in [
+            (AVRO_USER, {"name": "ada", "age": 36}),
+            (v2, {"name": "bob", "age": 9, "email": "b@x"}),
+        ]:
+            text = schema if isinstance(schema, str) else json.dumps(schema)
+            writer = SerializingProducer(producer, value_serializer=AvroSerializer(client, text))
+            await writer.send_and_wait(topic, value)
+    assert await client.get_versions(f"{topic}-value") == [1, 2]
+    with pytest.raises(IncompatibleSchemaError, match="incompatible") as ours:
+        await AvroSerializer(client, json.dumps(bad))({"name": "x", "age": 1, "country": "y"}, topic)
+    their_serializer = await AsyncAvroSerializer(
+        AsyncSchemaRegistryClient({"url": schema_registry_url}), json.dumps(bad)
+    )
+    with pytest.raises(TheirRegistryError) as theirs:
+        await their_serializer(
+            {"name": "x", "age": 1, "country": "y"}, SerializationContext(topic, MessageField.VALUE)
+        )
+    assert (theirs.value.http_status_code, theirs.value.error_message) == (409, ours.value.message)
+
+    async with AIOKafkaConsumer(bootstrap_servers=kafka_bootstrap, group_id=None) as consumer:
+        tp = TopicPartition(topic, 0)
+        consumer.assign([tp])
+        await consumer.seek_to_beginning(tp)
+        reader = DeserializingConsumer(consumer, value_deserializer=AvroDeserializer(client, json.dumps(v2)))
+        with anyio.fail_after(60):
+            values = [(await reader.getone()).value for _ in range(2)]
+    assert values == [{"name": "ada", "age": 36, "email": None}, {"name": "bob", "age": 9, "email": "b@x"}]

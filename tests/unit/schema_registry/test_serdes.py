@@ -149,3 +149,16 @@ def test_clients_refuse_async_serdes_naming_the_wrappers() -> None:
     ]:
         with pytest.raises(KafkaConfigurationError, match=r"is an async callable.*SerializingProducer"):
             make()
+
+
+async def test_json_schema_references_resolve(server: SchemaRegistryServer) -> None:
+    ours = SchemaRegistryClient(server.url)
+    money = json.dumps({"type": "object", "properties": {"units": {"type": "integer"}}, "required": ["units"]})
+    registered = await ours.register_schema("money", Schema(money, "JSON"))
+    order = json.dumps({"type": "object", "properties": {"total": {"$ref": "money.json"}}})
+    refs = (SchemaReference("money.json", "money", registered.version or 1),)
+    serializer = JSONSerializer(ours, order, references=refs)
+    payload = await serializer({"total": {"units": 5}}, "orders")
+    assert await JSONDeserializer(ours, validate=True)(payload, "orders") == {"total": {"units": 5}}
+    with pytest.raises(SerializationError, match="at total: 'units' is a required property"):
+        await serializer({"total": {}}, "orders")
