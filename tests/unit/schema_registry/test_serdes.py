@@ -153,7 +153,9 @@ def test_clients_refuse_async_serdes_naming_the_wrappers() -> None:
 
 async def test_json_schema_references_resolve(server: SchemaRegistryServer) -> None:
     ours = SchemaRegistryClient(server.url)
-    money = json.dumps({"type": "object", "properties": {"units": {"type": "integer"}}, "required": ["units"]})
+    money = json.dumps(
+        {"type": "object", "properties": {"units": {"type": "integer"}}, "required": ["units"]}
+    )
     registered = await ours.register_schema("money", Schema(money, "JSON"))
     order = json.dumps({"type": "object", "properties": {"total": {"$ref": "money.json"}}})
     refs = (SchemaReference("money.json", "money", registered.version or 1),)
