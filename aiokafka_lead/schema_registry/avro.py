@@ -66,22 +66,14 @@ class AvroSerializer(SchemaSerializer):
         if schema_str is None and not self.use_latest_version:
             raise ValueError("AvroSerializer needs schema_str unless use_latest_version=True")
         try:
-            self._record_name = _record_name(schema_str) if schema_str is not None else None
+            self.record_name = _record_name(schema_str) if schema_str is not None else None
         except ValueError as exc:
             raise SerializationError(f"the Avro schema is not JSON: {exc}") from exc
-        self._schema = Schema(schema_str or "", "AVRO", tuple(references))
+        self.schema = Schema(schema_str or "", "AVRO", tuple(references))
         self._to_dict = to_dict
 
-    @property
-    def schema(self) -> Schema:
-        return self._schema
-
-    @property
-    def record_name(self) -> str | None:
-        return self._record_name
-
     async def encoder(self, registered: RegisteredSchema) -> Callable[[Any], bytes]:
-        schema = self._schema if not self.use_latest_version else registered.schema
+        schema = self.schema if not self.use_latest_version else registered.schema
         parsed = await parse_avro(self.client, schema)
         write = fastavro.schemaless_writer
         to_dict = self._to_dict

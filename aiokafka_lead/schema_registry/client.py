@@ -194,23 +194,20 @@ class SchemaRegistryClient:
         self, subject: str, schema: Schema, normalize: bool = False
     ) -> RegisteredSchema:
         """Register ``schema`` under ``subject`` (or find it there): its id and GUID."""
-        key = (subject, schema, normalize)
-        cached = self._cache.registered.get(key)
-        if cached is not None:
-            return cached
-        path = f"/subjects/{quote(subject, safe='')}/versions?normalize={str(normalize).lower()}"
-        answer = await self.call("POST", path, schema.to_json())
-        registered = await self._complete(subject, schema, answer)
-        self._cache.registered[key] = registered
-        return registered
+        return await self._registration(subject, schema, normalize, "/versions")
 
     async def lookup_schema(self, subject: str, schema: Schema, normalize: bool = False) -> RegisteredSchema:
         """The registration of ``schema`` under ``subject``; NotFoundError if it has none."""
+        return await self._registration(subject, schema, normalize, "")
+
+    async def _registration(
+        self, subject: str, schema: Schema, normalize: bool, action: str
+    ) -> RegisteredSchema:
         key = (subject, schema, normalize)
         cached = self._cache.registered.get(key)
         if cached is not None:
             return cached
-        path = f"/subjects/{quote(subject, safe='')}?normalize={str(normalize).lower()}"
+        path = f"/subjects/{quote(subject, safe='')}{action}?normalize={str(normalize).lower()}"
         answer = await self.call("POST", path, schema.to_json())
         registered = await self._complete(subject, schema, answer)
         self._cache.registered[key] = registered

@@ -78,21 +78,13 @@ class JSONSerializer(SchemaSerializer):
             title = json.loads(schema_str).get("title")
         except (ValueError, AttributeError) as exc:
             raise SerializationError(f"the JSON Schema is not a JSON object: {exc}") from exc
-        self._record_name = str(title) if title is not None else None
-        self._schema = Schema(schema_str, "JSON", tuple(references))
+        self.record_name = str(title) if title is not None else None
+        self.schema = Schema(schema_str, "JSON", tuple(references))
         self._to_dict = to_dict
         self._validate = validate
 
-    @property
-    def schema(self) -> Schema:
-        return self._schema
-
-    @property
-    def record_name(self) -> str | None:
-        return self._record_name
-
     async def encoder(self, registered: RegisteredSchema) -> Callable[[Any], bytes]:
-        schema = registered.schema if self.use_latest_version else self._schema
+        schema = registered.schema if self.use_latest_version else self.schema
         validator = await make_validator(self.client, schema) if self._validate else None
         to_dict = self._to_dict
 

@@ -78,21 +78,10 @@ class ProtobufSerializer(SchemaSerializer):
         super().__init__(client, **options)
         self._type = message_type
         self._file: FileDescriptor = message_type.DESCRIPTOR.file
-        self._indexes = message_indexes(message_type.DESCRIPTOR)
+        self.message_indexes = message_indexes(message_type.DESCRIPTOR)
+        self.record_name = str(message_type.DESCRIPTOR.full_name)
         self._skip_known = skip_known_types
-        self._schema = Schema(descriptor_schema(self._file), "PROTOBUF")
-
-    @property
-    def schema(self) -> Schema:
-        return self._schema
-
-    @property
-    def record_name(self) -> str:
-        return str(self._type.DESCRIPTOR.full_name)
-
-    @property
-    def message_indexes(self) -> tuple[int, ...]:
-        return self._indexes
+        self.schema = Schema(descriptor_schema(self._file), "PROTOBUF")
 
     async def _references(self, file: FileDescriptor) -> tuple[SchemaReference, ...]:
         refs = []
@@ -107,7 +96,7 @@ class ProtobufSerializer(SchemaSerializer):
         return tuple(refs)
 
     async def prepare_schema(self, subject: str) -> Schema:
-        return Schema(self._schema.schema_str, "PROTOBUF", await self._references(self._file))
+        return Schema(self.schema.schema_str, "PROTOBUF", await self._references(self._file))
 
     async def encoder(self, registered: RegisteredSchema) -> Callable[[Any], bytes]:
         message_type = self._type

@@ -118,21 +118,14 @@ class SchemaSerializer(ABC):
         self._targets: dict[str, _Target] = {}
         self._lock = asyncio.Lock()
 
-    # -- what each format says ------------------------------------------------------------
+    # -- what each format says (set by the subclass's constructor) ------------------------
 
-    @property
-    @abstractmethod
-    def schema(self) -> Schema:
-        """The schema values are written with (before references are registered)."""
-
-    @property
-    @abstractmethod
-    def record_name(self) -> str | None:
-        """The name the record strategies use."""
-
-    @property
-    def message_indexes(self) -> tuple[int, ...] | None:
-        return None
+    #: the schema values are written with (before Protobuf's references are registered)
+    schema: Schema
+    #: the name the record strategies use
+    record_name: str | None
+    #: Protobuf's message indexes (None: the format has none)
+    message_indexes: tuple[int, ...] | None = None
 
     async def prepare_schema(self, subject: str) -> Schema:
         """The schema to register or look up (Protobuf registers its imports first)."""
