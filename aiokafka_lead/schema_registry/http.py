@@ -66,6 +66,15 @@ async def _read_chunked(reader: asyncio.StreamReader) -> bytes:
         await reader.readexactly(2)
 
 
+async def _read_to_close(reader: asyncio.StreamReader) -> bytes:
+    body = bytearray()
+    while chunk := await reader.read(65536):
+        body += chunk
+        if len(body) > MAX_BODY:
+            raise HttpProtocolError("answer body over the size limit")
+    return bytes(body)
+
+
 async def _read_response(reader: asyncio.StreamReader) -> HttpResponse:
     status_line = await reader.readline()
     parts = status_line.split(None, 2)
@@ -86,7 +95,7 @@ async def _read_response(reader: asyncio.StreamReader) -> HttpResponse:
             raise HttpProtocolError("answer body over the size limit")
         body = await reader.readexactly(length)
     else:
-        body = await reader.read(MAX_BODY)
+        body = await _read_to_close(reader)
     return HttpResponse(int(parts[1]), headers, body)
 
 
@@ -103,7 +112,8 @@ async def request(
     context = (ssl_context or ssl.create_default_context()) if endpoint.tls else None
     reader, writer = await asyncio.open_connection(endpoint.host, endpoint.port, ssl=context)
     try:
-        lines = [f"{method} {endpoint.prefix}{path} HTTP/1.1", f"Host: {endpoint.host}:{endpoint.port}"]
+        host = f"[{endpoint.host}]" if ":" in endpoint.host else endpoint.host  # IPv6
+        lines = [f"{method} {endpoint.prefix}{path} HTTP/1.1", f"Host: {host}:{endpoint.port}"]
         lines += [f"{name}: {value}" for name, value in headers.items()]
         lines += [f"Content-Length: {len(body or b'')}", "Connection: close", "", ""]
         writer.write("\r\n".join(lines).encode("latin-1") + (body or b""))

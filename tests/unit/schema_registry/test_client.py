@@ -202,8 +202,10 @@ async def test_tls_with_a_private_ca(tmp_path: Path) -> None:
 async def _serve_once(answer: bytes) -> tuple[asyncio.Server, int]:
     async def handle(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
         await reader.readuntil(b"\r\n\r\n")
-        writer.write(answer)
-        await writer.drain()
+        for at in range(0, len(answer), 7):  # in pieces: the client must wait for the rest
+            writer.write(answer[at : at + 7])
+            await writer.drain()
+            await asyncio.sleep(0.001)
         writer.close()
 
     server = await asyncio.start_server(handle, "127.0.0.1", 0)
