@@ -76,6 +76,13 @@ def our_serdes(fmt: str, framing: Any, url: str) -> tuple[Any, Any]:
     return JSONSerializer(client, JSON_ORDER, framing=framing), JSONDeserializer(client, validate=True)
 
 
+async def one_partition_topic(bootstrap: str, prefix: str) -> str:
+    topic = unique(prefix)
+    async with AdminClient(bootstrap_servers=bootstrap) as admin:
+        await admin.create_topics([NewTopic(topic, 1, 1)])
+    return topic
+
+
 def comparable(value: Any) -> Any:
     if hasattr(value, "SerializeToString"):
         return (value.DESCRIPTOR.full_name, value.SerializeToString())
@@ -108,9 +115,7 @@ def librdkafka_write(bootstrap: str, topic: str, value: bytes, headers: Headers)
 async def test_byte_identical_both_ways_through_the_broker(
     kafka_bootstrap: str, schema_registry_url: str, fmt: str, framing: str
 ) -> None:
-    topic = unique(f"sr-{fmt}-{framing}")
-    async with AdminClient(bootstrap_servers=kafka_bootstrap) as admin:
-        await admin.create_topics([NewTopic(topic, 1, 1)])
+    topic = await one_partition_topic(kafka_bootstrap, f"sr-{fmt}-{framing}")
     their_ser, their_de, value = await their_serdes(fmt, framing, schema_registry_url)
     our_ser, our_de = our_serdes(fmt, framing, schema_registry_url)
 
@@ -152,7 +157,7 @@ async def test_async_keys_and_values_with_record_headers(
     kafka_bootstrap: str, schema_registry_url: str
 ) -> None:
     """Key and value serialized by the wrapper, both header-framed, beside the caller's header."""
-    topic = unique("sr-keys")
+    topic = await one_partition_topic(kafka_bootstrap, "sr-keys")
     client = SchemaRegistryClient(schema_registry_url)
     key_ser = JSONSerializer(client, '{"type": "string"}', is_key=True, framing="header")
     value_ser = AvroSerializer(client, AVRO_USER, framing="header")
@@ -182,7 +187,7 @@ async def test_a_record_that_does_not_decode_loses_nothing(
 ) -> None:
     """Records before the bad one are returned; the bad one is raised (again, until skipped)
     with its offset; the records after it come once it is skipped."""
-    topic = unique("sr-bad")
+    topic = await one_partition_topic(kafka_bootstrap, "sr-bad")
     client = SchemaRegistryClient(schema_registry_url)
     serializer = AvroSerializer(client, AVRO_USER)
     users = [{"name": f"user {i}", "age": i} for i in range(4)]
@@ -221,7 +226,7 @@ async def test_evolution_through_the_broker(kafka_bootstrap: str, schema_registr
     """A compatible new version is registered and both versions' records are read with the
     new reader schema; an incompatible one is refused with the registry's message, to ours
     and to confluent-kafka's serializer alike."""
-    topic = unique("sr-evolve")
+    topic = await one_partition_topic(kafka_bootstrap, "sr-evolve")
     client = SchemaRegistryClient(schema_registry_url)
     v2 = json.loads(AVRO_USER)
     v2["fields"].append({"name": "email", "type": ["null", "string"], "default": None})
