@@ -7,6 +7,7 @@ import json
 from typing import Any
 
 from google.protobuf import descriptor_pb2, descriptor_pool, message_factory
+from google.protobuf import timestamp_pb2  # noqa: F401 - puts timestamp.proto in the pool shop/event.proto imports
 
 AVRO_MONEY = json.dumps(
     {
@@ -100,7 +101,16 @@ def _build() -> dict[str, Any]:
             _field("amount", 2, _FIELD.TYPE_MESSAGE, ".shop.Money"),
         ],
     )
-    for proto in (money, order):
+    event = descriptor_pb2.FileDescriptorProto(
+        name="shop/event.proto",
+        package="shop",
+        syntax="proto3",
+        dependency=["google/protobuf/timestamp.proto"],
+    )
+    event.message_type.add(
+        name="Event", field=[_field("at", 1, _FIELD.TYPE_MESSAGE, ".google.protobuf.Timestamp")]
+    )
+    for proto in (money, order, event):
         try:
             pool.FindFileByName(proto.name)
         except KeyError:
@@ -111,6 +121,7 @@ def _build() -> dict[str, Any]:
         "Order": get(pool.FindMessageTypeByName("shop.Order")),
         "Line": get(pool.FindMessageTypeByName("shop.Order.Line")),
         "Refund": get(pool.FindMessageTypeByName("shop.Refund")),
+        "Event": get(pool.FindMessageTypeByName("shop.Event")),
     }
 
 

@@ -164,3 +164,22 @@ async def test_json_schema_references_resolve(server: SchemaRegistryServer) -> N
     assert await JSONDeserializer(ours, validate=True)(payload, "orders") == {"total": {"units": 5}}
     with pytest.raises(SerializationError, match="at total: 'units' is a required property"):
         await serializer({"total": {}}, "orders")
+
+
+async def test_protobuf_well_known_imports_are_not_registered(server: SchemaRegistryServer) -> None:
+    from confluent_kafka.schema_registry._async.protobuf import AsyncProtobufSerializer
+    from google.protobuf.timestamp_pb2 import Timestamp
+
+    event = PROTO["Event"](at=Timestamp(seconds=5, nanos=7))
+    mine = await ProtobufSerializer(SchemaRegistryClient(server.url), PROTO["Event"])(event, "events")
+    theirs = await (
+        await AsyncProtobufSerializer(
+            PROTO["Event"],
+            AsyncSchemaRegistryClient({"url": server.url}),
+            conf={"use.deprecated.format": False},
+        )
+    )(event, SerializationContext("events", MessageField.VALUE))
+    assert mine == theirs
+    assert sorted(server.registry.subjects) == ["events-value"]
+    decoded = await ProtobufDeserializer(SchemaRegistryClient(server.url))(mine, "events")
+    assert (decoded.at.seconds, decoded.at.nanos) == (5, 7)
