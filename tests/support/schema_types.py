@@ -6,8 +6,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from google.protobuf import descriptor_pb2, descriptor_pool, message_factory
-from google.protobuf import timestamp_pb2  # noqa: F401 - puts timestamp.proto in the pool shop/event.proto imports
+from google.protobuf import descriptor_pb2, descriptor_pool, message_factory, timestamp_pb2
 
 AVRO_MONEY = json.dumps(
     {
@@ -105,7 +104,7 @@ def _build() -> dict[str, Any]:
         name="shop/event.proto",
         package="shop",
         syntax="proto3",
-        dependency=["google/protobuf/timestamp.proto"],
+        dependency=[timestamp_pb2.DESCRIPTOR.name],
     )
     event.message_type.add(
         name="Event", field=[_field("at", 1, _FIELD.TYPE_MESSAGE, ".google.protobuf.Timestamp")]
