@@ -59,18 +59,22 @@ POSITIVE = Rule("number > 0", _number(0, inclusive=False))
 NON_NEGATIVE = Rule("number >= 0", _number(0, inclusive=True))
 
 
-def _not_async(name: str, value: Any) -> None:
-    # an object whose class defines ``async def __call__`` (the schema-registry serdes)
+def is_async_callable(value: Any) -> bool:
+    """An ``async def`` function, or an object whose class defines ``async def __call__``
+    (the schema-registry serdes)."""
     method = None if inspect.isroutine(value) else inspect.getattr_static(type(value), "__call__", None)
-    if inspect.iscoroutinefunction(value) or inspect.iscoroutinefunction(method):
+    return inspect.iscoroutinefunction(value) or inspect.iscoroutinefunction(method)
+
+
+def _not_async(name: str, value: Any) -> None:
+    if is_async_callable(value):
         raise KafkaConfigurationError(
-            f"{name} is an async callable, but the client calls it synchronously: await async "
-            "serializers with aiokafka_lead.schema_registry.SerializingProducer or "
-            "DeserializingConsumer (docs/schema-registry.md)"
+            f"{name} is an async callable, but the consumer calls it synchronously: await async "
+            "deserializers with aiokafka_lead.schema_registry.DeserializingConsumer (docs/schema-registry.md)"
         )
 
 
-#: the serializers and deserializers: called synchronously, so never an async callable
+#: the consumer's deserializers: called synchronously, so never an async callable
 SYNC_CALLABLE = Rule("any but an async callable", _not_async)
 
 

@@ -15,7 +15,7 @@ from typing import Any, Final, Self
 
 from aiokafka_lead.errors import KafkaConfigurationError
 from aiokafka_lead.network.config import ConnectionConfig
-from aiokafka_lead.options import NON_NEGATIVE, POSITIVE, SYNC_CALLABLE, choices, option, override
+from aiokafka_lead.options import NON_NEGATIVE, POSITIVE, choices, option, override
 from aiokafka_lead.producer.partitioner import Partitioner
 from aiokafka_lead.records.compression import CompressionType, require_codec
 
@@ -56,8 +56,12 @@ class ProducerConfig(ConnectionConfig):
     acks: int | str = option(
         "all", choices(*ACKS), "replicas that must have a record before it counts as sent: 0, 1 or 'all'"
     )
-    key_serializer: Callable[[Any], bytes] | None = option(None, SYNC_CALLABLE, "turns a key into bytes")
-    value_serializer: Callable[[Any], bytes] | None = option(None, SYNC_CALLABLE, "turns a value into bytes")
+    key_serializer: Callable[[Any], bytes] | None = option(
+        None, None, "turns a key into bytes; an async one is awaited with the topic and headers"
+    )
+    value_serializer: Callable[[Any], bytes] | None = option(
+        None, None, "turns a value into bytes; an async one is awaited with the topic and headers"
+    )
     compression_type: str | None = option(
         None, choices(*COMPRESSION), "batch compression: None, 'gzip', 'snappy', 'lz4' or 'zstd'"
     )

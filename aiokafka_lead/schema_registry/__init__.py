@@ -24,7 +24,6 @@ from aiokafka_lead.schema_registry.errors import (
 from aiokafka_lead.schema_registry.kafka import (
     DeserializingConsumer,
     RecordDeserializationError,
-    SerializingProducer,
     deserialize_record,
 )
 from aiokafka_lead.schema_registry.serde import (
@@ -51,7 +50,6 @@ __all__ = [
     "SchemaRegistryError",
     "SchemaSerializer",
     "SerializationError",
-    "SerializingProducer",
     "deserialize_record",
     "record_name_strategy",
     "topic_name_strategy",

@@ -1,82 +1,25 @@
-"""Async serializers with the producer and consumer: ``SerializingProducer`` and
-``DeserializingConsumer`` wrap a started client and await the serdes around it.
+"""Async deserializers with the consumer: ``DeserializingConsumer`` wraps a started consumer
+and awaits the deserializers on each record a poll returns.
 
-The producer's own ``key_serializer``/``value_serializer`` stay synchronous callables, so its
-``send()`` costs nothing more for the many applications that pass bytes; the wrappers await
-an async serializer (given the topic and the record's header list) before calling it, and
-an async deserializer on each record a poll returns.
+The consumer's own ``key_deserializer``/``value_deserializer`` stay synchronous (they run in
+its record-building loop, the C extension's when built); the producer awaits async
+serializers itself (``AIOKafkaProducer(value_serializer=AvroSerializer(...))``).
 """
 
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import AsyncIterator, Awaitable, Iterable, MutableSequence, Sequence
+from collections.abc import AsyncIterator, Awaitable, Sequence
 from typing import Any, Protocol
 
 from aiokafka_lead.schema_registry.errors import SerializationError
 from aiokafka_lead.structs import ConsumerRecord, TopicPartition
 
 
-class AsyncSerializer(Protocol):
-    def __call__(
-        self, value: Any, topic: str, headers: MutableSequence[tuple[str, bytes | None]] | None = None, /
-    ) -> Awaitable[bytes | None]: ...
-
-
 class AsyncDeserializer(Protocol):
     def __call__(
         self, data: bytes | None, topic: str, headers: Sequence[tuple[str, bytes | None]] | None = None, /
     ) -> Awaitable[Any]: ...
-
-
-class SerializingProducer:
-    """``SerializingProducer(producer, value_serializer=AvroSerializer(...))``: ``send`` and
-    ``send_and_wait`` as the producer's, with the key and value serialized first. The
-    producer is yours to start and stop."""
-
-    def __init__(
-        self,
-        producer: Any,
-        *,
-        key_serializer: AsyncSerializer | None = None,
-        value_serializer: AsyncSerializer | None = None,
-    ) -> None:
-        self.producer = producer
-        self.key_serializer = key_serializer
-        self.value_serializer = value_serializer
-
-    async def serialize(
-        self, topic: str, key: Any, value: Any, headers: Iterable[tuple[str, bytes | None]] | None
-    ) -> tuple[Any, Any, list[tuple[str, bytes | None]]]:
-        header_list = list(headers or ())
-        if self.key_serializer is not None:
-            key = await self.key_serializer(key, topic, header_list)
-        if self.value_serializer is not None:
-            value = await self.value_serializer(value, topic, header_list)
-        return key, value, header_list
-
-    async def send(  # noqa: PLR0917 - the producer's positional signature
-        self,
-        topic: str,
-        value: Any = None,
-        key: Any = None,
-        partition: int | None = None,
-        timestamp_ms: int | None = None,
-        headers: Iterable[tuple[str, bytes | None]] | None = None,
-    ) -> Any:
-        key, value, header_list = await self.serialize(topic, key, value, headers)
-        return await self.producer.send(topic, value, key, partition, timestamp_ms, header_list or None)
-
-    async def send_and_wait(  # noqa: PLR0917 - the producer's positional signature
-        self,
-        topic: str,
-        value: Any = None,
-        key: Any = None,
-        partition: int | None = None,
-        timestamp_ms: int | None = None,
-        headers: Iterable[tuple[str, bytes | None]] | None = None,
-    ) -> Any:
-        return await (await self.send(topic, value, key, partition, timestamp_ms, headers))
 
 
 async def deserialize_record(

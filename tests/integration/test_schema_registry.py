@@ -23,12 +23,12 @@ from confluent_kafka.serialization import MessageField, SerializationContext
 
 from aiokafka_lead import AIOKafkaConsumer, AIOKafkaProducer, TopicPartition
 from aiokafka_lead.admin import AdminClient, NewTopic
+from aiokafka_lead.runtime import ClientClosedError
 from aiokafka_lead.schema_registry import (
     DeserializingConsumer,
     IncompatibleSchemaError,
     RecordDeserializationError,
     SchemaRegistryClient,
-    SerializingProducer,
 )
 from aiokafka_lead.schema_registry.avro import AvroDeserializer, AvroSerializer
 from aiokafka_lead.schema_registry.json_schema import JSONDeserializer, JSONSerializer
@@ -129,10 +129,10 @@ async def test_byte_identical_both_ways_through_the_broker(
         assert [name for name, _ in our_headers] == ["__value_schema_id"]
         assert our_headers[0][1] is not None and our_headers[0][1][0] == 1
 
-    # librdkafka writes confluent-kafka's bytes; ours writes through the async wrapper
+    # librdkafka writes confluent-kafka's bytes; our producer awaits our serializer
     await anyio.to_thread.run_sync(librdkafka_write, kafka_bootstrap, topic, theirs, their_headers)
-    async with AIOKafkaProducer(bootstrap_servers=kafka_bootstrap) as producer:
-        await SerializingProducer(producer, value_serializer=our_ser).send_and_wait(topic, value)
+    async with AIOKafkaProducer(bootstrap_servers=kafka_bootstrap, value_serializer=our_ser) as producer:
+        await producer.send_and_wait(topic, value)
 
     async with AIOKafkaConsumer(bootstrap_servers=kafka_bootstrap, group_id=None) as consumer:
         tp = TopicPartition(topic, 0)
@@ -156,15 +156,40 @@ async def test_byte_identical_both_ways_through_the_broker(
 async def test_async_keys_and_values_with_record_headers(
     kafka_bootstrap: str, schema_registry_url: str
 ) -> None:
-    """Key and value serialized by the wrapper, both header-framed, beside the caller's header."""
+    """Key and value serialized by async serializers the producer awaits, both header-framed,
+    beside the caller's header (the caller's list left as it was)."""
     topic = await one_partition_topic(kafka_bootstrap, "sr-keys")
     client = SchemaRegistryClient(schema_registry_url)
     key_ser = JSONSerializer(client, '{"type": "string"}', is_key=True, framing="header")
     value_ser = AvroSerializer(client, AVRO_USER, framing="header")
     user = {"name": "grace hopper", "age": 85}
-    async with AIOKafkaProducer(bootstrap_servers=kafka_bootstrap) as producer:
-        wrapper = SerializingProducer(producer, key_serializer=key_ser, value_serializer=value_ser)
-        await wrapper.send_and_wait(topic, user, key="k-1", headers=[("trace", b"t1")])
+    headers = [("trace", b"t1")]
+    async with AIOKafkaProducer(
+        bootstrap_servers=kafka_bootstrap, key_serializer=key_ser, value_serializer=value_ser
+    ) as producer:
+        await producer.send_and_wait(topic, user, key="k-1", headers=headers)
+        with pytest.raises(TypeError, match="create_batch"):
+            producer.create_batch()
+
+    async def not_bytes(value: Any, topic: str, headers: Any) -> Any:
+        return str(value)
+
+    async with AIOKafkaProducer(
+        bootstrap_servers=kafka_bootstrap, key_serializer=str.encode, value_serializer=not_bytes
+    ) as producer:
+        with pytest.raises(TypeError, match="value must be bytes"):
+            await producer.send(topic, user, key="k-2")
+    called: list[Any] = []
+
+    async def spy(value: Any, topic: str, headers: Any) -> bytes:
+        called.append(value)
+        return b"x"
+
+    idle = AIOKafkaProducer(bootstrap_servers=kafka_bootstrap, value_serializer=spy)
+    with pytest.raises(ClientClosedError, match="not running"):
+        await idle.send(topic, user)
+    assert called == []  # refused before the serializer ran
+    assert headers == [("trace", b"t1")]
     async with AIOKafkaConsumer(bootstrap_servers=kafka_bootstrap, group_id=None) as consumer:
         tp = TopicPartition(topic, 0)
         consumer.assign([tp])
@@ -198,8 +223,9 @@ async def test_a_record_that_does_not_decode_loses_nothing(
             await serializer(users[1], topic),
         ]:
             await producer.send_and_wait(topic, value)
+    async with AIOKafkaProducer(bootstrap_servers=kafka_bootstrap, value_serializer=serializer) as producer:
         for user in users[2:]:
-            await SerializingProducer(producer, value_serializer=serializer).send_and_wait(topic, user)
+            await producer.send_and_wait(topic, user)
     async with AIOKafkaConsumer(bootstrap_servers=kafka_bootstrap, group_id=None) as consumer:
         tp = TopicPartition(topic, 0)
         consumer.assign([tp])
@@ -232,14 +258,15 @@ async def test_evolution_through_the_broker(kafka_bootstrap: str, schema_registr
     v2["fields"].append({"name": "email", "type": ["null", "string"], "default": None})
     bad = json.loads(AVRO_USER)
     bad["fields"].append({"name": "country", "type": "string"})
-    async with AIOKafkaProducer(bootstrap_servers=kafka_bootstrap) as producer:
-        for schema, value in [
-            (AVRO_USER, {"name": "ada", "age": 36}),
-            (v2, {"name": "bob", "age": 9, "email": "b@x"}),
-        ]:
-            text = schema if isinstance(schema, str) else json.dumps(schema)
-            writer = SerializingProducer(producer, value_serializer=AvroSerializer(client, text))
-            await writer.send_and_wait(topic, value)
+    for schema, value in [
+        (AVRO_USER, {"name": "ada", "age": 36}),
+        (json.dumps(v2), {"name": "bob", "age": 9, "email": "b@x"}),
+    ]:
+        serializer = AvroSerializer(client, schema)
+        async with AIOKafkaProducer(
+            bootstrap_servers=kafka_bootstrap, value_serializer=serializer
+        ) as producer:
+            await producer.send_and_wait(topic, value)
     assert await client.get_versions(f"{topic}-value") == [1, 2]
     with pytest.raises(IncompatibleSchemaError, match="incompatible") as ours:
         await AvroSerializer(client, json.dumps(bad))({"name": "x", "age": 1, "country": "y"}, topic)
