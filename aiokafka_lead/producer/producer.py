@@ -134,8 +134,9 @@ class AIOKafkaProducer(ProducerKeywords, ProducerCompat, ExitOnLeave):
             self._value_serializer
         )
         if self._async_serializers:
-            # the serializers run before send(), which then takes bytes in (its hot path)
-            self.send = self._send_awaiting_serializers  # type: ignore[method-assign]
+            # the serializers run before send(), which then takes bytes in (its hot path);
+            # held weakly, so a producer dropped unclosed is still collected at once
+            self.send = weakly(self._send_awaiting_serializers, None)  # type: ignore[method-assign,arg-type]
             self._plain = True
         self._partitioner: Partitioner = config.partitioner or DefaultPartitioner()
         self._default_partitioner = (

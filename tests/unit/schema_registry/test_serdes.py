@@ -184,3 +184,23 @@ async def test_protobuf_well_known_imports_are_not_registered(server: SchemaRegi
     assert sorted(server.registry.subjects) == ["events-value"]
     decoded = await ProtobufDeserializer(SchemaRegistryClient(server.url))(mine, "events")
     assert (decoded.at.seconds, decoded.at.nanos) == (5, 7)
+
+
+def test_a_producer_with_an_async_serializer_holds_no_cycle() -> None:
+    """Dropped unclosed, it goes at once (and warns), as a producer without one does."""
+    import gc
+    import weakref
+
+    from aiokafka_lead import AIOKafkaProducer
+
+    async def serialize(value: object, topic: str, headers: object) -> bytes:
+        return b""
+
+    gc.disable()
+    try:
+        producer = AIOKafkaProducer(value_serializer=serialize)
+        ref = weakref.ref(producer)
+        del producer
+        assert ref() is None
+    finally:
+        gc.enable()
