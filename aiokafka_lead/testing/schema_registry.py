@@ -75,6 +75,7 @@ class Registry:
 
     schemas: list[Stored] = field(default_factory=list)
     subjects: dict[str, list[int]] = field(default_factory=dict)  # version n -> schemas id at [n-1]
+    deleted: dict[str, list[int]] = field(default_factory=dict)  # soft-deleted subjects
     levels: dict[str | None, str] = field(default_factory=lambda: {None: "BACKWARD"})
     lock: threading.Lock = field(default_factory=threading.Lock)
 
@@ -211,6 +212,21 @@ class Registry:
         finally:
             self.subjects[subject] = saved
         return {"is_compatible": not problems, "messages": problems}
+
+    def delete(self, subject: str, permanent: bool) -> list[int]:
+        """A subject's versions, soft-deleted (its schemas stay readable by id), or then
+        removed for good with ``permanent``."""
+        if permanent:
+            if subject in self.subjects:
+                raise RegistryAnswer(
+                    404, 40405, f"Subject '{subject}' was not deleted first before being permanently deleted"
+                )
+            if subject not in self.deleted:
+                raise RegistryAnswer(404, 40401, f"Subject '{subject}' not found.")
+            return list(range(1, len(self.deleted.pop(subject)) + 1))
+        ids = self._versions(subject)
+        self.deleted[subject] = self.subjects.pop(subject)
+        return list(range(1, len(ids) + 1))
 
     def set_level(self, subject: str | None, body: dict[str, Any]) -> dict[str, Any]:
         level = str(body.get("compatibility", "")).upper()
@@ -367,9 +383,7 @@ class SchemaRegistryServer:
         if name == "lookup":
             return registry.lookup(args["subject"], body)
         if name == "delete":
-            versions = list(range(1, len(registry._versions(args["subject"])) + 1))
-            del registry.subjects[args["subject"]]
-            return versions
+            return registry.delete(args["subject"], permanent=query.get("permanent") == "true")
         if name == "by_id":
             return registry.by_id(int(args["id"])).entry()
         if name == "by_guid":

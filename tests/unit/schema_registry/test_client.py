@@ -77,6 +77,17 @@ async def test_register_lookup_and_caches(server: SchemaRegistryServer) -> None:
     assert (await registry.get_schema_by_guid(registered.guid)).schema_str == AVRO_USER  # type: ignore[arg-type]
 
 
+async def test_delete_soft_then_permanent(server: SchemaRegistryServer) -> None:
+    registry = client(server)
+    registered = await registry.register_schema("gone-value", Schema(AVRO_USER))
+    assert await registry.delete_subject("gone-value", permanent=True) == [1]
+    assert await registry.get_subjects() == []
+    with pytest.raises(NotFoundError, match="Subject 'gone-value' not found"):
+        await registry.delete_subject("gone-value")
+    # a schema id stays readable (records written with it must still decode)
+    assert (await client(server).get_schema(registered.schema_id)).schema_str == AVRO_USER
+
+
 async def test_not_found_answers_name_what_is_missing(server: SchemaRegistryServer) -> None:
     registry = client(server)
     with pytest.raises(NotFoundError, match="Subject 'nobody-value' not found") as info:
