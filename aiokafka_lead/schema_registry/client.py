@@ -102,8 +102,9 @@ class SchemaRegistryClient:
     such as Apicurio's ``/apis/ccompat/v7``).
 
     Authentication: ``basic_auth=(user, password)`` (Confluent Cloud's API key and secret,
-    Karapace's users) or ``bearer_token``, a string or a callable (sync or async) asked for
-    the token before every request. ``ssl_context`` for a private CA or client certificates.
+    Karapace's users; or ``https://user:password@host`` in the URL) or ``bearer_token``, a
+    string or a callable (sync or async) asked for the token before every request.
+    ``ssl_context`` for a private CA or client certificates.
     """
 
     def __init__(
@@ -118,12 +119,17 @@ class SchemaRegistryClient:
         retry_backoff_max_ms: int = 5_000,
         extra_headers: dict[str, str] | None = None,
     ) -> None:
+        self._endpoint = http.Endpoint.parse(url)
+        if self._endpoint.credentials is not None:
+            if basic_auth is not None or bearer_token is not None:
+                raise ValueError("the URL carries credentials: give no basic_auth or bearer_token too")
+            basic_auth = self._endpoint.credentials
         if basic_auth is not None and bearer_token is not None:
             raise ValueError("give basic_auth or bearer_token, not both")
         if request_timeout_ms <= 0:
             raise ValueError(f"request_timeout_ms must be positive, not {request_timeout_ms}")
-        self.url = url
-        self._endpoint = http.Endpoint.parse(url)
+        #: the base URL without credentials (errors name it)
+        self.url = self._endpoint.url
         self._ssl = ssl_context
         self._timeout_s = request_timeout_ms / 1000
         self._backoff = ExponentialBackoff(retry_backoff_ms, retry_backoff_max_ms)

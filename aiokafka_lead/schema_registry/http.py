@@ -11,7 +11,7 @@ import asyncio
 import contextlib
 import ssl
 from dataclasses import dataclass
-from urllib.parse import urlsplit
+from urllib.parse import unquote, urlsplit
 
 #: an answer larger than this is not a registry's: refused rather than read into memory
 MAX_BODY = 64 * 1024 * 1024
@@ -30,23 +30,34 @@ class HttpResponse:
 
 @dataclass(frozen=True, slots=True)
 class Endpoint:
-    """Where a base URL points: scheme, host, port, path prefix (no trailing slash)."""
+    """Where a base URL points: scheme, host, port, path prefix (no trailing slash), and the
+    ``user:password@`` credentials it carried (kept out of ``url``, which errors show)."""
 
     tls: bool
     host: str
     port: int
     prefix: str
+    credentials: tuple[str, str] | None = None
 
     @classmethod
     def parse(cls, url: str) -> Endpoint:
         parts = urlsplit(url)
         if parts.scheme not in {"http", "https"} or not parts.hostname:
             raise ValueError(
-                f"schema registry URL {url!r}: expected http://host[:port][/path] or https://..."
+                "schema registry URL: expected http://host[:port][/path] or https://..., "
+                f"not {parts.scheme or '(no scheme)'}://{parts.hostname or '(no host)'}"
             )
         tls = parts.scheme == "https"
         port = parts.port or (443 if tls else 80)
-        return cls(tls, parts.hostname, port, parts.path.rstrip("/"))
+        credentials = None
+        if parts.username is not None:
+            credentials = (unquote(parts.username), unquote(parts.password or ""))
+        return cls(tls, parts.hostname, port, parts.path.rstrip("/"), credentials)
+
+    @property
+    def url(self) -> str:
+        host = f"[{self.host}]" if ":" in self.host else self.host
+        return f"{'https' if self.tls else 'http'}://{host}:{self.port}{self.prefix}"
 
 
 async def _read_chunked(reader: asyncio.StreamReader) -> bytes:
@@ -112,7 +123,7 @@ async def request(
     context = (ssl_context or ssl.create_default_context()) if endpoint.tls else None
     reader, writer = await asyncio.open_connection(endpoint.host, endpoint.port, ssl=context)
     try:
-        host = f"[{endpoint.host}]" if ":" in endpoint.host else endpoint.host  # IPv6
+        host = f"[{endpoint.host}]" if ":" in endpoint.host else endpoint.host  # IPv6 in brackets
         lines = [f"{method} {endpoint.prefix}{path} HTTP/1.1", f"Host: {host}:{endpoint.port}"]
         lines += [f"{name}: {value}" for name, value in headers.items()]
         lines += [f"Content-Length: {len(body or b'')}", "Connection: close", "", ""]

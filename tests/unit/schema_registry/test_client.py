@@ -146,6 +146,13 @@ async def test_credentials_refused_is_401() -> None:
         with pytest.raises(AuthenticationError):
             await client(server, basic_auth=("key", "wrong")).get_subjects()
         assert await client(server, basic_auth=("key", "secret")).get_subjects() == []
+        in_url = server.url.replace("http://", "http://key:s%40cret@")
+        server.basic_auth = ("key", "s@cret")
+        registry = SchemaRegistryClient(in_url)
+        assert await registry.get_subjects() == []
+        assert registry.url == server.url  # the credentials stay out of what errors show
+        with pytest.raises(ValueError, match="carries credentials"):
+            SchemaRegistryClient(in_url, basic_auth=("a", "b"))
 
 
 async def test_bearer_token_from_an_async_callable(server: SchemaRegistryServer) -> None:
