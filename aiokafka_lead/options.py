@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import dataclasses
 import difflib
+import inspect
 from collections.abc import Callable, Collection, Mapping
 from dataclasses import dataclass
 from numbers import Real
@@ -56,6 +57,25 @@ def _number(minimum: float, inclusive: bool) -> Callable[[str, Any], None]:
 POSITIVE = Rule("number > 0", _number(0, inclusive=False))
 #: a number >= 0
 NON_NEGATIVE = Rule("number >= 0", _number(0, inclusive=True))
+
+
+def is_async_callable(value: Any) -> bool:
+    """An ``async def`` function, or an object whose class defines ``async def __call__``
+    (the schema-registry serdes)."""
+    method = None if inspect.isroutine(value) else inspect.getattr_static(type(value), "__call__", None)
+    return inspect.iscoroutinefunction(value) or inspect.iscoroutinefunction(method)
+
+
+def _not_async(name: str, value: Any) -> None:
+    if is_async_callable(value):
+        raise KafkaConfigurationError(
+            f"{name} is an async callable, but the consumer calls it synchronously: await async "
+            "deserializers with aiokafka_lead.schema_registry.DeserializingConsumer (docs/schema-registry.md)"
+        )
+
+
+#: the consumer's deserializers: called synchronously, so never an async callable
+SYNC_CALLABLE = Rule("any but an async callable", _not_async)
 
 
 def optional(rule: Rule) -> Rule:

@@ -15,7 +15,7 @@ from typing import Any, TypeVar
 
 from aiokafka_lead.errors import KafkaConfigurationError
 from aiokafka_lead.network.config import ConnectionConfig
-from aiokafka_lead.options import NON_NEGATIVE, POSITIVE, choices, option, optional, override
+from aiokafka_lead.options import NON_NEGATIVE, POSITIVE, SYNC_CALLABLE, choices, option, optional, override
 from aiokafka_lead.requests.offsets import ISOLATION_LEVELS
 
 KT = TypeVar("KT")
@@ -171,10 +171,13 @@ class ConsumerConfig(GroupConfig):
     """
 
     key_deserializer: Callable[[bytes], Any] | None = option(
-        None, None, "turns a key's bytes into the key", keyword_type="Callable[[bytes], KT] | None"
+        None, SYNC_CALLABLE, "turns a key's bytes into the key", keyword_type="Callable[[bytes], KT] | None"
     )
     value_deserializer: Callable[[bytes], Any] | None = option(
-        None, None, "turns a value's bytes into the value", keyword_type="Callable[[bytes], VT] | None"
+        None,
+        SYNC_CALLABLE,
+        "turns a value's bytes into the value",
+        keyword_type="Callable[[bytes], VT] | None",
     )
     auto_offset_reset: str = option(
         "latest",

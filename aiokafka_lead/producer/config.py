@@ -56,8 +56,12 @@ class ProducerConfig(ConnectionConfig):
     acks: int | str = option(
         "all", choices(*ACKS), "replicas that must have a record before it counts as sent: 0, 1 or 'all'"
     )
-    key_serializer: Callable[[Any], bytes] | None = option(None, None, "turns a key into bytes")
-    value_serializer: Callable[[Any], bytes] | None = option(None, None, "turns a value into bytes")
+    key_serializer: Callable[[Any], bytes] | None = option(
+        None, None, "turns a key into bytes; an async one is awaited with the topic and headers"
+    )
+    value_serializer: Callable[[Any], bytes] | None = option(
+        None, None, "turns a value into bytes; an async one is awaited with the topic and headers"
+    )
     compression_type: str | None = option(
         None, choices(*COMPRESSION), "batch compression: None, 'gzip', 'snappy', 'lz4' or 'zstd'"
     )

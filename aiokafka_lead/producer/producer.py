@@ -7,6 +7,7 @@ asking for idempotence explicitly).
 
 from __future__ import annotations
 
+import inspect
 import time
 import warnings
 from collections.abc import Awaitable, Callable, Collection, Iterable, Sequence
@@ -26,6 +27,7 @@ from aiokafka_lead.errors import (
     error_for_code,
 )
 from aiokafka_lead.metadata import HintOutcome
+from aiokafka_lead.options import is_async_callable
 from aiokafka_lead.producer.accumulator import (
     RECORD_OVERHEAD,
     RecordAccumulator,
@@ -61,6 +63,14 @@ def _py_now_ms() -> int:
 
 #: a record's default timestamp: wall-clock ms (the C extension's clock read when built)
 _now_ms: Callable[[], int] = native.now_ms or _py_now_ms
+
+
+async def _serialized(serializer: Any, data: Any, topic: str, headers: list[tuple[str, bytes | None]]) -> Any:
+    """``data`` through ``serializer``: an async one awaited with the topic and headers."""
+    if serializer is None or data is None:
+        return data
+    out = serializer(data, topic, headers) if is_async_callable(serializer) else serializer(data)
+    return await out if inspect.isawaitable(out) else out
 
 
 class BatchBuilder:
@@ -120,6 +130,14 @@ class AIOKafkaProducer(ProducerKeywords, ProducerCompat, ExitOnLeave):
         self._key_serializer = config.key_serializer
         self._value_serializer = config.value_serializer
         self._plain = self._key_serializer is None and self._value_serializer is None  # send()'s hot path
+        self._async_serializers = is_async_callable(self._key_serializer) or is_async_callable(
+            self._value_serializer
+        )
+        if self._async_serializers:
+            # the serializers run before send(), which then takes bytes in (its hot path);
+            # held weakly, so a producer dropped unclosed is still collected at once
+            self.send = weakly(self._send_awaiting_serializers, None)  # type: ignore[method-assign,arg-type]
+            self._plain = True
         self._partitioner: Partitioner = config.partitioner or DefaultPartitioner()
         self._default_partitioner = (
             self._partitioner if isinstance(self._partitioner, DefaultPartitioner) else None
@@ -281,6 +299,31 @@ class AIOKafkaProducer(ProducerKeywords, ProducerCompat, ExitOnLeave):
                 raise TypeError(f"{name} must be bytes (or set {name}_serializer), not {type(data).__name__}")
         return (bytes(k) if k is not None else None), (bytes(v) if v is not None else None)
 
+    async def _send_awaiting_serializers(  # noqa: PLR0917 - send()'s signature
+        self,
+        topic: str,
+        value: Any = None,
+        key: Any = None,
+        partition: int | None = None,
+        timestamp_ms: int | None = None,
+        headers: Iterable[tuple[str, bytes | None]] | None = None,
+    ) -> DeliveryHandle:
+        """send() when a serializer is async: an async serializer is awaited with the topic and
+        the record's header list (to which it may add its schema-id header), a sync one called
+        as usual, then send() takes the bytes."""
+        if not self._running:
+            self._check_open()  # raises
+        check_topic(topic)
+        header_list = list(headers or ())
+        key_bytes = await _serialized(self._key_serializer, key, topic, header_list)
+        value_bytes = await _serialized(self._value_serializer, value, topic, header_list)
+        for name, data in (("key", key_bytes), ("value", value_bytes)):
+            if data is not None and not isinstance(data, bytes):
+                raise TypeError(f"{name} must be bytes (or set {name}_serializer), not {type(data).__name__}")
+        return await AIOKafkaProducer.send(
+            self, topic, value_bytes, key_bytes, partition, timestamp_ms, header_list or None
+        )
+
     async def send(  # noqa: PLR0917 - aiokafka's positional signature
         self,
         topic: str,
@@ -362,6 +405,11 @@ class AIOKafkaProducer(ProducerKeywords, ProducerCompat, ExitOnLeave):
         return await handle
 
     def create_batch(self) -> BatchBuilder:
+        if self._async_serializers:
+            raise TypeError(
+                "create_batch() calls serializers synchronously: with an async serializer, "
+                "append bytes to a batch of a producer without serializers"
+            )
         return BatchBuilder(
             RecordBatchBuilder(self._config.compression, self._config.max_batch_size),
             self._key_serializer,

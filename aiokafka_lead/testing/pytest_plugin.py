@@ -15,6 +15,10 @@ With ``AIOKAFKA_LEAD_CLUSTER=docker`` they are Docker containers of ``$KAFKA_IMA
 version with the jar harness (PLAINTEXT, the testing profile), for a fixture parametrized
 over versions (tests/integration/test_compat.py).
 
+``schema_registry_url`` is a schema registry for the session: the in-memory one of
+``aiokafka_lead.testing.schema_registry``, or the registry at ``AIOKAFKA_LEAD_SCHEMA_REGISTRY``
+(a URL: Confluent Schema Registry, Karapace, Apicurio's ``/apis/ccompat/v7``) when set.
+
 The plugin registers the fixtures above and nothing else (no hooks, no markers).
 """
 
@@ -40,6 +44,9 @@ if TYPE_CHECKING:
 
 #: ``jar`` (default): the harness's local JVMs; ``docker``: containers of ``$KAFKA_IMAGE``.
 CLUSTER_ENV = "AIOKAFKA_LEAD_CLUSTER"
+
+#: a schema registry's URL: the tests use it instead of starting the in-memory one
+SCHEMA_REGISTRY_ENV = "AIOKAFKA_LEAD_SCHEMA_REGISTRY"
 
 #: Startup deadline: generous because CI machines may have two busy cores.
 START_TIMEOUT = 120.0
@@ -143,6 +150,20 @@ def kafka_cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[AnyClust
 def kafka_cluster_1(tmp_path_factory: pytest.TempPathFactory) -> Iterator[AnyCluster]:
     """A single-node KRaft cluster with the same listeners."""
     yield from _session_cluster(tmp_path_factory, 1)
+
+
+@pytest.fixture(scope="session")
+def schema_registry_url() -> Iterator[str]:
+    """A schema registry (Confluent REST API) for the session: ``$AIOKAFKA_LEAD_SCHEMA_REGISTRY``
+    or the in-memory server, started on a free local port."""
+    external = os.environ.get(SCHEMA_REGISTRY_ENV)
+    if external:
+        yield external.rstrip("/")
+        return
+    from aiokafka_lead.testing.schema_registry import SchemaRegistryServer
+
+    with SchemaRegistryServer() as server:
+        yield server.url
 
 
 @pytest.fixture(scope="session")

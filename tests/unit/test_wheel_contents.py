@@ -90,4 +90,5 @@ def test_the_pytest_plugin_registers_fixtures_only() -> None:
         "kafka_cluster_1",
         "kafka_container",
         "kafka_node_control",
+        "schema_registry_url",
     ]
