@@ -47,8 +47,11 @@ def answer(records: int, batch: int) -> ShareFetchResponse.PartitionData:
         for _ in range(min(batch, records - base)):
             builder.append(0, None, b"x" * 100)
         data += builder.build()
-    acquired = [ShareFetchResponse.AcquiredRecords(first_offset=0, last_offset=records - 1, delivery_count=1)]
-    return ShareFetchResponse.PartitionData(partition_index=TP.partition, records=data, acquired_records=acquired)
+    whole = ShareFetchResponse.AcquiredRecords(first_offset=0, last_offset=records - 1, delivery_count=1)
+    acquired = [whole]
+    return ShareFetchResponse.PartitionData(
+        partition_index=TP.partition, records=data, acquired_records=acquired
+    )
 
 
 def round_cpu(fetcher: ShareFetcher, ledger: AckLedger, part: Any, poll: int, explicit: bool) -> float:

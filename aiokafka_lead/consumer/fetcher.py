@@ -94,7 +94,7 @@ class Fetcher:
         self._unsent = 0  # fetches started whose request is not handed to the connection yet
         self._sessions: dict[int, FetchSession] = {}
         self._in_flight: set[TopicPartition] = set()
-        self._loop = WakeLoop(lambda tg: self._plan(tg))  # looked up at each pass
+        self._loop = WakeLoop(lambda tg: self._plan(tg))  # noqa: PLW0108 - looked up at each pass
         self._data_ready = anyio.Event()
         self.stats = FetchStats()
         self.replicas = ReadReplicas(core.store, expiry_ms=config.metadata_max_age_ms, backoff=core.backoff)

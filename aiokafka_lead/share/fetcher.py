@@ -33,6 +33,7 @@ from aiokafka_lead.client import ClientCore
 from aiokafka_lead.errors import KafkaConnectionError, KafkaTimeoutError, error_for_code
 from aiokafka_lead.protocol.messages import ShareFetchResponse
 from aiokafka_lead.ratelog import RateLimitedLog
+from aiokafka_lead.records import native
 from aiokafka_lead.runtime import WakeLoop
 from aiokafka_lead.share.acknowledge import MOVED, SESSION_ERRORS, Acknowledger, apply_hints
 from aiokafka_lead.share.acks import AckLedger
@@ -75,7 +76,7 @@ class ShareFetcher:
         self.nodes = NodeSessions()
         self.buffer = ShareBuffer()
         self.acks = Acknowledger(core, member, ledger, self.nodes, config, on_ack_result=on_ack_result)
-        self._loop = WakeLoop(lambda tg: self._plan(tg))  # looked up at each pass
+        self._loop = WakeLoop(lambda tg: self._plan(tg))  # noqa: PLW0108 - looked up at each pass
         self._busy: set[int] = set()
         self._backoff = KeyedBackoff(core.backoff)
         self.closing = False
@@ -226,10 +227,9 @@ class ShareFetcher:
                 tp, node_id, problem,
             )  # fmt: skip
             return 0
-        config = self._config
-        got = acquire(
-            tp, part.records, ranges, deadline, (config.key_deserializer, config.value_deserializer)
-        )
+        deserializers = (self._config.key_deserializer, self._config.value_deserializer)
+        with native.gc_paused():
+            got = acquire(tp, part.records, ranges, deadline, deserializers)
         self._ledger.acquired(tp, node_id, got.gaps)
         self.buffer.add(node_id, got.chunks, got.count)
         return got.count
