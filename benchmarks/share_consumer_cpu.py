@@ -29,11 +29,12 @@ from aiokafka_lead.backoff import ExponentialBackoff
 from aiokafka_lead.protocol.messages import ShareFetchResponse
 from aiokafka_lead.records import native
 from aiokafka_lead.records.builder import RecordBatchBuilder
+from aiokafka_lead.share.acknowledge import ShareParts
 from aiokafka_lead.share.acks import AckLedger
 from aiokafka_lead.share.config import ShareConsumerConfig
 from aiokafka_lead.share.fetcher import ShareFetcher
 from aiokafka_lead.share.records import AcknowledgeType
-from aiokafka_lead.share.session import ShareSession
+from aiokafka_lead.share.session import NodeSessions, ShareSession
 from aiokafka_lead.structs import TopicPartition
 
 TP = TopicPartition("cpu", 0)
@@ -88,7 +89,8 @@ def main() -> None:
     config = ShareConsumerConfig.build({"group_id": "cpu", "max_poll_records": args.poll})
     core = SimpleNamespace(backoff=ExponentialBackoff(100, 1000))
     ledger = AckLedger(explicit=args.explicit)
-    fetcher = ShareFetcher(core, SimpleNamespace(), ledger, config, on_ack_result=None)  # type: ignore[arg-type]
+    parts = ShareParts(core, SimpleNamespace(), ledger, config, NodeSessions(), None)  # type: ignore[arg-type]
+    fetcher = ShareFetcher(parts)
     part = answer(args.records, args.batch)
     best = min(round_cpu(fetcher, ledger, part, args.poll, args.explicit) for _ in range(args.repeat))
     c = "C extension" if native.unavailable_reason is None else f"pure Python ({native.unavailable_reason})"

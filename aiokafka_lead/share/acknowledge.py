@@ -12,6 +12,7 @@ from __future__ import annotations
 import logging
 import time
 from collections.abc import Mapping
+from dataclasses import dataclass
 
 import anyio
 
@@ -41,6 +42,20 @@ MOVED = frozenset(
         ErrorCode.UNKNOWN_TOPIC_ID,
     }
 )
+
+
+@dataclass(frozen=True, slots=True)
+class ShareParts:
+    """What the share consumer's fetcher and its acknowledgements work with."""
+
+    core: ClientCore
+    member: ShareGroupMember
+    ledger: AckLedger
+    config: ShareConsumerConfig
+    #: the share session with each broker, and its lock
+    nodes: NodeSessions
+    #: the outcome of acknowledgements sent in the background (None: nobody asks)
+    on_ack_result: AckResult | None
 
 
 class AckRound:
@@ -73,22 +88,9 @@ def apply_hints(
 class Acknowledger:
     """ShareAcknowledge, and what becomes of every acknowledgement sent."""
 
-    def __init__(
-        self,
-        core: ClientCore,
-        member: ShareGroupMember,
-        ledger: AckLedger,
-        sessions: NodeSessions,
-        config: ShareConsumerConfig,
-        *,
-        on_ack_result: AckResult | None,
-    ) -> None:
-        self._core = core
-        self._member = member
-        self._ledger = ledger
-        self._sessions = sessions
-        self._config = config
-        self._on_ack_result = on_ack_result
+    def __init__(self, parts: ShareParts) -> None:
+        self._core = parts.core
+        self._parts = parts
         #: the acknowledgements riding on the ShareFetch in flight to each node
         self.riding: dict[int, AckRound] = {}
 
@@ -108,7 +110,7 @@ class Acknowledger:
         self, node_id: int, acks: dict[TopicPartition, Acks], *, close: bool = False
     ) -> dict[TopicPartition, KafkaError | None]:
         """ShareAcknowledge ``acks`` now (the caller holds the node's lock)."""
-        session = self._sessions.session(node_id)
+        session = self._parts.nodes.session(node_id)
         if not acks and not close:
             return {}
         err: KafkaError
@@ -132,13 +134,13 @@ class Acknowledger:
             self.report(unknown, err)
             results.update(dict.fromkeys(unknown, err))
         request = session.acknowledge_request(
-            self._config.group, self._member.member_id, known, topic_ids, close=close
+            self._parts.config.group, self._parts.member.member_id, known, topic_ids, close=close
         )
         sent_at = time.monotonic()
         try:
             conn = await self._core.pool.connection(node_id)
             response: ShareAcknowledgeResponse = await conn.send(
-                request, timeout_ms=self._config.request_timeout_ms
+                request, timeout_ms=self._parts.config.request_timeout_ms
             )
         except (KafkaConnectionError, KafkaTimeoutError) as exc:
             session.reset()
@@ -176,24 +178,24 @@ class Acknowledger:
         err = error_for_code(code, message or f"acknowledgement of {tp}") if code else None
         if err is not None:
             log.info("share acknowledgement of %s (%d record(s)) failed: %r", tp, acks.count(), err)
-        if self._on_ack_result is not None:
-            self._on_ack_result({tp: acks.offsets()}, err)
+        if self._parts.on_ack_result is not None:
+            self._parts.on_ack_result({tp: acks.offsets()}, err)
         return err
 
     def report(self, acks: Mapping[TopicPartition, Acks], err: KafkaError) -> None:
         """Acknowledgements that were not sent."""
         for tp, per in acks.items():
             log.info("share acknowledgement of %s (%d record(s)) not sent: %r", tp, per.count(), err)
-            if self._on_ack_result is not None:
-                self._on_ack_result({tp: per.offsets()}, err)
+            if self._parts.on_ack_result is not None:
+                self._parts.on_ack_result({tp: per.offsets()}, err)
 
     def renewed(self, tp: TopicPartition, acks: Acks, deadline: float) -> None:
         """The locks of ``tp``'s renewed records now run until ``deadline``."""
         renew = int(AcknowledgeType.RENEW)
         if not acks.has(renew):
             return
-        for record in self._ledger.renewed_records(tp, acks.offsets_of(renew)):
+        for record in self._parts.ledger.renewed_records(tp, acks.offsets_of(renew)):
             record.lock_deadline = deadline
 
 
-__all__ = ["MOVED", "SESSION_ERRORS", "AckRound", "Acknowledger", "apply_hints"]
+__all__ = ["MOVED", "SESSION_ERRORS", "AckRound", "Acknowledger", "ShareParts", "apply_hints"]

@@ -23,12 +23,14 @@ from aiokafka_lead.errors import ConsumerStoppedError, IllegalStateError, KafkaE
 from aiokafka_lead.metadata import MetadataChange
 from aiokafka_lead.requests.groups import GroupRequests
 from aiokafka_lead.runtime import ClientClosedError, ExitOnLeave
+from aiokafka_lead.share.acknowledge import ShareParts
 from aiokafka_lead.share.acks import AckLedger
 from aiokafka_lead.share.config import ShareConsumerConfig
 from aiokafka_lead.share.fetcher import ShareFetcher
 from aiokafka_lead.share.keywords import ShareConsumerKeywords
 from aiokafka_lead.share.member import ShareGroupMember
 from aiokafka_lead.share.records import AcknowledgeType, ShareConsumerRecord
+from aiokafka_lead.share.session import NodeSessions
 from aiokafka_lead.structs import KT, VT, TopicPartition
 
 log = logging.getLogger(__name__)
@@ -63,11 +65,14 @@ class AIOKafkaShareConsumer(ShareConsumerKeywords[KT, VT], ExitOnLeave):
             report_error=self._report_error,
         )
         self._fetcher = ShareFetcher(
-            self._core,
-            self._member,
-            self._ledger,
-            config,
-            on_ack_result=None if config.acknowledgement_commit_callback is None else self._ack_result,
+            ShareParts(
+                self._core,
+                self._member,
+                self._ledger,
+                config,
+                NodeSessions(),
+                on_ack_result=None if config.acknowledgement_commit_callback is None else self._ack_result,
+            )
         )
         if topics:
             self.subscribe(topics)

@@ -29,20 +29,16 @@ import anyio
 import anyio.abc
 
 from aiokafka_lead.backoff import KeyedBackoff
-from aiokafka_lead.client import ClientCore
 from aiokafka_lead.errors import KafkaConnectionError, KafkaTimeoutError, error_for_code
 from aiokafka_lead.protocol.messages import ShareFetchResponse
 from aiokafka_lead.ratelog import RateLimitedLog
 from aiokafka_lead.records import native
 from aiokafka_lead.runtime import WakeLoop
-from aiokafka_lead.share.acknowledge import MOVED, SESSION_ERRORS, Acknowledger, apply_hints
-from aiokafka_lead.share.acks import AckLedger
+from aiokafka_lead.share.acknowledge import MOVED, SESSION_ERRORS, Acknowledger, ShareParts, apply_hints
 from aiokafka_lead.share.acquire import acquire, check_ranges
 from aiokafka_lead.share.buffer import ShareBuffer
-from aiokafka_lead.share.config import AckResult, ShareConsumerConfig
-from aiokafka_lead.share.member import ShareGroupMember
 from aiokafka_lead.share.runs import Acks
-from aiokafka_lead.share.session import FetchSettings, NodeSessions, ShareSession
+from aiokafka_lead.share.session import FetchSettings, ShareSession
 from aiokafka_lead.structs import TopicPartition
 
 log = logging.getLogger(__name__)
@@ -51,19 +47,10 @@ log = logging.getLogger(__name__)
 class ShareFetcher:
     """ShareFetch loops per node over the record buffer and the acknowledgement traffic."""
 
-    def __init__(
-        self,
-        core: ClientCore,
-        member: ShareGroupMember,
-        ledger: AckLedger,
-        config: ShareConsumerConfig,
-        *,
-        on_ack_result: AckResult | None,
-    ) -> None:
-        self._core = core
-        self._member = member
-        self._ledger = ledger
-        self._config = config
+    def __init__(self, parts: ShareParts) -> None:
+        self._parts = parts
+        self._core = parts.core
+        config = parts.config
         self.settings = FetchSettings(
             group_id=config.group,
             max_wait_ms=config.fetch_max_wait_ms,
@@ -73,12 +60,12 @@ class ShareFetcher:
             batch_size=config.max_poll_records,
             acquire_mode=config.acquire_mode,
         )
-        self.nodes = NodeSessions()
+        self.nodes = parts.nodes
         self.buffer = ShareBuffer()
-        self.acks = Acknowledger(core, member, ledger, self.nodes, config, on_ack_result=on_ack_result)
+        self.acks = Acknowledger(parts)
         self._loop = WakeLoop(lambda tg: self._plan(tg))  # noqa: PLW0108 - looked up at each pass
         self._busy: set[int] = set()
-        self._backoff = KeyedBackoff(core.backoff)
+        self._backoff = KeyedBackoff(parts.core.backoff)
         self.closing = False
         #: answered ShareFetch requests, records acquired (tests and metrics)
         self.fetches = 0
@@ -90,7 +77,7 @@ class ShareFetcher:
 
     def release_buffered(self) -> None:
         """Closing: nothing buffered is handed out any more; the broker gets it back."""
-        self._ledger.release_buffered(self.buffer.take_all())
+        self._parts.ledger.release_buffered(self.buffer.take_all())
 
     # -------------------------------------------------------------------- loop
     async def run(self, *, task_status: anyio.abc.TaskStatus[None] = anyio.TASK_STATUS_IGNORED) -> None:
@@ -100,7 +87,7 @@ class ShareFetcher:
         """The member's partitions by the node leading each (unknown leaders wait for metadata)."""
         store = self._core.store
         out: dict[int, dict[TopicPartition, uuid.UUID]] = {}
-        for tp in self._member.assignment:
+        for tp in self._parts.member.assignment:
             leader = store.leader_for(tp)
             topic_id = store.topic_id(tp.topic)
             if leader is None or topic_id is None:
@@ -110,12 +97,12 @@ class ShareFetcher:
         return out
 
     def _plan(self, tg: anyio.abc.TaskGroup) -> float | None:
-        if self.closing or not self._member.in_group:
+        if self.closing or not self._parts.member.in_group:
             return None
         wanted = self._wanted()
         now = time.monotonic()
         next_retry = None
-        nodes = set(wanted) | self.nodes.open_nodes() | self._ledger.pending_nodes()
+        nodes = set(wanted) | self.nodes.open_nodes() | self._parts.ledger.pending_nodes()
         for node_id in sorted(nodes):
             if node_id in self._busy or self.buffer.holds(node_id):
                 continue
@@ -146,7 +133,9 @@ class ShareFetcher:
         """One ShareFetch to ``node_id`` (after a ShareAcknowledge for acknowledgements of
         partitions it no longer serves for us). False: back off before the next one."""
         session = self.nodes.session(node_id)
-        elsewhere = self._ledger.take(node_id, only={tp for tp in self._ledger.node_of if tp not in wanted})
+        elsewhere = self._parts.ledger.take(
+            node_id, only={tp for tp in self._parts.ledger.node_of if tp not in wanted}
+        )
         if elsewhere:
             if session.is_open:
                 await self.acks.acknowledge(node_id, elsewhere)
@@ -154,19 +143,19 @@ class ShareFetcher:
                 self.acks.report(elsewhere, KafkaConnectionError(f"no share session with node {node_id}"))
         if not wanted and not session.partitions:
             return True
-        acks = self._ledger.take(node_id, only=set(wanted)) if session.is_open else {}
-        request, after = session.fetch_request(self._member.member_id, self.settings, wanted, acks)
+        acks = self._parts.ledger.take(node_id, only=set(wanted)) if session.is_open else {}
+        request, after = session.fetch_request(self._parts.member.member_id, self.settings, wanted, acks)
         sent_at = time.monotonic()
         outcomes = self.acks.start_round(node_id, acks)
         try:
             conn = await self._core.pool.connection(node_id)
             response: ShareFetchResponse = await conn.send(
-                request, timeout_ms=self._config.request_timeout_ms + self.settings.max_wait_ms
+                request, timeout_ms=self._parts.config.request_timeout_ms + self.settings.max_wait_ms
             )
         except (KafkaConnectionError, KafkaTimeoutError) as exc:
             log.info("share fetch from node %d failed (%r); the session starts over", node_id, exc)
             session.reset()
-            self._ledger.requeue(acks)
+            self._parts.ledger.requeue(acks)
             outcomes.update(dict.fromkeys(acks, exc))
             return False
         if response.error_code:
@@ -207,7 +196,7 @@ class ShareFetcher:
         err = error_for_code(response.error_code, response.error_message or "ShareFetch")
         log.info("share fetch from node %d: %r; the session starts over", session.node_id, err)
         session.reset()
-        self._ledger.requeue(acks)
+        self._parts.ledger.requeue(acks)
         return response.error_code in SESSION_ERRORS and self._backoff.failures(session.node_id) == 0
 
     def _acquire(
@@ -227,10 +216,10 @@ class ShareFetcher:
                 tp, node_id, problem,
             )  # fmt: skip
             return 0
-        deserializers = (self._config.key_deserializer, self._config.value_deserializer)
+        deserializers = (self._parts.config.key_deserializer, self._parts.config.value_deserializer)
         with native.gc_paused():
             got = acquire(tp, part.records, ranges, deadline, deserializers)
-        self._ledger.acquired(tp, node_id, got.gaps)
+        self._parts.ledger.acquired(tp, node_id, got.gaps)
         self.buffer.add(node_id, got.chunks, got.count)
         return got.count
 
