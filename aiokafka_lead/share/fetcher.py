@@ -175,7 +175,7 @@ class ShareFetcher:
             for part in topic.partitions:
                 tp = TopicPartition(name, part.partition_index)
                 if tp in acks:
-                    outcomes[tp] = self.acks.outcome(
+                    self.acks.outcome(
                         tp, acks[tp], part.acknowledge_error_code, part.acknowledge_error_message
                     )
                     self.acks.renewed(tp, acks[tp], sent_at + lock_s)
