@@ -19,6 +19,8 @@ class ShareBuffer:
 
     def __init__(self) -> None:
         self._chunks: dict[int, deque[Chunk]] = {}
+        #: per node, how many records of its first list were taken already
+        self._taken: dict[int, int] = {}
         self._count = 0
         #: set while records are buffered (polls wait on it; set also to wake them otherwise)
         self.data = anyio.Event()
@@ -36,19 +38,25 @@ class ShareBuffer:
             self.data.set()
 
     def take(self, max_records: int) -> list[Chunk]:
-        """Up to ``max_records`` buffered records, node by node, in the order acquired."""
+        """Up to ``max_records`` buffered records, node by node, in the order acquired: whole
+        lists where they fit, else a slice (the rest of a list is never copied)."""
         out: list[Chunk] = []
         left = max_records
-        for chunks in self._chunks.values():
+        for node_id, chunks in self._chunks.items():
+            start = self._taken.get(node_id, 0)
             while chunks and left > 0:
                 chunk = chunks[0]
-                if len(chunk) <= left:
-                    out.append(chunks.popleft())
-                    left -= len(chunk)
+                end = start + left
+                if end >= len(chunk):
+                    out.append(chunk if start == 0 else chunk[start:])
+                    left -= len(chunk) - start
+                    chunks.popleft()
+                    start = 0
                 else:
-                    out.append(chunk[:left])
-                    chunks[0] = chunk[left:]
+                    out.append(chunk[start:end])
+                    start = end
                     left = 0
+            self._taken[node_id] = start
             if left == 0:
                 break
         self._count -= max_records - left
@@ -58,10 +66,15 @@ class ShareBuffer:
 
     def take_all(self) -> list[Chunk]:
         """Every buffered record (closing: they go back to the group)."""
-        out = [chunk for chunks in self._chunks.values() for chunk in chunks]
+        out = [
+            chunk[self._taken.get(node_id, 0) :] if i == 0 else chunk
+            for node_id, chunks in self._chunks.items()
+            for i, chunk in enumerate(chunks)
+        ]
         self._chunks.clear()
+        self._taken.clear()
         self._count = 0
-        return out
+        return [chunk for chunk in out if chunk]
 
 
 __all__ = ["ShareBuffer"]

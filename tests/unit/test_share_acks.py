@@ -14,6 +14,7 @@ from aiokafka_lead.errors import IllegalStateError
 from aiokafka_lead.records import Record
 from aiokafka_lead.share.acks import AckLedger
 from aiokafka_lead.share.acquire import c_build_share_records, py_build_share_records
+from aiokafka_lead.share.buffer import ShareBuffer
 from aiokafka_lead.share.records import GAP, AcknowledgeType, ShareConsumerRecord
 from aiokafka_lead.share.runs import AckBatch, Acks, gaps, settle, spans, without
 from aiokafka_lead.share.session import CLOSE_EPOCH, FetchSettings, ShareSession
@@ -216,3 +217,30 @@ def test_implicit_mode_keeps_renewed_records_and_accepts_the_rest() -> None:
     assert taken(ledger, 1) == {TP: {1: accept, 2: renew, 3: accept}}
     ledger.acknowledge(record(2), AcknowledgeType.ACCEPT)  # still awaiting its settling type
     assert taken(ledger, 1) == {TP: {2: AcknowledgeType.ACCEPT}}
+
+
+@given(
+    st.lists(st.integers(1, 30), min_size=1, max_size=6),
+    st.lists(st.integers(1, 40), max_size=8),
+)
+def test_the_buffer_hands_out_records_in_order_and_gives_back_the_rest(
+    sizes: list[int], takes: list[int]
+) -> None:
+    buffer = ShareBuffer()
+    offset = 0
+    for node_id, size in enumerate(sizes):
+        chunk = [record(o) for o in range(offset, offset + size)]
+        buffer.add(node_id % 2, [chunk], size)
+        offset += size
+    handed: list[int] = []
+    for n in takes:
+        before = len(buffer)
+        chunks = buffer.take(n)
+        got = [r.offset for chunk in chunks for r in chunk]
+        assert len(got) == min(n, before) and all(chunks)
+        assert len(buffer) == before - len(got)
+        handed += got
+    rest = [r.offset for chunk in buffer.take_all() for r in chunk]
+    assert len(buffer) == 0
+    assert sorted(handed + rest) == list(range(offset))
+    assert len(set(handed + rest)) == offset
