@@ -34,9 +34,10 @@ Chunk = list[Record]
 class _Delivered:
     """One partition's records delivered by the polls since the last one that settled them."""
 
-    __slots__ = ("chunks", "open", "renewed", "settled")
+    __slots__ = ("chunks", "open", "renewed", "settled", "tp")
 
-    def __init__(self) -> None:
+    def __init__(self, tp: TopicPartition) -> None:
+        self.tp = tp
         self.chunks: list[Chunk] = []
         #: records of ``chunks`` neither acknowledged nor renewed
         self.open = 0
@@ -112,19 +113,19 @@ class AckLedger:
             tp = TopicPartition(chunk[0].topic, chunk[0].partition)
             held = self._delivered.get(tp)
             if held is None:
-                held = self._delivered[tp] = _Delivered()
+                held = self._delivered[tp] = _Delivered(tp)
             held.chunks.append(chunk)
             held.open += len(chunk)
 
     def acknowledge(self, record: Record, kind: AcknowledgeType) -> None:
-        kind = AcknowledgeType(kind)
-        tp = TopicPartition(record.topic, record.partition)
+        kind = kind if type(kind) is AcknowledgeType else AcknowledgeType(kind)
         offset = record.offset
-        held = self._delivered.get(tp)
+        # a plain tuple finds the TopicPartition key (equal, same hash) without building one
+        held = self._delivered.get((record.topic, record.partition))  # type: ignore[call-overload]
         in_poll = held is not None and held.holds(offset)
         if held is None or not (in_poll or offset in held.renewed):
             raise IllegalStateError(
-                f"record {tp.topic}-{tp.partition}@{offset} is not awaiting acknowledgement: "
+                f"record {record.topic}-{record.partition}@{offset} is not awaiting acknowledgement: "
                 "it was not delivered by this consumer's last polls or was already acknowledged"
             )
         if in_poll and offset not in held.renewed:
@@ -135,7 +136,15 @@ class AckLedger:
             held.renewed.pop(offset, None)
             if in_poll:
                 held.settled.add(offset)
-        self._pending.setdefault(tp, []).append((offset, offset, int(kind)))
+        pending = self._pending.get(held.tp)
+        if pending is None:
+            pending = self._pending[held.tp] = []
+        wire = int(kind)
+        last = pending[-1] if pending else None
+        if last is not None and last[2] == wire and last[1] == offset - 1:
+            pending[-1] = (last[0], offset, wire)  # acknowledged in order: one run grows
+        else:
+            pending.append((offset, offset, wire))
 
     def before_poll(self) -> None:
         """Implicit mode: accept what the last poll delivered. Explicit: check it is settled."""
