@@ -244,3 +244,18 @@ def test_the_buffer_hands_out_records_in_order_and_gives_back_the_rest(
     assert len(buffer) == 0
     assert sorted(handed + rest) == list(range(offset))
     assert len(set(handed + rest)) == offset
+
+
+def test_acknowledgements_in_any_order_and_again_keep_the_latest_type() -> None:
+    ledger = AckLedger(explicit=True)
+    ledger.acquired(TP, 1, gaps=[(6, 7)])
+    ledger.delivered([[record(o) for o in range(1, 6)]])
+    renew, accept, reject = AcknowledgeType.RENEW, AcknowledgeType.ACCEPT, AcknowledgeType.REJECT
+    for offset, kind in [(2, renew), (3, renew), (5, accept), (1, accept), (2, accept), (4, reject)]:
+        ledger.acknowledge(record(offset), kind)
+    ledger.before_poll()  # 3 is renewed: it does not block the poll
+    [acks] = ledger.take(1).values()
+    assert acks.by_offset() == {1: accept, 2: accept, 3: renew, 4: reject, 5: accept, 6: GAP, 7: GAP}
+    assert acks.runs == [(1, 2, accept), (3, 3, renew), (4, 4, reject), (5, 5, accept), (6, 7, GAP)]
+    ledger.acknowledge(record(3), accept)
+    assert taken(ledger, 1) == {TP: {3: accept}}
