@@ -1,6 +1,7 @@
 /*
  * aiokafka_lead._speedups: optional C versions of the per-record loops. This file: the
- * consumer's two loops and the module; the producer's steps are in _speedups_producer.c.
+ * consumer's two loops and the module; the producer's steps are in _speedups_producer.c,
+ * the share consumer's in _speedups_share.c.
  *
  *   decode_records(buf, pos, end, count, base_offset, base_timestamp, log_append_time)
  *       The records of one (decompressed) magic v2 batch as a list of Record tuples;
@@ -26,7 +27,7 @@
 
 #define CONSUMER_RECORD_FIELDS 12
 /* bumped whenever configure() or a function's contract changes */
-#define SPEEDUPS_ABI 3
+#define SPEEDUPS_ABI 4
 
 static PyTypeObject *record_type = NULL;          /* records.batch.Record (a NamedTuple) */
 static PyTypeObject *consumer_record_type = NULL; /* structs.ConsumerRecord (slots dataclass) */
@@ -492,6 +493,8 @@ static PyMethodDef methods[] = {
 
 /* _speedups_producer.c: its types and functions added to the module */
 int speedups_add_producer(PyObject *module);
+/* _speedups_share.c: the share consumer's functions added to the module */
+int speedups_add_share(PyObject *module);
 
 static struct PyModuleDef module = {
     PyModuleDef_HEAD_INIT, "aiokafka_lead._speedups",
@@ -508,7 +511,8 @@ PyInit__speedups(void)
     m = PyModule_Create(&module);
     if (m == NULL)
         return NULL;
-    if (PyModule_AddIntConstant(m, "ABI", SPEEDUPS_ABI) < 0 || speedups_add_producer(m) < 0) {
+    if (PyModule_AddIntConstant(m, "ABI", SPEEDUPS_ABI) < 0 || speedups_add_producer(m) < 0 ||
+        speedups_add_share(m) < 0) {
         Py_DECREF(m);
         return NULL;
     }

@@ -1,7 +1,7 @@
 from collections.abc import Sequence
 from typing import Any, Self
 
-from aiokafka_lead.records.native import BuildConsumerRecords, DecodeRecords
+from aiokafka_lead.records.native import BuildConsumerRecords, BuildShareRecords, DecodeRecords
 
 ABI: int
 
@@ -16,6 +16,9 @@ def configure(
 # The signatures native.py gives the C loops (the same as their pure-Python twins').
 decode_records: DecodeRecords
 build_consumer_records: BuildConsumerRecords
+build_share_records: BuildShareRecords
+
+def configure_share(share_record: type[Any], field_names: tuple[str, ...], /) -> None: ...
 
 class RecordsBuffer:
     _count: int

@@ -15,6 +15,10 @@ e.g. delivery handles) and cancels every public call waiting inside :meth:`guard
 then raises :class:`ClientFailedError` naming the cause; every later call raises it too
 (:meth:`require_running`), ``stop()`` returns normally, and the supervisor task ends
 without an exception, so none is left unretrieved.
+
+``WakeLoop`` is the planning loop the consumer's and the share consumer's fetchers run in
+their task group: each pass decides synchronously what to start, then waits for a wake-up
+or for the time the pass asked to run again.
 """
 
 from __future__ import annotations
@@ -22,6 +26,8 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+import math
+import time
 import weakref
 from collections.abc import Awaitable, Callable, Iterator
 from types import TracebackType
@@ -139,9 +145,7 @@ class TaskGroupHost:
         try:
             loop = asyncio.get_running_loop()
         except RuntimeError:
-            raise RuntimeError(
-                f"{self._name}.start() needs asyncio; on trio use `async with`"
-            ) from None
+            raise RuntimeError(f"{self._name}.start() needs asyncio; on trio use `async with`") from None
         started: asyncio.Future[None] = loop.create_future()
         # retrieved even when nobody awaits it any more (start() cancelled): no stray warning
         started.add_done_callback(lambda f: f.cancelled() or f.exception())
@@ -241,4 +245,46 @@ class ExitOnLeave:
         raise NotImplementedError
 
 
-__all__ = ["ClientClosedError", "ClientFailedError", "ExitOnLeave", "TaskGroupHost", "unwrap_group"]
+#: a pass of a WakeLoop: starts what is due in the task group; returns when (time.monotonic())
+#: it needs the next pass by itself, math.inf or None: only when woken
+Plan = Callable[[anyio.abc.TaskGroup], float | None]
+
+
+class WakeLoop:
+    """Passes of ``plan`` in a task group of their own, one per wake-up (or when a pass asked
+    for the next); whatever a pass starts runs in that task group."""
+
+    def __init__(self, plan: Plan) -> None:
+        self._plan = plan
+        self._wake = anyio.Event()
+
+    def wake(self) -> None:
+        self._wake.set()
+
+    @property
+    def woken(self) -> bool:
+        """A pass is due (woken since the last one began)."""
+        return self._wake.is_set()
+
+    async def run(self, *, task_status: anyio.abc.TaskStatus[None] = anyio.TASK_STATUS_IGNORED) -> None:
+        async with anyio.create_task_group() as tg:
+            task_status.started()
+            while True:
+                self._wake = anyio.Event()
+                next_at = self._plan(tg)
+                timeout = (
+                    None if next_at is None or next_at == math.inf else max(next_at - time.monotonic(), 0.0)
+                )
+                with anyio.move_on_after(timeout):
+                    await self._wake.wait()
+
+
+__all__ = [
+    "ClientClosedError",
+    "ClientFailedError",
+    "ExitOnLeave",
+    "Plan",
+    "TaskGroupHost",
+    "WakeLoop",
+    "unwrap_group",
+]

@@ -16,7 +16,7 @@ up again on the next attempt.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from typing import Any
 
 from aiokafka_lead.admin.types import GroupDescription, GroupListing, MemberDescription
@@ -32,29 +32,52 @@ from aiokafka_lead.protocol.messages import (
     ListGroupsRequest,
     ShareGroupDescribeResponse,
 )
-from aiokafka_lead.requests.base import check_answered, raise_item_errors
+from aiokafka_lead.requests.base import check_answered, note_item_error, raise_item_errors
 from aiokafka_lead.requests.groups import GroupRequests
 from aiokafka_lead.structs import OffsetAndMetadata, TopicPartition
+
+#: ListGroups v5 filters by group type (KIP-848)
+TYPES_FILTER_VERSION = 5
 
 
 class GroupCore(GroupRequests):
     """The group requests both admin clients share."""
 
-    async def _list_groups(self, broker_ids: Sequence[int] | None) -> list[Any]:
-        """ListGroups of the given brokers (default: all), one entry per group."""
+    async def _list_groups(
+        self, broker_ids: Sequence[int] | None, *, types: list[str] | None = None
+    ) -> list[Any]:
+        """ListGroups of the given brokers (default: all), one entry per group; with
+        ``types`` only groups of those types (ListGroups v5; a broker without group types is
+        skipped: it has none of them)."""
         nodes = list(broker_ids) if broker_ids is not None else [n.node_id for n in self._core.store.nodes()]
         found: dict[str, Any] = {}
         for node_id in nodes:
 
             async def attempt(node_id: int = node_id) -> None:
-                response = await self._core.send(node_id, ListGroupsRequest())
+                conn = await self._core.pool.connection(node_id)
+                version = conn.version_for(ListGroupsRequest.API_KEY)
+                if types is not None and version < TYPES_FILTER_VERSION:
+                    return
+                response = await conn.send(ListGroupsRequest(types_filter=types or []), version=version)
                 if response.error_code:
                     raise error_for_code(response.error_code, f"ListGroups on node {node_id}")
                 for g in response.groups:
                     found[g.group_id] = g
 
-            await self._retrying(f"list_consumer_groups(node {node_id})", attempt, None)
+            await self._retrying(f"ListGroups(node {node_id})", attempt, None)
         return [found[k] for k in sorted(found)]
+
+    async def _at_coordinator(
+        self, method: str, group_id: str, request: Any, handle: Callable[[int, Any], None]
+    ) -> None:
+        """Send ``request`` to ``group_id``'s coordinator and ``handle(node, response)``, again
+        (within the request timeout) while either raises a retriable error."""
+
+        async def attempt() -> None:
+            node = await self.find_coordinator(group_id)
+            handle(node, await self._core.send(node, request))
+
+        await self._retrying(f"{method}({group_id})", attempt, None)
 
     async def _describe_groups(
         self,
@@ -79,18 +102,16 @@ class GroupCore(GroupRequests):
         failures: list[tuple[str, int, str | None]] = []
         for group_id in group_ids:
 
-            async def attempt(group_id: str = group_id) -> None:
-                node = await self.find_coordinator(group_id)
-                response = await self._core.send(node, DeleteGroupsRequest(groups_names=[group_id]))
+            def handle(node: int, response: Any, group_id: str = group_id) -> None:
                 answered = [r.group_id for r in response.results]
                 check_answered(f"DeleteGroups from node {node}", "results", [group_id], answered)
                 for r in response.results:
-                    if r.error_code and error_for_code(r.error_code).retriable:
-                        raise error_for_code(r.error_code, f"DeleteGroups {group_id}")
                     if r.error_code:
-                        failures.append((r.group_id, r.error_code, r.error_message))
+                        note_item_error(
+                            failures, r.group_id, r.error_code, r.error_message, f"DeleteGroups {group_id}"
+                        )
 
-            await self._retrying(f"{method}({group_id})", attempt, None)
+            await self._at_coordinator(method, group_id, DeleteGroupsRequest(groups_names=[group_id]), handle)
         raise_item_errors("DeleteGroups", failures)
 
 

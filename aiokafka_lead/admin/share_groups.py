@@ -17,21 +17,17 @@ from typing import Any
 
 from aiokafka_lead.admin.groups import GroupCore, described_partitions
 from aiokafka_lead.client import guarded
-from aiokafka_lead.errors import error_for_code
 from aiokafka_lead.protocol.messages import (
     AlterShareGroupOffsetsRequest,
     DeleteShareGroupOffsetsRequest,
     DescribeShareGroupOffsetsRequest,
-    ListGroupsRequest,
     ShareGroupDescribeRequest,
     ShareGroupDescribeResponse,
 )
-from aiokafka_lead.requests.base import raise_item_errors
+from aiokafka_lead.requests.base import note_item_error, raise_item_errors
 from aiokafka_lead.structs import TopicPartition
 
 SHARE = "share"
-#: ListGroups v5 filters by group type (KIP-848)
-TYPES_FILTER_VERSION = 5
 
 
 @dataclass(frozen=True, slots=True)
@@ -77,24 +73,11 @@ class ShareGroupsMixin(GroupCore):
     @guarded
     async def list_share_groups(self, broker_ids: Sequence[int] | None = None) -> list[ShareGroupListing]:
         """Every share group the brokers coordinate (ListGroups v5, types filter "share")."""
-        nodes = list(broker_ids) if broker_ids is not None else [n.node_id for n in self._core.store.nodes()]
-        found: dict[str, ShareGroupListing] = {}
-        for node_id in nodes:
-
-            async def attempt(node_id: int = node_id) -> None:
-                conn = await self._core.pool.connection(node_id)
-                version = conn.version_for(ListGroupsRequest.API_KEY)
-                if version < TYPES_FILTER_VERSION:
-                    return  # a broker without group types has no share groups
-                response = await conn.send(ListGroupsRequest(types_filter=[SHARE]), version=version)
-                if response.error_code:
-                    raise error_for_code(response.error_code, f"ListGroups on node {node_id}")
-                for g in response.groups:
-                    if g.group_type.lower() == SHARE:
-                        found[g.group_id] = ShareGroupListing(g.group_id, g.group_state)
-
-            await self._retrying(f"list_share_groups(node {node_id})", attempt, None)
-        return [found[k] for k in sorted(found)]
+        return [
+            ShareGroupListing(g.group_id, g.group_state)
+            for g in await self._list_groups(broker_ids, types=[SHARE])
+            if g.group_type.lower() == SHARE
+        ]
 
     @guarded
     async def describe_share_groups(self, group_ids: Iterable[str]) -> list[ShareGroupDescription]:
@@ -104,20 +87,16 @@ class ShareGroupsMixin(GroupCore):
         failures: list[tuple[str, int, str | None]] = []
         for group_id in group_ids:
 
-            async def attempt(group_id: str = group_id) -> None:
-                node = await self.find_coordinator(group_id)
-                response = await self._core.send(node, ShareGroupDescribeRequest(group_ids=[group_id]))
+            def handle(node: int, response: Any, group_id: str = group_id) -> None:
                 for g in response.groups:
-                    if g.error_code and error_for_code(g.error_code).retriable:
-                        raise error_for_code(
-                            g.error_code, g.error_message or f"ShareGroupDescribe {group_id}"
-                        )
                     if g.error_code:
-                        failures.append((g.group_id, g.error_code, g.error_message))
-                        continue
-                    out.append(_description(g))
+                        what = f"ShareGroupDescribe {group_id}"
+                        note_item_error(failures, g.group_id, g.error_code, g.error_message, what)
+                    else:
+                        out.append(_description(g))
 
-            await self._retrying(f"describe_share_groups({group_id})", attempt, None)
+            request = ShareGroupDescribeRequest(group_ids=[group_id])
+            await self._at_coordinator("describe_share_groups", group_id, request, handle)
         raise_item_errors("ShareGroupDescribe", failures)
         return out
 
@@ -148,19 +127,13 @@ class ShareGroupsMixin(GroupCore):
         out: dict[TopicPartition, SharePartitionOffset] = {}
         failures: list[tuple[str, int, str | None]] = []
 
-        async def attempt() -> None:
+        def handle(node: int, response: Any) -> None:
             out.clear()
             failures.clear()
-            node = await self.find_coordinator(group_id)
-            response = await self._core.send(node, request)
             for g in response.groups:
                 if g.error_code:
-                    err = error_for_code(
-                        g.error_code, g.error_message or f"DescribeShareGroupOffsets {group_id}"
-                    )
-                    if err.retriable:
-                        raise err
-                    failures.append((group_id, g.error_code, g.error_message))
+                    what = f"DescribeShareGroupOffsets {group_id}"
+                    note_item_error(failures, group_id, g.error_code, g.error_message, what)
                     continue
                 for t in g.topics:
                     for p in t.partitions:
@@ -170,7 +143,7 @@ class ShareGroupsMixin(GroupCore):
                         else:
                             out[tp] = SharePartitionOffset(p.start_offset, p.leader_epoch, p.lag)
 
-        await self._retrying(f"list_share_group_offsets({group_id})", attempt, None)
+        await self._at_coordinator("list_share_group_offsets", group_id, request, handle)
         raise_item_errors("DescribeShareGroupOffsets", failures)
         return dict(sorted(out.items()))
 
@@ -239,19 +212,16 @@ class ShareGroupsMixin(GroupCore):
         (``item_failures`` of the response), are raised after, naming each."""
         failures: list[tuple[str, int, str | None]] = []
 
-        async def attempt() -> None:
+        def handle(node: int, response: Any) -> None:
             failures.clear()
-            node = await self.find_coordinator(group_id)
-            response = await self._core.send(node, request)
             if response.error_code:
-                err = error_for_code(response.error_code, response.error_message or f"{api} {group_id}")
-                if err.retriable:
-                    raise err
-                failures.append((group_id, response.error_code, response.error_message))
-                return
-            failures.extend(item_failures(response))
+                note_item_error(
+                    failures, group_id, response.error_code, response.error_message, f"{api} {group_id}"
+                )
+            else:
+                failures.extend(item_failures(response))
 
-        await self._retrying(f"{method}({group_id})", attempt, None)
+        await self._at_coordinator(method, group_id, request, handle)
         raise_item_errors(api, failures)
 
     @guarded

@@ -11,13 +11,11 @@ records, commits and metrics, over the parts ``consumer_base.py`` names.
 
 from __future__ import annotations
 
-import contextlib
 import functools
-import gc
 import logging
 import time
 import warnings
-from collections.abc import AsyncIterator, Awaitable, Callable, Iterator, Mapping
+from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
 from typing import Any, Self, TypeVar
 
 import anyio
@@ -66,25 +64,6 @@ KT = TypeVar("KT")
 VT = TypeVar("VT")
 
 
-@contextlib.contextmanager
-def _gc_paused() -> Iterator[None]:
-    """No cyclic GC while a poll decodes and builds its records (synchronous, no await).
-
-    A poll allocates a few objects per record, and most survive into the caller's hands;
-    left on, the collector would run every 700 allocations and repeatedly walk the older
-    generations, which costs as much as decoding. Paused, the next allocation after this
-    block collects the new objects once. Nothing here creates reference cycles.
-    """
-    if not gc.isenabled():
-        yield
-        return
-    gc.disable()
-    try:
-        yield
-    finally:
-        gc.enable()
-
-
 class AIOKafkaConsumer(ConsumerKeywords[KT, VT], AssignmentAPI, PositionsAPI, ConsumerCompat, ExitOnLeave):
     """Asyncio Kafka consumer with aiokafka's constructor keywords and methods.
 
@@ -127,9 +106,7 @@ class AIOKafkaConsumer(ConsumerKeywords[KT, VT], AssignmentAPI, PositionsAPI, Co
             report_error=report_error,
             member=weakly(self._offset_fetch_member, None),
         )
-        self._fetcher = Fetcher(
-            self._core, self._subs, self._positions, config, report_error=report_error
-        )
+        self._fetcher = Fetcher(self._core, self._subs, self._positions, config, report_error=report_error)
         if config.group_id is not None:
             self._coordinator = create_group_member(
                 config,
@@ -417,11 +394,11 @@ class AIOKafkaConsumer(ConsumerKeywords[KT, VT], AssignmentAPI, PositionsAPI, Co
             if self._closed:
                 return {}
             self._raise_pending(only)
-            with _gc_paused():
+            with native.gc_paused():
                 drained = self._fetcher.drain(limit, only)
             if drained:
                 await self._fetcher.send_freed()  # the broker works while we build records
-                with _gc_paused():
+                with native.gc_paused():
                     return {tp: self._records(tp, chunks) for tp, chunks in drained.items()}
             remaining = deadline - time.monotonic()
             if remaining <= 0:

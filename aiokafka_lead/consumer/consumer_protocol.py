@@ -33,23 +33,18 @@ import anyio.abc
 
 from aiokafka_lead.consumer.commits import CommitIdentity
 from aiokafka_lead.consumer.errors import CommitFailedError
-from aiokafka_lead.consumer.group_common import (
-    COORDINATOR_MOVED,
-    call_listener,
-)
+from aiokafka_lead.consumer.group_common import call_listener
 from aiokafka_lead.consumer.member_base import GroupMemberBase, Loop
 from aiokafka_lead.consumer.subscription import SubscriptionType
 from aiokafka_lead.error_code import ErrorCode
 from aiokafka_lead.errors import KafkaError, KafkaProtocolError, UnsupportedVersionError, error_for_code
 from aiokafka_lead.protocol.messages import ConsumerGroupHeartbeatRequest, ConsumerGroupHeartbeatResponse
-from aiokafka_lead.requests.coordinator import new_member_id
+from aiokafka_lead.requests.coordinator import HeartbeatErrors, new_member_id
 from aiokafka_lead.structs import TopicPartition
 
 log = logging.getLogger(__name__)
 
 HEARTBEAT = ConsumerGroupHeartbeatRequest.API_KEY
-#: heartbeat answers that fence the member: give every partition up, join again at epoch 0
-FENCED = frozenset({ErrorCode.UNKNOWN_MEMBER_ID, ErrorCode.FENCED_MEMBER_EPOCH})
 LEAVE_EPOCH = -1
 STATIC_LEAVE_EPOCH = -2
 #: consecutive failed heartbeats after which an operator is warned
@@ -60,7 +55,7 @@ CLIENT_MEMBER_ID_VERSION = 1
 DEFAULT_HEARTBEAT_MS = 5000
 
 
-class ConsumerGroupMember(GroupMemberBase):
+class ConsumerGroupMember(GroupMemberBase, HeartbeatErrors):
     """Membership of one consumer in one consumer-protocol group (KIP-848)."""
 
     _log = log
@@ -276,21 +271,9 @@ class ConsumerGroupMember(GroupMemberBase):
             # a broker that advertises the API but does not run the protocol (Kafka 3.x)
             self._fail(self._no_consumer_protocol(f"it answers {err}"))
             return 0.0
-        if code in COORDINATOR_MOVED:
-            self._link.forget(f"heartbeat: {type(err).__name__}")
-            self._error_answer(err)
-            return 0.0
-        if code in FENCED:
-            if code == ErrorCode.UNKNOWN_MEMBER_ID and not self._regex_supported:
-                self.member_id = ""  # v0: the broker hands out a new id
-            self._fence(f"heartbeat: {type(err).__name__}")
-            return 0.0
-        if err.retriable or code == ErrorCode.COORDINATOR_LOAD_IN_PROGRESS:
-            log.info("group %s: heartbeat: %r", self.group_id, err)
-            self._error_answer(err)
-            return self._backoff.delay_s(1)
-        self._fail(err)
-        return 0.0
+        if code == ErrorCode.UNKNOWN_MEMBER_ID and not self._regex_supported:
+            self.member_id = ""  # v0: the broker hands out a new id
+        return self._heartbeat_error(code, err)
 
     def _error_answer(self, err: KafkaError) -> None:
         """One more retriable error answer in a row: an operator hears of it when it lasts."""

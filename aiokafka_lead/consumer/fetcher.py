@@ -61,6 +61,7 @@ from aiokafka_lead.consumer.subscription import SubscriptionState
 from aiokafka_lead.errors import DecodeError, KafkaConnectionError, KafkaError, error_for_code
 from aiokafka_lead.metadata import MetadataChange
 from aiokafka_lead.protocol.messages import FetchRequest, FetchResponse
+from aiokafka_lead.runtime import WakeLoop
 from aiokafka_lead.structs import TopicPartition
 
 log = logging.getLogger(__name__)
@@ -93,7 +94,7 @@ class Fetcher:
         self._unsent = 0  # fetches started whose request is not handed to the connection yet
         self._sessions: dict[int, FetchSession] = {}
         self._in_flight: set[TopicPartition] = set()
-        self._wake = anyio.Event()
+        self._loop = WakeLoop(lambda tg: self._plan(tg))  # noqa: PLW0108 - looked up at each pass
         self._data_ready = anyio.Event()
         self.stats = FetchStats()
         self.replicas = ReadReplicas(core.store, expiry_ms=config.metadata_max_age_ms, backoff=core.backoff)
@@ -104,7 +105,7 @@ class Fetcher:
 
     # ---------------------------------------------------------------- wake-ups
     def wake(self) -> None:
-        self._wake.set()
+        self._loop.wake()
 
     def _on_metadata(self, change: MetadataChange) -> None:
         if change.leaders_changed or change.nodes_changed or change.topics_added:
@@ -128,7 +129,7 @@ class Fetcher:
         """
         with anyio.CancelScope(shield=True):
             turns = 0
-            while turns < max_turns and (self._wake.is_set() or self._unsent):
+            while turns < max_turns and (self._loop.woken or self._unsent):
                 await anyio.lowlevel.checkpoint()
                 turns += 1
             if 0 < turns < max_turns:
@@ -140,14 +141,7 @@ class Fetcher:
         store.add_listener(self._on_metadata)
         self._subs.listeners.append(self.wake)
         try:
-            async with anyio.create_task_group() as tg:
-                task_status.started()
-                while True:
-                    self._wake = anyio.Event()
-                    next_retry = self._plan(tg)
-                    timeout = max(next_retry - time.monotonic(), 0) if next_retry < math.inf else math.inf
-                    with anyio.move_on_after(timeout):
-                        await self._wake.wait()
+            await self._loop.run(task_status=task_status)
         finally:
             store.remove_listener(self._on_metadata)
             if self.wake in self._subs.listeners:

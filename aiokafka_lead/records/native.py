@@ -1,6 +1,9 @@
-"""The optional C speedups (``aiokafka_lead/_speedups.c``, ``_speedups_producer.c``), set up once.
+"""The optional C speedups (``aiokafka_lead/_speedups.c``, ``_speedups_producer.c``,
+``_speedups_share.c``), set up once.
 
 ``decode_records`` and ``build_consumer_records`` are the consumer's C loops;
+``build_share_records`` the share consumer's (its record class is bound by
+``share/acquire.py`` through ``configure_share``, so this codec module names no share type);
 ``RecordsBuffer`` (the base class of ``records.builder.RecordBatchBuilder``),
 ``HandleFields`` (the base class of ``producer.batch.DeliveryHandle``), ``murmur2`` and
 ``now_ms`` the producer's per-record steps; each is ``None`` when the extension was not built (no
@@ -14,8 +17,10 @@ Python twin.
 
 from __future__ import annotations
 
+import contextlib
+import gc
 import os
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import fields
 from typing import Any
 
@@ -27,7 +32,10 @@ __all__ = [
     "HandleFields",
     "RecordsBuffer",
     "build_consumer_records",
+    "build_share_records",
+    "configure_share",
     "decode_records",
+    "gc_paused",
     "murmur2",
     "now_ms",
     "unavailable_reason",
@@ -37,6 +45,11 @@ __all__ = [
 DecodeRecords = Callable[[bytes, int, int, int, int, int, int | None], list[Record]]
 #: (rows, topic, partition, timestamp_type, leader_epoch) -> ConsumerRecords
 BuildConsumerRecords = Callable[[list[Record], str, int, int, int], list[ConsumerRecord[Any, Any]]]
+
+#: (rows, topic, partition, timestamp_type, leader_epoch, ranges, lock_deadline, floor) -> records
+BuildShareRecords = Callable[
+    [list[Record], str, int, int, int, list[tuple[int, int, int]], float, int], list[Any]
+]
 
 #: ConsumerRecord's fields in the order the C builder fills them
 CONSUMER_RECORD_FIELDS = (
@@ -55,10 +68,13 @@ CONSUMER_RECORD_FIELDS = (
 )
 
 #: the ``_speedups.ABI`` this module calls (configure's signature, the functions' contracts)
-ABI = 3
+ABI = 4
 
 decode_records: DecodeRecords | None = None
 build_consumer_records: BuildConsumerRecords | None = None
+build_share_records: BuildShareRecords | None = None
+#: binds the share record class's slots: (class, field names) -> None
+configure_share: Callable[[type[Any], tuple[str, ...]], None] | None = None
 #: the C base class of ``RecordBatchBuilder`` (the producer's per-record step)
 RecordsBuffer: type[Any] | None = None
 #: the C base class of the producer's ``DeliveryHandle`` (its four fields)
@@ -71,8 +87,29 @@ now_ms: Callable[[], int] | None = None
 unavailable_reason: str | None = None
 
 
+@contextlib.contextmanager
+def gc_paused() -> Iterator[None]:
+    """No cyclic GC while records are decoded and built (synchronous, no await): the
+    consumer's poll, the share consumer's answer.
+
+    That allocates a few objects per record, and most survive into the caller's hands;
+    left on, the collector would run every 700 allocations and repeatedly walk the older
+    generations, which costs as much as decoding. Paused, the next allocation after this
+    block collects the new objects once. Nothing here creates reference cycles.
+    """
+    if not gc.isenabled():
+        yield
+        return
+    gc.disable()
+    try:
+        yield
+    finally:
+        gc.enable()
+
+
 def _load() -> None:
     global HandleFields, RecordsBuffer, build_consumer_records, decode_records, murmur2, now_ms
+    global build_share_records, configure_share
     global unavailable_reason
     if os.environ.get("AIOKAFKA_LEAD_NO_EXTENSIONS"):
         unavailable_reason = "disabled by AIOKAFKA_LEAD_NO_EXTENSIONS"
@@ -92,6 +129,8 @@ def _load() -> None:
     _speedups.configure(Record, ConsumerRecord, CONSUMER_RECORD_FIELDS, DecodeError, CorruptRecordError)
     decode_records = _speedups.decode_records
     build_consumer_records = _speedups.build_consumer_records
+    build_share_records = _speedups.build_share_records
+    configure_share = _speedups.configure_share
     RecordsBuffer = _speedups.RecordsBuffer
     HandleFields = _speedups.HandleFields
     murmur2 = _speedups.murmur2

@@ -32,6 +32,17 @@ def raise_item_errors(what: str, failures: Sequence[tuple[str, int, str | None]]
     raise error_for_code(failures[0][1], f"{what} failed for {detail}")
 
 
+def note_item_error(
+    failures: list[tuple[str, int, str | None]], item: str, code: int, message: str | None, what: str
+) -> None:
+    """An item's error code in an answer: a retriable one is raised (the attempt is made
+    again), any other kept in ``failures`` (for :func:`raise_item_errors` once all was asked)."""
+    err = error_for_code(code, message or what)
+    if err.retriable:
+        raise err
+    failures.append((item, code, message))
+
+
 def check_answered(what: str, field: str, asked: Iterable[object], answered: Iterable[object]) -> None:
     """An answer must speak for exactly what was asked: one that leaves something out, or
     answers for something else, is a ``KafkaProtocolError`` (``what`` names the API and the

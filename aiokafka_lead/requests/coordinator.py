@@ -1,7 +1,8 @@
 """The link to a group's coordinator, shared by the consumer's group members and the share
 consumer's: found through FindCoordinator, forgotten when it moves or its connection fails
-(the next request finds it again at once); and the member ids a client generates itself
-(KIP-848, KIP-932)."""
+(the next request finds it again at once); the member ids a client generates itself
+(KIP-848, KIP-932); and what a KIP-848 or KIP-932 member does with a heartbeat's error
+(``HeartbeatErrors``)."""
 
 from __future__ import annotations
 
@@ -11,8 +12,10 @@ import uuid
 from collections.abc import Callable
 from typing import Any
 
+from aiokafka_lead.backoff import ExponentialBackoff
 from aiokafka_lead.client import ClientCore
-from aiokafka_lead.errors import KafkaConnectionError
+from aiokafka_lead.error_code import COORDINATOR_MOVED, ErrorCode
+from aiokafka_lead.errors import KafkaConnectionError, KafkaError
 from aiokafka_lead.requests.groups import GroupRequests
 
 log = logging.getLogger(__name__)
@@ -70,4 +73,45 @@ class CoordinatorLink:
             raise
 
 
-__all__ = ["CoordinatorLink", "new_member_id"]
+#: heartbeat answers that fence a member: it gives its assignment up and joins again at epoch 0
+FENCED = frozenset({ErrorCode.UNKNOWN_MEMBER_ID, ErrorCode.FENCED_MEMBER_EPOCH})
+
+
+class HeartbeatErrors:
+    """One rule for the error of a ConsumerGroupHeartbeat (KIP-848) or ShareGroupHeartbeat
+    (KIP-932) answer: the coordinator moved -> find it again and heartbeat at once; fenced
+    (``FENCED``) -> join again at epoch 0, at once; retriable (or
+    COORDINATOR_LOAD_IN_PROGRESS) -> heartbeat again after a backoff; anything else is fatal.
+    The member supplies what fencing and failing mean to it."""
+
+    group_id: str
+    _link: CoordinatorLink
+    _backoff: ExponentialBackoff
+
+    def _fence(self, reason: str) -> None:
+        raise NotImplementedError
+
+    def _fail(self, err: KafkaError) -> None:
+        raise NotImplementedError
+
+    def _error_answer(self, err: KafkaError) -> None:
+        """A retriable error answer (the coordinator moved, or busy): nothing by default."""
+
+    def _heartbeat_error(self, code: int, err: KafkaError) -> float:
+        """Act on the answer's error ``code`` (``err``); the delay before the next heartbeat."""
+        if code in COORDINATOR_MOVED:
+            self._link.forget(f"heartbeat: {type(err).__name__}")
+            self._error_answer(err)
+            return 0.0
+        if code in FENCED:
+            self._fence(f"heartbeat: {type(err).__name__}")
+            return 0.0
+        if err.retriable or code == ErrorCode.COORDINATOR_LOAD_IN_PROGRESS:
+            log.info("group %s: heartbeat: %r", self.group_id, err)
+            self._error_answer(err)
+            return self._backoff.delay_s(1)
+        self._fail(err)
+        return 0.0
+
+
+__all__ = ["FENCED", "CoordinatorLink", "HeartbeatErrors", "new_member_id"]

@@ -9,41 +9,84 @@ node the records came from, or at once by ``commit()`` (ShareAcknowledge). Two m
   by the next poll or ``commit()``;
 * explicit: every delivered record must be acknowledged before the next poll; a poll with
   records still unacknowledged raises ``IllegalStateError``.
+
+What a poll delivered is kept as the batches' record lists it handed out, and what it
+accepts, releases or leaves as gaps as runs of offsets (``runs.py``): the cost is per batch,
+and per record only for the records the application acknowledges one by one.
 """
 
 from __future__ import annotations
 
+import bisect
 from collections.abc import Iterable
-from dataclasses import dataclass
 from typing import Any
 
 from aiokafka_lead.errors import IllegalStateError
 from aiokafka_lead.share.records import GAP, AcknowledgeType, ShareConsumerRecord
+from aiokafka_lead.share.runs import Acks, Run, Span, settle, spans, without
 from aiokafka_lead.structs import TopicPartition
 
-
-@dataclass(frozen=True, slots=True)
-class AckBatch:
-    """One AcknowledgementBatch: consecutive offsets, one type for all or one per offset."""
-
-    first_offset: int
-    last_offset: int
-    types: tuple[int, ...]
+Record = ShareConsumerRecord[Any, Any]
+#: records of one partition with ascending offsets, as a poll hands them out
+Chunk = list[Record]
 
 
-def ack_batches(acks: dict[int, int]) -> list[AckBatch]:
-    """Runs of consecutive offsets; a run with one type is sent with a single type."""
-    offsets = sorted(acks)
-    out: list[AckBatch] = []
-    start = 0
-    for i in range(1, len(offsets) + 1):
-        if i < len(offsets) and offsets[i] == offsets[i - 1] + 1:
-            continue
-        types = [acks[o] for o in offsets[start:i]]
-        single = types.count(types[0]) == len(types)
-        out.append(AckBatch(offsets[start], offsets[i - 1], (types[0],) if single else tuple(types)))
-        start = i
-    return out
+class _Delivered:
+    """One partition's records delivered by the polls since the last one that settled them."""
+
+    __slots__ = ("chunks", "open", "renewed", "settled", "tp")
+
+    def __init__(self, tp: TopicPartition) -> None:
+        self.tp = tp
+        self.chunks: list[Chunk] = []
+        #: records of ``chunks`` neither acknowledged nor renewed
+        self.open = 0
+        #: offsets of ``chunks`` acknowledged with a settling type
+        self.settled: set[int] = set()
+        #: renewed records awaiting their settling type (they outlive the poll's chunks)
+        self.renewed: dict[int, Record] = {}
+
+    def holds(self, offset: int) -> bool:
+        """``offset`` is in a delivered chunk (and not settled yet)."""
+        if offset in self.settled:
+            return False
+        for chunk in self.chunks:
+            first, last = chunk[0].offset, chunk[-1].offset
+            if first <= offset <= last:
+                if last - first + 1 == len(chunk):
+                    return True
+                i = bisect.bisect_left([r.offset for r in chunk], offset)
+                return chunk[i].offset == offset
+        return False
+
+    def unsettled(self) -> list[int]:
+        return [
+            r.offset
+            for chunk in self.chunks
+            for r in chunk
+            if r.offset not in self.settled and r.offset not in self.renewed
+        ]
+
+    def open_spans(self) -> list[Span]:
+        """The chunks' offsets neither settled nor renewed, as runs."""
+        excluded = sorted(self.settled | self.renewed.keys())
+        out: list[Span] = []
+        for chunk in self.chunks:
+            out += without(chunk_spans(chunk), excluded)
+        return out
+
+    def end_poll(self) -> None:
+        self.chunks = []
+        self.settled = set()
+        self.open = 0
+
+
+def chunk_spans(chunk: Chunk) -> list[Span]:
+    """The offsets of a chunk as runs (one when no offset is missing)."""
+    first, last = chunk[0].offset, chunk[-1].offset
+    if last - first + 1 == len(chunk):
+        return [(first, last)]
+    return spans([r.offset for r in chunk])
 
 
 class AckLedger:
@@ -51,162 +94,139 @@ class AckLedger:
 
     def __init__(self, *, explicit: bool) -> None:
         self.explicit = explicit
-        #: delivered by a poll, not yet acknowledged with a settling type
-        self._delivered: dict[TopicPartition, dict[int, ShareConsumerRecord[Any, Any]]] = {}
-        #: of those, the ones renewed (they do not block the next poll in explicit mode)
-        self._renewed: dict[TopicPartition, set[int]] = {}
-        #: acknowledgements not sent yet: offset -> wire type
-        self._pending: dict[TopicPartition, dict[int, int]] = {}
+        self._delivered: dict[TopicPartition, _Delivered] = {}
+        #: acknowledgements not sent yet, as runs in the order made (a later one wins)
+        self._pending: dict[TopicPartition, list[Run]] = {}
         #: the node each partition's records were acquired from (acks go back there)
         self.node_of: dict[TopicPartition, int] = {}
 
     # ------------------------------------------------------------ recording
-    def acquired(self, tp: TopicPartition, node_id: int, gaps: Iterable[int]) -> None:
-        """Records of ``tp`` were acquired from ``node_id``; ``gaps`` hold no record."""
+    def acquired(self, tp: TopicPartition, node_id: int, gaps: Iterable[Span]) -> None:
+        """Records of ``tp`` were acquired from ``node_id``; the ``gaps`` hold no record."""
         self.node_of[tp] = node_id
-        pending = None
-        for offset in gaps:
-            if pending is None:
-                pending = self._pending.setdefault(tp, {})
-            pending[offset] = GAP
+        runs = [(first, last, GAP) for first, last in gaps]
+        if runs:
+            self._pending.setdefault(tp, []).extend(runs)
 
-    def delivered(self, records: Iterable[ShareConsumerRecord[Any, Any]]) -> None:
-        key: tuple[str, int] | None = None
-        held: dict[int, ShareConsumerRecord[Any, Any]] = {}
-        for record in records:  # a poll's records come in runs of one partition
-            if key != (record.topic, record.partition):
-                key = (record.topic, record.partition)
-                held = self._delivered.setdefault(TopicPartition(*key), {})
-            held[record.offset] = record
+    def delivered(self, chunks: Iterable[Chunk]) -> None:
+        for chunk in chunks:
+            tp = TopicPartition(chunk[0].topic, chunk[0].partition)
+            held = self._delivered.get(tp)
+            if held is None:
+                held = self._delivered[tp] = _Delivered(tp)
+            held.chunks.append(chunk)
+            held.open += len(chunk)
 
-    def acknowledge(self, record: ShareConsumerRecord[Any, Any], kind: AcknowledgeType) -> None:
-        kind = AcknowledgeType(kind)
-        tp = TopicPartition(record.topic, record.partition)
-        held = self._delivered.get(tp)
-        if held is None or record.offset not in held:
+    def acknowledge(self, record: Record, kind: AcknowledgeType) -> None:
+        kind = kind if type(kind) is AcknowledgeType else AcknowledgeType(kind)
+        offset = record.offset
+        # a plain tuple finds the TopicPartition key (equal, same hash) without building one
+        held = self._delivered.get((record.topic, record.partition))  # type: ignore[call-overload]
+        in_poll = held is not None and held.holds(offset)
+        if held is None or not (in_poll or offset in held.renewed):
             raise IllegalStateError(
-                f"record {tp.topic}-{tp.partition}@{record.offset} is not awaiting acknowledgement: "
+                f"record {record.topic}-{record.partition}@{offset} is not awaiting acknowledgement: "
                 "it was not delivered by this consumer's last polls or was already acknowledged"
             )
+        if in_poll and offset not in held.renewed:
+            held.open -= 1
         if kind is AcknowledgeType.RENEW:
-            self._renewed.setdefault(tp, set()).add(record.offset)
+            held.renewed[offset] = record
         else:
-            del held[record.offset]
-            if not held:
-                del self._delivered[tp]
-            renewed = self._renewed.get(tp)
-            if renewed is not None:
-                renewed.discard(record.offset)
-                if not renewed:
-                    del self._renewed[tp]
-        self._pending.setdefault(tp, {})[record.offset] = int(kind)
+            held.renewed.pop(offset, None)
+            if in_poll:
+                held.settled.add(offset)
+        pending = self._pending.get(held.tp)
+        if pending is None:
+            pending = self._pending[held.tp] = []
+        wire = int(kind)
+        last = pending[-1] if pending else None
+        if last is not None and last[2] == wire and last[1] == offset - 1:
+            pending[-1] = (last[0], offset, wire)  # acknowledged in order: one run grows
+        else:
+            pending.append((offset, offset, wire))
 
     def before_poll(self) -> None:
         """Implicit mode: accept what the last poll delivered. Explicit: check it is settled."""
         if not self._delivered:
             return
         if self.explicit:
-            unsettled = self.unsettled()
-            if not unsettled:
-                return
-            shown = ", ".join(f"{tp.topic}-{tp.partition}@{o}" for tp, o in unsettled[:5])
-            more = f" and {len(unsettled) - 5} more" if len(unsettled) > 5 else ""
-            raise IllegalStateError(
-                f"explicit acknowledgement: {len(unsettled)} delivered record(s) not acknowledged "
-                f"({shown}{more}); call acknowledge(record, type) for each before the next poll"
-            )
-        accept = int(AcknowledgeType.ACCEPT)
+            if any(held.open for held in self._delivered.values()):
+                unsettled = self.unsettled()
+                shown = ", ".join(f"{tp.topic}-{tp.partition}@{o}" for tp, o in unsettled[:5])
+                more = f" and {len(unsettled) - 5} more" if len(unsettled) > 5 else ""
+                raise IllegalStateError(
+                    f"explicit acknowledgement: {len(unsettled)} delivered record(s) not acknowledged "
+                    f"({shown}{more}); call acknowledge(record, type) for each before the next poll"
+                )
+        else:
+            accept = int(AcknowledgeType.ACCEPT)
+            for tp, held in self._delivered.items():
+                runs = [(first, last, accept) for first, last in held.open_spans()]
+                if runs:
+                    self._pending[tp] = runs + self._pending.get(tp, [])
         for tp, held in list(self._delivered.items()):
-            renewed = self._renewed.get(tp)
-            offsets = list(held) if renewed is None else [o for o in held if o not in renewed]
-            self._pending.setdefault(tp, {}).update(dict.fromkeys(offsets, accept))
-            if renewed is None:
+            held.end_poll()
+            if not held.renewed:
                 del self._delivered[tp]
-            else:
-                for offset in offsets:
-                    del held[offset]
-                if not held:
-                    del self._delivered[tp]
 
     def unsettled(self) -> list[tuple[TopicPartition, int]]:
         """Delivered records neither acknowledged nor renewed."""
-        out: list[tuple[TopicPartition, int]] = []
-        for tp, held in self._delivered.items():
-            renewed = self._renewed.get(tp, set())
-            out.extend((tp, o) for o in sorted(held) if o not in renewed)
-        return out
+        return [(tp, o) for tp, held in self._delivered.items() for o in sorted(held.unsettled())]
 
     def release_all(self) -> None:
         """Closing: every delivered record not yet settled is released."""
-        for tp, held in list(self._delivered.items()):
-            for offset in list(held):
-                self._settle(tp, offset, AcknowledgeType.RELEASE)
+        release = int(AcknowledgeType.RELEASE)
+        for tp, held in self._delivered.items():
+            open_ = held.open_spans() + spans(sorted(held.renewed))
+            self._pending.setdefault(tp, []).extend((first, last, release) for first, last in open_)
+        self._delivered.clear()
 
-    def release_buffered(self, tp: TopicPartition, offsets: Iterable[int]) -> None:
-        pending = self._pending.setdefault(tp, {})
-        for offset in offsets:
-            pending[offset] = int(AcknowledgeType.RELEASE)
-
-    def _settle(self, tp: TopicPartition, offset: int, kind: AcknowledgeType) -> None:
-        held = self._delivered.get(tp)
-        if held is not None:
-            held.pop(offset, None)
-            if not held:
-                del self._delivered[tp]
-        renewed = self._renewed.get(tp)
-        if renewed is not None:
-            renewed.discard(offset)
-            if not renewed:
-                del self._renewed[tp]
-        self._pending.setdefault(tp, {})[offset] = int(kind)
-
-    def forget(self, tp: TopicPartition, offsets: Iterable[int]) -> None:
-        """The broker no longer holds these for us (lock lost): drop what we knew of them."""
-        held = self._delivered.get(tp, {})
-        for offset in offsets:
-            held.pop(offset, None)
+    def release_buffered(self, chunks: Iterable[Chunk]) -> None:
+        """Closing: records acquired but never handed out go back."""
+        release = int(AcknowledgeType.RELEASE)
+        for chunk in chunks:
+            tp = TopicPartition(chunk[0].topic, chunk[0].partition)
+            pending = self._pending.setdefault(tp, [])
+            pending.extend((first, last, release) for first, last in chunk_spans(chunk))
 
     # ------------------------------------------------------------- sending
     def has_pending(self, node_id: int | None = None) -> bool:
         return any(
-            acks and (node_id is None or self.node_of.get(tp) == node_id)
-            for tp, acks in self._pending.items()
+            runs and (node_id is None or self.node_of.get(tp) == node_id)
+            for tp, runs in self._pending.items()
         )
 
     def pending_nodes(self) -> set[int]:
-        return {self.node_of[tp] for tp, acks in self._pending.items() if acks and tp in self.node_of}
+        return {self.node_of[tp] for tp, runs in self._pending.items() if runs and tp in self.node_of}
 
-    def take(
-        self, node_id: int, only: set[TopicPartition] | None = None
-    ) -> dict[TopicPartition, dict[int, int]]:
+    def take(self, node_id: int, only: set[TopicPartition] | None = None) -> dict[TopicPartition, Acks]:
         """The pending acknowledgements for ``node_id`` (of ``only`` if given), removed."""
         out = {}
         for tp in list(self._pending):
             if self.node_of.get(tp) != node_id or (only is not None and tp not in only):
                 continue
-            acks = self._pending.pop(tp)
-            if acks:
-                out[tp] = acks
+            runs = self._pending.pop(tp)
+            if runs:
+                out[tp] = Acks(settle(runs))
         return out
 
-    def requeue(self, acks: dict[TopicPartition, dict[int, int]]) -> None:
+    def requeue(self, acks: dict[TopicPartition, Acks]) -> None:
         """Acknowledgements whose request failed before the broker answered: send them again
         (a newer acknowledgement of the same offset wins)."""
-        for tp, per in acks.items():
-            pending = self._pending.setdefault(tp, {})
-            for offset, kind in per.items():
-                pending.setdefault(offset, kind)
+        for tp, sent in acks.items():
+            self._pending[tp] = sent.runs + self._pending.get(tp, [])
 
-    def renewed_records(
-        self, tp: TopicPartition, offsets: Iterable[int]
-    ) -> list[ShareConsumerRecord[Any, Any]]:
-        held = self._delivered.get(tp, {})
-        return [held[o] for o in offsets if o in held]
+    def renewed_records(self, tp: TopicPartition, offsets: Iterable[int]) -> list[Record]:
+        held = self._delivered.get(tp)
+        if held is None:
+            return []
+        return [held.renewed[o] for o in offsets if o in held.renewed]
 
 
-def has_renew(acks: dict[TopicPartition, dict[int, int]]) -> bool:
+def has_renew(acks: dict[TopicPartition, Acks]) -> bool:
     renew = int(AcknowledgeType.RENEW)
-    return any(renew in per.values() for per in acks.values())
+    return any(a.has(renew) for a in acks.values())
 
 
-__all__ = ["AckBatch", "AckLedger", "ack_batches", "has_renew"]
+__all__ = ["AckLedger", "Chunk", "chunk_spans", "has_renew"]

@@ -23,12 +23,14 @@ from aiokafka_lead.errors import ConsumerStoppedError, IllegalStateError, KafkaE
 from aiokafka_lead.metadata import MetadataChange
 from aiokafka_lead.requests.groups import GroupRequests
 from aiokafka_lead.runtime import ClientClosedError, ExitOnLeave
+from aiokafka_lead.share.acknowledge import ShareParts
 from aiokafka_lead.share.acks import AckLedger
 from aiokafka_lead.share.config import ShareConsumerConfig
 from aiokafka_lead.share.fetcher import ShareFetcher
 from aiokafka_lead.share.keywords import ShareConsumerKeywords
 from aiokafka_lead.share.member import ShareGroupMember
 from aiokafka_lead.share.records import AcknowledgeType, ShareConsumerRecord
+from aiokafka_lead.share.session import NodeSessions
 from aiokafka_lead.structs import KT, VT, TopicPartition
 
 log = logging.getLogger(__name__)
@@ -63,7 +65,14 @@ class AIOKafkaShareConsumer(ShareConsumerKeywords[KT, VT], ExitOnLeave):
             report_error=self._report_error,
         )
         self._fetcher = ShareFetcher(
-            self._core, self._member, self._ledger, config, on_ack_result=self._ack_result
+            ShareParts(
+                self._core,
+                self._member,
+                self._ledger,
+                config,
+                NodeSessions(),
+                on_ack_result=None if config.acknowledgement_commit_callback is None else self._ack_result,
+            )
         )
         if topics:
             self.subscribe(topics)
@@ -132,7 +141,7 @@ class AIOKafkaShareConsumer(ShareConsumerKeywords[KT, VT], ExitOnLeave):
         running = self._state == "running" and self._core.host.running
         self._state = "stopping"
         self._fetcher.closing = True
-        self._fetcher.data.set()
+        self._fetcher.buffer.data.set()
         try:
             if running:
                 with anyio.move_on_after(self._request_timeout_ms / 1000, shield=True):
@@ -147,13 +156,13 @@ class AIOKafkaShareConsumer(ShareConsumerKeywords[KT, VT], ExitOnLeave):
 
     async def _close_sessions(self) -> None:
         self._ledger.release_all()
-        nodes = set(self._fetcher.sessions) | self._ledger.pending_nodes()
+        nodes = set(self._fetcher.nodes.sessions) | self._ledger.pending_nodes()
         for node_id in sorted(nodes):
-            async with self._fetcher.lock(node_id):
+            async with self._fetcher.nodes.lock(node_id):
                 self._fetcher.release_buffered()  # after the fetch in flight, if any, brought its records
                 acks = self._ledger.take(node_id)
-                if self._fetcher.session(node_id).is_open:
-                    await self._fetcher.acknowledge(node_id, acks, close=True)
+                if self._fetcher.nodes.session(node_id).is_open:
+                    await self._fetcher.acks.acknowledge(node_id, acks, close=True)
 
     async def __aenter__(self) -> Self:
         await self.start()
@@ -207,7 +216,7 @@ class AIOKafkaShareConsumer(ShareConsumerKeywords[KT, VT], ExitOnLeave):
 
     def _report_error(self, err: KafkaError) -> None:
         self._errors.append(err)
-        self._fetcher.data.set()
+        self._fetcher.buffer.data.set()
         self._attention.set()
 
     def _ack_result(self, offsets: Mapping[TopicPartition, set[int]], error: KafkaError | None) -> None:
@@ -226,15 +235,10 @@ class AIOKafkaShareConsumer(ShareConsumerKeywords[KT, VT], ExitOnLeave):
 
         First settles the previous poll's records: implicit mode accepts the unacknowledged
         ones; explicit mode raises ``IllegalStateError`` if any is unacknowledged."""
-        records = await self._poll(timeout_ms, max_records or self._max_poll_records)
+        chunks = await self._poll(timeout_ms, max_records or self._max_poll_records)
         out: dict[TopicPartition, list[ShareConsumerRecord[KT, VT]]] = {}
-        key: tuple[str, int] | None = None
-        run: list[ShareConsumerRecord[KT, VT]] = []
-        for record in records:  # they come in runs of one partition
-            if key != (record.topic, record.partition):
-                key = (record.topic, record.partition)
-                run = out.setdefault(TopicPartition(*key), [])
-            run.append(record)
+        for chunk in chunks:  # each the records of one partition (the ledger keeps the chunk)
+            out.setdefault(TopicPartition(chunk[0].topic, chunk[0].partition), []).extend(chunk)
         return out
 
     @guarded
@@ -242,30 +246,34 @@ class AIOKafkaShareConsumer(ShareConsumerKeywords[KT, VT], ExitOnLeave):
         """The next record (waits for one); settles the previous one as ``getmany()`` does.
         Raises ``ConsumerStoppedError`` if the consumer is closed meanwhile."""
         while True:
-            records = await self._poll(None, 1)
-            if records:
-                return records[0]
+            chunks = await self._poll(None, 1)
+            if chunks:
+                return chunks[0][0]
             if self._state != "running":
                 raise ConsumerStoppedError("AIOKafkaShareConsumer was closed while getone() waited")
 
-    async def _poll(self, timeout_ms: int | None, max_records: int) -> list[ShareConsumerRecord[KT, VT]]:
+    async def _poll(
+        self, timeout_ms: int | None, max_records: int
+    ) -> list[list[ShareConsumerRecord[KT, VT]]]:
         self._check_running()
         if self._errors:
             raise self._errors.pop(0)
         self._ledger.before_poll()
         self._fetcher.wake()  # the implicit acceptances may go out with the next fetch
+        buffer = self._fetcher.buffer
         with anyio.move_on_after(None if timeout_ms is None else timeout_ms / 1000):
-            while not self._fetcher.buffered():
+            while not len(buffer):
                 if self._errors:
                     raise self._errors.pop(0)
                 if self._state != "running":
                     return []
-                await self._fetcher.data.wait()
+                await buffer.data.wait()
                 if self._state != "running":
                     return []
-        records: list[ShareConsumerRecord[KT, VT]] = self._fetcher.take(max_records)
-        self._ledger.delivered(records)
-        return records
+        chunks: list[list[ShareConsumerRecord[KT, VT]]] = buffer.take(max_records)
+        self._fetcher.wake()
+        self._ledger.delivered(chunks)
+        return chunks
 
     def __aiter__(self) -> AsyncIterator[ShareConsumerRecord[KT, VT]]:
         return self._iterate()
@@ -301,7 +309,7 @@ class AIOKafkaShareConsumer(ShareConsumerKeywords[KT, VT], ExitOnLeave):
             self._ledger.before_poll()
         # what this call covers is fixed now: acknowledgements riding on a fetch, and the
         # pending ones (taken at once, so no fetch starting meanwhile carries them instead)
-        riding = [r for r in self._fetcher.riding.values() if r.partitions]
+        riding = [r for r in self._fetcher.acks.riding.values() if r.partitions]
         taken = {n: self._ledger.take(n) for n in sorted(self._ledger.pending_nodes())}
         results: dict[TopicPartition, KafkaError | None] = {}
         for round_ in riding:
@@ -309,8 +317,8 @@ class AIOKafkaShareConsumer(ShareConsumerKeywords[KT, VT], ExitOnLeave):
             for tp in round_.partitions:
                 results[tp] = results.get(tp) or round_.outcomes.get(tp)
         for node_id, acks in taken.items():
-            async with self._fetcher.lock(node_id):
-                for tp, err in (await self._fetcher.acknowledge(node_id, acks)).items():
+            async with self._fetcher.nodes.lock(node_id):
+                for tp, err in (await self._fetcher.acks.acknowledge(node_id, acks)).items():
                     results[tp] = results.get(tp) or err
         return results
 

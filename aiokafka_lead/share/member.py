@@ -19,10 +19,9 @@ import anyio
 import anyio.abc
 
 from aiokafka_lead.client import ClientCore
-from aiokafka_lead.error_code import COORDINATOR_MOVED, ErrorCode
 from aiokafka_lead.errors import KafkaError, UnsupportedVersionError, error_for_code
 from aiokafka_lead.protocol.messages import ShareGroupHeartbeatRequest, ShareGroupHeartbeatResponse
-from aiokafka_lead.requests.coordinator import CoordinatorLink, new_member_id
+from aiokafka_lead.requests.coordinator import CoordinatorLink, HeartbeatErrors, new_member_id
 from aiokafka_lead.requests.groups import GroupRequests
 from aiokafka_lead.share.config import ShareConsumerConfig
 from aiokafka_lead.structs import TopicPartition
@@ -30,13 +29,12 @@ from aiokafka_lead.structs import TopicPartition
 log = logging.getLogger(__name__)
 
 HEARTBEAT = ShareGroupHeartbeatRequest.API_KEY
-FENCED = frozenset({ErrorCode.UNKNOWN_MEMBER_ID, ErrorCode.FENCED_MEMBER_EPOCH})
 LEAVE_EPOCH = -1
 #: until the broker says otherwise (Kafka's group.share.heartbeat.interval.ms default)
 DEFAULT_HEARTBEAT_MS = 5000
 
 
-class ShareGroupMember:
+class ShareGroupMember(HeartbeatErrors):
     """The heartbeat loop of one share consumer; ``assignment`` is what the broker gave it."""
 
     def __init__(
@@ -155,7 +153,13 @@ class ShareGroupMember:
         if incarnation != self._incarnation:
             return 0.0
         if response.error_code:
-            return self._on_error(response.error_code, response.error_message)
+            code = response.error_code
+            return self._heartbeat_error(
+                code,
+                error_for_code(
+                    code, response.error_message or f"ShareGroupHeartbeat for group {self.group_id}"
+                ),
+            )
         self.heartbeats += 1
         if request.subscribed_topic_names is not None:
             self._sent_topics = frozenset(request.subscribed_topic_names)
@@ -193,20 +197,6 @@ class ShareGroupMember:
             )  # fmt: skip
             self.assignment = new
             self._on_assignment()
-
-    def _on_error(self, code: int, message: str | None) -> float:
-        err = error_for_code(code, message or f"ShareGroupHeartbeat for group {self.group_id}")
-        if code in COORDINATOR_MOVED:
-            self._link.forget(f"heartbeat: {type(err).__name__}")
-            return 0.0
-        if code in FENCED:
-            self._fence(f"heartbeat: {type(err).__name__}")
-            return 0.0
-        if err.retriable or code == ErrorCode.COORDINATOR_LOAD_IN_PROGRESS:
-            log.info("share group %s: heartbeat: %r", self.group_id, err)
-            return self._backoff.delay_s(1)
-        self._fail(err)
-        return 0.0
 
     def _fence(self, reason: str) -> None:
         log.warning(

@@ -15,8 +15,12 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any, TypeVar
 
+import anyio
+
+from aiokafka_lead.mappings import get_or_add
 from aiokafka_lead.protocol.messages import ShareAcknowledgeRequest, ShareFetchRequest
-from aiokafka_lead.share.acks import ack_batches, has_renew
+from aiokafka_lead.share.acks import has_renew
+from aiokafka_lead.share.runs import Acks
 from aiokafka_lead.structs import TopicPartition
 
 INITIAL_EPOCH = 0
@@ -29,7 +33,7 @@ P = TypeVar("P")
 
 
 def acked_partition(
-    partition: Callable[..., P], batch: Callable[..., Any], tp: TopicPartition, acks: dict[int, int]
+    partition: Callable[..., P], batch: Callable[..., Any], tp: TopicPartition, acks: Acks | None
 ) -> P:
     """``tp``'s entry of a ShareFetch or ShareAcknowledge (``partition`` and ``batch`` are
     that request's partition and acknowledgement batch classes) carrying ``acks``."""
@@ -37,7 +41,7 @@ def acked_partition(
         partition_index=tp.partition,
         acknowledgement_batches=[
             batch(first_offset=b.first_offset, last_offset=b.last_offset, acknowledge_types=list(b.types))
-            for b in ack_batches(acks)
+            for b in (acks.batches() if acks is not None else ())
         ],
     )
 
@@ -82,7 +86,7 @@ class ShareSession:
         member_id: str,
         settings: FetchSettings,
         wanted: Mapping[TopicPartition, uuid.UUID],
-        acks: Mapping[TopicPartition, dict[int, int]],
+        acks: Mapping[TopicPartition, Acks],
     ) -> tuple[ShareFetchRequest, dict[TopicPartition, uuid.UUID]]:
         """The next ShareFetch: fetch ``wanted``, piggy-back ``acks`` (empty at epoch 0).
 
@@ -102,7 +106,7 @@ class ShareSession:
                     ShareFetchRequest.FetchPartition,
                     ShareFetchRequest.AcknowledgementBatch,
                     tp,
-                    acks.get(tp, {}),
+                    acks.get(tp),
                 )
             )
         gone: dict[uuid.UUID, list[int]] = {}
@@ -130,7 +134,7 @@ class ShareSession:
         self,
         group_id: str,
         member_id: str,
-        acks: Mapping[TopicPartition, dict[int, int]],
+        acks: Mapping[TopicPartition, Acks],
         topic_ids: Mapping[str, uuid.UUID],
         *,
         close: bool = False,
@@ -158,10 +162,30 @@ class ShareSession:
         )
 
 
+class NodeSessions:
+    """The share session with each broker, and the lock its requests take turns on (its
+    epochs must follow each other): fetches, acknowledgements and ``commit()`` alike."""
+
+    def __init__(self) -> None:
+        self.sessions: dict[int, ShareSession] = {}
+        self._locks: dict[int, anyio.Lock] = {}
+
+    def session(self, node_id: int) -> ShareSession:
+        return get_or_add(self.sessions, node_id, ShareSession)
+
+    def lock(self, node_id: int) -> anyio.Lock:
+        return get_or_add(self._locks, node_id, lambda _: anyio.Lock())
+
+    def open_nodes(self) -> set[int]:
+        """Nodes whose session holds partitions."""
+        return {n for n, s in self.sessions.items() if s.partitions}
+
+
 __all__ = [
     "BATCH_OPTIMIZED",
     "CLOSE_EPOCH",
     "RECORD_LIMIT",
     "FetchSettings",
+    "NodeSessions",
     "ShareSession",
 ]

@@ -88,7 +88,7 @@ def test_every_part_of_a_client_reads_the_one_config_it_was_built_with() -> None
     assert share._core.config is share._config
     assert share._config.request_timeout_ms == 2345
     assert share._member._request_timeout_ms == 2345
-    assert share._fetcher._request_timeout_ms == 2345
+    assert share._fetcher._parts.config is share._config  # read where it acts, never copied
     assert share._fetcher.settings.max_wait_ms == 77
 
 
