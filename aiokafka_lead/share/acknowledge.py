@@ -19,7 +19,7 @@ import anyio
 from aiokafka_lead.client import ClientCore
 from aiokafka_lead.error_code import ErrorCode
 from aiokafka_lead.errors import KafkaConnectionError, KafkaError, KafkaTimeoutError, error_for_code
-from aiokafka_lead.metadata.model import BrokerNode, LeaderHint
+from aiokafka_lead.metadata.model import LeaderHint, endpoint_nodes
 from aiokafka_lead.protocol.messages import ShareAcknowledgeResponse, ShareFetchResponse
 from aiokafka_lead.share.acks import AckLedger
 from aiokafka_lead.share.config import AckResult, ShareConsumerConfig
@@ -77,11 +77,10 @@ def apply_hints(
         if name is None:
             continue
         for part in topic.partitions:
-            leader = part.current_leader
-            if part.error_code in MOVED and leader.leader_id >= 0:
-                hints.append(LeaderHint(name, part.partition_index, leader.leader_id, leader.leader_epoch))
+            if part.error_code in MOVED and part.current_leader.leader_id >= 0:
+                hints.append(LeaderHint.of(name, part.partition_index, part.current_leader))
     if hints:
-        endpoints = [BrokerNode(n.node_id, n.host, n.port, n.rack) for n in response.node_endpoints]
+        endpoints = endpoint_nodes(response.node_endpoints)
         core.store.apply_leader_hints(hints, endpoints, reason=f"share fetch hint from node {node_id}")
 
 
