@@ -91,7 +91,6 @@ class ClientCore:
         self.store = MetadataStore()
         self.host = TaskGroupHost(name, on_failure=self._failed)
         self._failure_callbacks: list[Callable[[ClientFailedError], None]] = []
-        self._bootstrap = config.bootstrap_servers
         #: the topics whose metadata the client needs (None: every topic); read at start
         self.topics = topics
         self._auto_create = allow_auto_topic_creation
@@ -158,11 +157,12 @@ class ClientCore:
                 await self._refresher.refresh("bootstrap")
         except TimeoutError:
             raise KafkaTimeoutError(
-                f"{self.name}: no metadata from {self._bootstrap} within {self.config.request_timeout_ms} ms"
+                f"{self.name}: no metadata from {self.config.bootstrap_servers} "
+                f"within {self.config.request_timeout_ms} ms"
             ) from None
         except KafkaConnectionError as exc:
             raise KafkaConnectionError(
-                f"{self.name}: unable to bootstrap from {self._bootstrap}: {exc}"
+                f"{self.name}: unable to bootstrap from {self.config.bootstrap_servers}: {exc}"
             ) from exc
         await tg.start(self._refresher.run)
         await tg.start(self._pool.reap_idle)

@@ -109,8 +109,6 @@ class MetadataRefresher:
         self._store = store
         self._pool = pool
         self._topics = topics
-        self._max_age_s = pool.config.metadata_max_age_ms / 1000
-        self._min_interval_s = pool.config.retry_backoff_ms / 1000
         self._backoff = backoff
         self._auto_create = allow_auto_topic_creation
         self._refresh_soon = refresh_soon
@@ -122,12 +120,14 @@ class MetadataRefresher:
         """Refresh forever: when asked, or when the cached metadata is older than max age."""
         task_status.started()
         failures = 0
+        config = self._pool.config
         while True:
             last = self._store.last_refresh
-            stale_in = 0.0 if last is None else max(0.0, last + self._max_age_s - time.monotonic())
+            max_age_s = config.metadata_max_age_ms / 1000
+            stale_in = 0.0 if last is None else max(0.0, last + max_age_s - time.monotonic())
             with anyio.move_on_after(stale_in):
                 await self._store.wait_refresh_requested()
-            spacing = self._last_attempt + self._min_interval_s - time.monotonic()
+            spacing = self._last_attempt + config.retry_backoff_ms / 1000 - time.monotonic()
             if spacing > 0:
                 await anyio.sleep(spacing)  # coalesce a burst of requests into one refresh
             reasons = self._store.take_refresh_reasons() or ["periodic"]

@@ -72,7 +72,7 @@ def round_cpu(fetcher: ShareFetcher, ledger: AckLedger, part: Any, poll: int, ex
                     ledger.acknowledge(record, AcknowledgeType.ACCEPT)
     ledger.before_poll()
     acks = ledger.take(NODE)
-    session.fetch_request("member", fetcher.settings, {TP: uuid.UUID(int=1)}, acks)
+    session.fetch_request("member", fetcher._parts.config, {TP: uuid.UUID(int=1)}, acks)
     for tp, per in acks.items():
         fetcher.acks.outcome(tp, per, 0, None)
     return time.process_time() - started

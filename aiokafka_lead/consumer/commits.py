@@ -19,6 +19,7 @@ from typing import Protocol
 import anyio
 
 from aiokafka_lead.backoff import ExponentialBackoff
+from aiokafka_lead.consumer.config import GroupConfig
 from aiokafka_lead.consumer.group_common import COORDINATOR_MOVED, CoordinatorLink
 from aiokafka_lead.error_code import ErrorCode
 from aiokafka_lead.errors import KafkaError, KafkaTimeoutError, error_for_code
@@ -71,13 +72,13 @@ class OffsetCommitter:
         member: CommitMember,
         *,
         backoff: ExponentialBackoff,
-        request_timeout_ms: int,
+        config: GroupConfig,
         consumed_offsets: Callable[[], dict[TopicPartition, OffsetAndMetadata]],
     ) -> None:
         self._link = link
         self._member = member
         self._backoff = backoff
-        self._request_timeout_ms = request_timeout_ms
+        self._config = config
         self._consumed_offsets = consumed_offsets
         self.last_committed: dict[TopicPartition, OffsetAndMetadata] = {}
 
@@ -85,10 +86,10 @@ class OffsetCommitter:
     def group_id(self) -> str:
         return self._link.group_id
 
-    async def auto_commit_loop(self, interval_s: float) -> None:
-        """Background: commit the consumed positions that changed, every ``interval_s``."""
+    async def auto_commit_loop(self) -> None:
+        """Background: commit the consumed positions that changed, every ``auto_commit_interval_ms``."""
         while True:
-            await anyio.sleep(interval_s)
+            await anyio.sleep(self._config.auto_commit_interval_ms / 1000)
             try:
                 await self.commit(None, only_changed=True)
             except KafkaError as exc:
@@ -122,7 +123,7 @@ class OffsetCommitter:
             offsets = {tp: om for tp, om in offsets.items() if self.last_committed.get(tp) != om}
         if not offsets:
             return
-        timeout = self._request_timeout_ms if timeout_ms is None else timeout_ms
+        timeout = self._config.request_timeout_ms if timeout_ms is None else timeout_ms
         deadline = time.monotonic() + timeout / 1000
         failures = 0
         pending = dict(offsets)

@@ -77,8 +77,6 @@ class AIOKafkaConsumer(ConsumerKeywords[KT, VT], AssignmentAPI, PositionsAPI, Co
         :class:`ConsumerKeywords`')."""
         self._state = "stopped"  # first: a constructor that fails leaves nothing to close
         self._config = config
-        self._key_deserializer: Callable[[bytes], KT] | None = config.key_deserializer
-        self._value_deserializer: Callable[[bytes], VT] | None = config.value_deserializer
         self._subs = SubscriptionState(ResetStrategy(config.auto_offset_reset))
         self._errors: list[KafkaError] = []
         self._listening = False
@@ -284,7 +282,7 @@ class AIOKafkaConsumer(ConsumerKeywords[KT, VT], AssignmentAPI, PositionsAPI, Co
     def _records(self, tp: TopicPartition, chunks: list[Chunk]) -> list[ConsumerRecord[KT, VT]]:
         """ConsumerRecords of drained batch slices (the per-record hot loop of the consumer)."""
         topic, partition = tp.topic, tp.partition
-        kd, vd = self._key_deserializer, self._value_deserializer
+        kd, vd = self._config.key_deserializer, self._config.value_deserializer
         new = ConsumerRecord
         out: list[ConsumerRecord[Any, Any]] = []
         build = native.build_consumer_records

@@ -66,7 +66,6 @@ class ConsumerGroupMember(GroupMemberBase, HeartbeatErrors):
 
     def _init_protocol(self) -> None:
         self._error_answers = 0  # retriable error answers in a row
-        self.remote_assignor = self._config.group_remote_assignor
         self.member_id = ""
         self.member_epoch = 0
         self.heartbeat_interval_s = DEFAULT_HEARTBEAT_MS / 1000
@@ -149,7 +148,8 @@ class ConsumerGroupMember(GroupMemberBase, HeartbeatErrors):
                 if not self._may_heartbeat():
                     await self._wake.wait()
                 continue
-            if self.in_group and time.monotonic() - self._last_poll() > self._max_poll_interval_s:
+            idle_s = time.monotonic() - self._last_poll()
+            if self.in_group and idle_s > self._config.max_poll_interval_ms / 1000:
                 await self._poll_timeout()
                 continue
             self._wake = anyio.Event()
@@ -189,11 +189,11 @@ class ConsumerGroupMember(GroupMemberBase, HeartbeatErrors):
             member_id=self.member_id,
             member_epoch=epoch,
             instance_id=self.group_instance_id,
-            rack_id=self._rack,
-            rebalance_timeout_ms=self._rebalance_timeout_ms,
+            rack_id=self._config.client_rack,
+            rebalance_timeout_ms=self._config.rebalance_timeout,
             subscribed_topic_names=None if regex is not None else sorted(self._subs.topics),
             subscribed_topic_regex=regex,
-            server_assignor=self.remote_assignor,
+            server_assignor=self._config.group_remote_assignor,
             topic_partitions=[
                 ConsumerGroupHeartbeatRequest.TopicPartitions(topic_id=t, partitions=ps)
                 for t, ps in owned.items()
@@ -202,7 +202,9 @@ class ConsumerGroupMember(GroupMemberBase, HeartbeatErrors):
 
     async def _send(self, epoch: int) -> ConsumerGroupHeartbeatResponse:
         response: ConsumerGroupHeartbeatResponse = await self._link.send_built(
-            HEARTBEAT, lambda version: self._request(version, epoch), timeout_ms=self._request_timeout_ms
+            HEARTBEAT,
+            lambda version: self._request(version, epoch),
+            timeout_ms=self._config.request_timeout_ms,
         )
         return response
 
@@ -309,7 +311,7 @@ class ConsumerGroupMember(GroupMemberBase, HeartbeatErrors):
         log.warning(
             "group %s: no poll within max_poll_interval_ms=%d; leaving the group until the next poll",
             self.group_id,
-            self._max_poll_interval_s * 1000,
+            self._config.max_poll_interval_ms,
         )
         self.poll_expired = True
         await self._send_leave("poll timeout")
@@ -358,9 +360,9 @@ class ConsumerGroupMember(GroupMemberBase, HeartbeatErrors):
         incarnation = self._incarnation
         if revoke:
             self._subs.pause(revoke)  # nothing more is handed out from them while they go
-            if self._auto_commit:
+            if self._config.enable_auto_commit:
                 await self._committer.commit_consumed(
-                    revoke, "before revoking", timeout_ms=self._rebalance_timeout_ms
+                    revoke, "before revoking", timeout_ms=self._config.rebalance_timeout
                 )
             if self.listener is not None:
                 await call_listener(self.listener.on_partitions_revoked, revoke)
@@ -417,7 +419,7 @@ class ConsumerGroupMember(GroupMemberBase, HeartbeatErrors):
             return
         self._closing = True
         owned = self._subs.assigned()
-        if self._auto_commit:
+        if self._config.enable_auto_commit:
             await self._committer.commit_consumed(None, "on close")
         if self.listener is not None and owned:
             await call_listener(self.listener.on_partitions_revoked, owned)

@@ -94,8 +94,6 @@ class GroupCoordinator(GroupMemberBase):
         config = self._config
         strategy = config.partition_assignment_strategy or (RangePartitionAssignor,)
         self._assignors: list[PartitionAssignor] = resolve_assignors(strategy)
-        self._session_timeout_ms = config.session_timeout
-        self._heartbeat_s = config.heartbeat_interval / 1000
         self.member_id = ""
         self.generation_id = -1
         self.protocol_name: str | None = None
@@ -117,6 +115,11 @@ class GroupCoordinator(GroupMemberBase):
                 if a.name == self.protocol_name:
                     return a.rebalance_protocol
         return self._assignors[0].rebalance_protocol
+
+    @property
+    def _join_timeout_ms(self) -> int:
+        """How long a JoinGroup or SyncGroup may wait: the rebalance, then the request."""
+        return self._config.rebalance_timeout + self._config.request_timeout_ms
 
     @property
     def in_group(self) -> bool:
@@ -204,7 +207,7 @@ class GroupCoordinator(GroupMemberBase):
                 ConsumerProtocolSubscription.TopicPartition(topic=t, partitions=ps) for t, ps in owned.items()
             ],
             generation_id=self.generation_id,
-            rack_id=self._rack,
+            rack_id=self._config.client_rack,
         ).encode_with_version(SUBSCRIPTION_VERSION)
 
     async def _join_and_sync(self) -> None:
@@ -213,7 +216,8 @@ class GroupCoordinator(GroupMemberBase):
         elif any(self._core.store.partitions_for_topic(t) is None for t in self._subs.topics):
             # join knowing the partition counts, or the first metadata answer forces a rejoin
             try:
-                await self._core.wait_for_topics(self._subs.topics, min(self._request_timeout_ms, 2000))
+                wait_ms = min(self._config.request_timeout_ms, 2000)
+                await self._core.wait_for_topics(self._subs.topics, wait_ms)
             except KafkaTimeoutError:
                 log.info(
                     "group %s: joining before metadata for %s arrived",
@@ -229,8 +233,8 @@ class GroupCoordinator(GroupMemberBase):
         self._joined_topics = self._partition_counts(self._subs.topics)
         join = JoinGroupRequest(
             group_id=self.group_id,
-            session_timeout_ms=self._session_timeout_ms,
-            rebalance_timeout_ms=self._rebalance_timeout_ms,
+            session_timeout_ms=self._config.session_timeout,
+            rebalance_timeout_ms=self._config.rebalance_timeout,
             member_id=self.member_id,
             group_instance_id=self.group_instance_id,
             protocol_type="consumer",
@@ -241,7 +245,7 @@ class GroupCoordinator(GroupMemberBase):
             reason="joining" if self.generation_id < 0 else "rejoining",
         )
         self._need_rejoin = False
-        response = await self._send(join, timeout_ms=self._rebalance_timeout_ms + self._request_timeout_ms)
+        response = await self._send(join, timeout_ms=self._join_timeout_ms)
         code = response.error_code
         if code == ErrorCode.MEMBER_ID_REQUIRED:
             self.member_id = response.member_id
@@ -267,7 +271,7 @@ class GroupCoordinator(GroupMemberBase):
             protocol_name=self.protocol_name,
             assignments=assignments,
         )
-        response = await self._send(sync, timeout_ms=self._rebalance_timeout_ms + self._request_timeout_ms)
+        response = await self._send(sync, timeout_ms=self._join_timeout_ms)
         if response.error_code:
             self._need_rejoin = True
             self._join_error(response.error_code, "SyncGroup")
@@ -432,7 +436,7 @@ class GroupCoordinator(GroupMemberBase):
         self._wake.set()
 
     async def _revoke(self, tps: set[TopicPartition], *, commit: bool) -> None:
-        if commit and tps and self._auto_commit and self.in_group:
+        if commit and tps and self._config.enable_auto_commit and self.in_group:
             await self._committer.commit_consumed(tps, "before revoking")
         if self.listener is not None:
             await call_listener(self.listener.on_partitions_revoked, tps)
@@ -444,11 +448,11 @@ class GroupCoordinator(GroupMemberBase):
         while True:
             if not self._stable:
                 await self.stable_event.wait()
-            await anyio.sleep(self._heartbeat_s)
+            await anyio.sleep(self._config.heartbeat_interval / 1000)
             if not self._stable:
                 continue
             idle = time.monotonic() - self._last_poll()
-            if idle > self._max_poll_interval_s:
+            if idle > self._config.max_poll_interval_ms / 1000:
                 await self._poll_timeout(idle)
                 continue
             try:
@@ -462,7 +466,7 @@ class GroupCoordinator(GroupMemberBase):
                         "heartbeat",
                         "group %s: heartbeats keep failing (%d in a row, coordinator node %s); last "
                         "error: %r; the session times out after %d ms without one",
-                        self.group_id, failures, self._link.node_id, exc, self._session_timeout_ms,
+                        self.group_id, failures, self._link.node_id, exc, self._config.session_timeout,
                     )  # fmt: skip
 
     async def _heartbeat(self) -> None:
@@ -501,7 +505,7 @@ class GroupCoordinator(GroupMemberBase):
             "group %s: no poll for %.1f s (max_poll_interval_ms=%d); leaving the group until the next poll",
             self.group_id,
             idle,
-            self._max_poll_interval_s * 1000,
+            self._config.max_poll_interval_ms,
         )
         self.poll_expired = True
         self._lose_partitions_sync()
@@ -540,7 +544,7 @@ class GroupCoordinator(GroupMemberBase):
         rebalance listener is not called."""
         if not self.in_group:
             return
-        if self._auto_commit:
+        if self._config.enable_auto_commit:
             await self._committer.commit_consumed(None, "on close")
         if leave and self.group_instance_id is None:
             await self.leave("the consumer is closing")
@@ -568,7 +572,7 @@ class GroupCoordinator(GroupMemberBase):
             self._warn.warning(
                 "leave",
                 "group %s: LeaveGroup failed (%r); the group waits up to session_timeout_ms=%d for it",
-                self.group_id, exc, self._session_timeout_ms,
+                self.group_id, exc, self._config.session_timeout,
             )  # fmt: skip
         self.member_id = ""
 

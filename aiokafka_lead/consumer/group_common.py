@@ -45,11 +45,15 @@ async def call_listener(fn: Callable[[set[TopicPartition]], Any] | None, tps: se
 class GroupMember(Protocol):
     """What the consumer asks of its group membership, whichever protocol runs it."""
 
-    group_id: str
-    group_instance_id: str | None
     listener: ConsumerRebalanceListener | None
     #: topics whose metadata the group needs beyond the subscription (the classic leader's)
     group_topics: set[str]
+
+    @property
+    def group_id(self) -> str: ...
+
+    @property
+    def group_instance_id(self) -> str | None: ...
 
     @property
     def generation_id(self) -> int:

@@ -56,23 +56,15 @@ class GroupMemberBase:
         self._subs = subscriptions
         self._config = config
         self._link = CoordinatorLink(core, lookup, config.group_id)
-        self.group_id = config.group_id
-        self.group_instance_id = config.group_instance_id
-        self._rebalance_timeout_ms = config.rebalance_timeout
-        self._request_timeout_ms = config.request_timeout_ms
         self._backoff = core.backoff
-        self._auto_commit = config.enable_auto_commit
-        self._auto_commit_s = config.auto_commit_interval_ms / 1000
-        self._rack = config.client_rack
         self._consumed_offsets = consumed_offsets
         self._report_error = report_error
-        self._max_poll_interval_s = config.max_poll_interval_ms / 1000
         self._last_poll = last_poll
         self._committer = OffsetCommitter(
             self._link,
             self,
             backoff=core.backoff,
-            request_timeout_ms=config.request_timeout_ms,
+            config=config,
             consumed_offsets=consumed_offsets,
         )
         #: ``commit(offsets, *, only_changed=False, timeout_ms=None)``: commit ``offsets`` (None:
@@ -97,8 +89,8 @@ class GroupMemberBase:
         background, main = self._loops()
         async with anyio.create_task_group() as tg:
             tg.start_soon(background)
-            if self._auto_commit:
-                tg.start_soon(self._committer.auto_commit_loop, self._auto_commit_s)
+            if self._config.enable_auto_commit:
+                tg.start_soon(self._committer.auto_commit_loop)
             task_status.started()
             await main()
 
@@ -133,6 +125,14 @@ class GroupMemberBase:
         the new count of failures in a row (0)."""
         self._warn.clear(key)
         return 0
+
+    @property
+    def group_id(self) -> str:
+        return self._link.group_id
+
+    @property
+    def group_instance_id(self) -> str | None:
+        return self._config.group_instance_id
 
     @property
     def coordinator_id(self) -> int | None:

@@ -60,8 +60,7 @@ class PositionManager:
         self._subs = subscriptions
         self.lookup = lookup
         self._backoff = core.backoff
-        self._group_id = config.group_id
-        self._isolation = config.isolation_level
+        self._config = config
         self._report_error = report_error
         self._busy: set[TopicPartition] = set()
         #: (partition, divergence offset, old position) of every truncation detected
@@ -116,9 +115,10 @@ class PositionManager:
 
     # ------------------------------------------------------ starting positions
     async def committed(self, tps: Collection[TopicPartition]) -> dict[TopicPartition, OffsetAndMetadata]:
-        if self._group_id is None or not tps:
+        group_id = self._config.group_id
+        if group_id is None or not tps:
             return {}
-        return await self.lookup.committed_offsets(self._group_id, tps, member=self._member)
+        return await self.lookup.committed_offsets(group_id, tps, member=self._member)
 
     async def _initialize(self, tps: list[TopicPartition]) -> None:
         committed = await self.committed(tps)
@@ -165,7 +165,7 @@ class PositionManager:
             if not wanted:
                 return
         result = await self.lookup.list_offsets(
-            {tp: spec for tp, (spec, _) in wanted.items()}, self._isolation
+            {tp: spec for tp, (spec, _) in wanted.items()}, self._config.isolation_level
         )
         unusable = []
         for tp, info in result.items():

@@ -103,7 +103,6 @@ class BrokerPool:
         stats: ConnectionStats | None = None,
     ) -> None:
         self._store = store
-        self._bootstrap = config.bootstrap
         self._config = config
         self._tg = task_group
         self._nodes: dict[int, _NodeState] = {}
@@ -125,7 +124,7 @@ class BrokerPool:
         node_id = _node_of(key)
         if node_id < 0:
             index = -node_id - 1
-            return self._bootstrap[index] if index < len(self._bootstrap) else None
+            return self._config.bootstrap[index] if index < len(self._config.bootstrap) else None
         node = self._store.node(node_id)
         return None if node is None else node.address
 
@@ -211,7 +210,7 @@ class BrokerPool:
         ]
         known = [n.node_id for n in self._store.nodes()]
         random.shuffle(known)
-        boot = [-(i + 1) for i in range(len(self._bootstrap))]
+        boot = [-(i + 1) for i in range(len(self._config.bootstrap))]
         random.shuffle(boot)
         if self._rebootstrap:
             ordered = boot + [nid for _, nid in sorted(live)] + known

@@ -70,22 +70,10 @@ class RecordAccumulator:
         *,
         on_batch_closed: Callable[[TopicPartition], None] = lambda tp: None,
     ) -> None:
-        batch_size = config.max_batch_size
-        self.batch_size = batch_size
-        # batches of one partition in flight at once (DESIGN.md invariant 24): more than one
-        # only for the idempotent producer, whose sequences keep them in order across retries
-        self.partition_in_flight = config.max_in_flight_requests_per_connection if config.idempotent else 1
-        # A backlogged partition (its batch in flight, or a batch already waiting) may grow
-        # its next batch this far, so each round trip carries more of the backlog (DESIGN.md 23).
-        self.backlog_batch_size = max(batch_size, min(BACKLOG_FACTOR * batch_size, config.max_request_size))
+        self._config = config
         # Partitions whose leader was a pipelining (far) node at the last drain: their batches
         # keep max_batch_size until the pipeline window is full (_backlogged, DESIGN.md 23).
         self._far: set[TopicPartition] = set()
-        self.linger_s = config.linger_ms / 1000
-        self.compression_type = config.compression
-        self.buffer_memory = config.buffer_memory
-        self.max_block_s = config.max_block_ms / 1000
-        self.delivery_timeout_s = config.delivery_timeout_ms / 1000
         self._on_batch_closed = on_batch_closed
         self._queues: dict[TopicPartition, deque[ProducerBatch]] = {}
         self._in_flight: dict[TopicPartition, list[ProducerBatch]] = {}
@@ -96,6 +84,13 @@ class RecordAccumulator:
         self._wakeup: anyio.Event | None = None
         self._woken = False
         self.closed = False
+
+    @property
+    def backlog_batch_size(self) -> int:
+        """A backlogged partition (its batch in flight, or a batch already waiting) may grow
+        its next batch this far, so each round trip carries more of the backlog (DESIGN.md 23)."""
+        batch_size = self._config.max_batch_size
+        return max(batch_size, min(BACKLOG_FACTOR * batch_size, self._config.max_request_size))
 
     # ------------------------------------------------------------------ wake-ups
     def wake(self) -> None:
@@ -127,21 +122,22 @@ class RecordAccumulator:
         return len(self._incomplete)
 
     async def reserve(self, size: int) -> None:
-        if size > self.buffer_memory:
-            raise ValueError(f"record of ~{size} bytes is larger than buffer_memory={self.buffer_memory}")
-        if self._buffer_used + size <= self.buffer_memory:
+        limit = self._config.buffer_memory
+        if size > limit:
+            raise ValueError(f"record of ~{size} bytes is larger than buffer_memory={limit}")
+        if self._buffer_used + size <= self._config.buffer_memory:
             self._buffer_used += size
             return
         try:
-            with anyio.fail_after(self.max_block_s):
-                while self._buffer_used + size > self.buffer_memory:
+            with anyio.fail_after(self._config.max_block_s):
+                while self._buffer_used + size > self._config.buffer_memory:
                     if self._freed is None:
                         self._freed = anyio.Event()
                     await self._freed.wait()
         except TimeoutError:
             raise KafkaTimeoutError(
-                f"buffer_memory ({self.buffer_memory} bytes) stayed full for max_block_ms "
-                f"({self.max_block_s * 1000:.0f} ms): the brokers are not keeping up"
+                f"buffer_memory ({self._config.buffer_memory} bytes) stayed full for max_block_ms "
+                f"({self._config.max_block_s * 1000:.0f} ms): the brokers are not keeping up"
             ) from None
         self._buffer_used += size
 
@@ -163,7 +159,7 @@ class RecordAccumulator:
     ) -> DeliveryHandle | None:
         """The common case of :meth:`append` without a coroutine: the buffer has room and the
         record fits the partition's open batch. ``None`` (and nothing changed) otherwise."""
-        if self._buffer_used + size > self.buffer_memory:
+        if self._buffer_used + size > self._config.buffer_memory:
             return None
         queue = self._queues.get(tp)
         if not queue:
@@ -188,7 +184,7 @@ class RecordAccumulator:
     ) -> DeliveryHandle:
         if size is None:
             size = estimate_record_size(key, value, headers)
-        if self._buffer_used + size <= self.buffer_memory:
+        if self._buffer_used + size <= self._config.buffer_memory:
             self._buffer_used += size  # the common case: no await, no coroutine
         else:
             await self.reserve(size)
@@ -207,8 +203,8 @@ class RecordAccumulator:
             filled = True
         else:
             filled = False
-        limit = self.backlog_batch_size if self._backlogged(tp, queue) else self.batch_size
-        batch = ProducerBatch(tp, RecordBatchBuilder(self.compression_type, limit))
+        limit = self.backlog_batch_size if self._backlogged(tp, queue) else self._config.max_batch_size
+        batch = ProducerBatch(tp, RecordBatchBuilder(self._config.compression, limit))
         handle = batch.try_append(timestamp, key, value, headers)
         assert handle is not None  # the first record always fits
         batch.reserved = size
@@ -233,7 +229,7 @@ class RecordAccumulator:
         backlog deeper than the window (a send() loop faster than the brokers) still grows."""
         ahead = len(queue) + len(self._in_flight.get(tp, ()))
         if tp in self._far:
-            return ahead >= self.partition_in_flight
+            return ahead >= self._config.partition_in_flight
         return ahead > 0
 
     # -------------------------------------------------------------------- drain
@@ -249,7 +245,7 @@ class RecordAccumulator:
             )
         if batch.closed or queue_len > 1 or self._flushing or self.closed:
             return 0.0
-        return batch.created_at + self.linger_s
+        return batch.created_at + self._config.linger_s
 
     def drain(
         self,
@@ -285,11 +281,11 @@ class RecordAccumulator:
             if not queue or tp in held:
                 continue
             batch = queue[0]
-            if now - batch.created_at >= self.delivery_timeout_s:
+            if now - batch.created_at >= self._config.delivery_timeout_s:
                 queue.popleft()
                 result.expired.append(batch)
                 continue
-            result.wake_in(batch.created_at + self.delivery_timeout_s - now)
+            result.wake_in(batch.created_at + self._config.delivery_timeout_s - now)
             leader = store.leader_for(tp)
             if leader is None:
                 store.request_refresh(f"no leader known for {tp.topic}-{tp.partition}")
@@ -312,7 +308,7 @@ class RecordAccumulator:
                 far
                 and tp in confirmed
                 and tp not in unverified
-                and _may_pipeline(batch, flying, leader.node_id, self.partition_in_flight)
+                and _may_pipeline(batch, flying, leader.node_id, self._config.partition_in_flight)
             ):
                 continue  # a completion wakes the sender
             if tp in unverified and leader.node_id in lane0_out:
@@ -373,7 +369,7 @@ class RecordAccumulator:
         """MESSAGE_TOO_LARGE: the batch's records go back, in smaller batches, at the head of
         its partition's queue, in order, as if never sent (Java's ``splitAndReenqueue``). Its
         buffer memory moves to the parts."""
-        parts = batch.split(self.batch_size)
+        parts = batch.split(self._config.max_batch_size)
         self._landed(batch)
         self._incomplete.discard(batch)
         self._incomplete.update(parts)

@@ -1,15 +1,15 @@
 """aiokafka's private producer attributes that frameworks and instrumentation read, with
 aiokafka's meaning (docs/migrating.md, "Frameworks" lists who reads what).
 
-``_closed``, ``_key_serializer``, ``_value_serializer`` and ``create_batch()`` are the
-producer's own; this mixin adds the ones it does not otherwise have: ``client`` and
-``_partition()``. aiokafka's ``acks`` default marker, ``producer.producer._missing``, is
+``_closed`` and ``create_batch()`` are the producer's own; this mixin adds the ones it does
+not otherwise have: ``client``, ``_partition()`` and the configured ``_key_serializer`` and
+``_value_serializer``. aiokafka's ``acks`` default marker, ``producer.producer._missing``, is
 :data:`~aiokafka_lead.producer.config.ACKS_UNSET`.
 """
 
 from __future__ import annotations
 
-from collections.abc import Collection
+from collections.abc import Callable, Collection
 from typing import TYPE_CHECKING, Any
 
 from aiokafka_lead.arguments import check_partition
@@ -24,7 +24,8 @@ if TYPE_CHECKING:
 
 
 class ProducerCompat:
-    """``producer.client`` (an :class:`AIOKafkaClientView`) and ``producer._partition()``."""
+    """``producer.client`` (an :class:`AIOKafkaClientView`), ``producer._partition()`` and the
+    serializers."""
 
     if TYPE_CHECKING:  # the producer's parts (AIOKafkaProducer._configure)
         _config: ProducerConfig
@@ -36,6 +37,14 @@ class ProducerCompat:
         def _cache_view(self, topic: str, parts: Collection[int]) -> TopicView: ...
 
         async def partitions_for(self, topic: str) -> set[int]: ...
+
+    @property
+    def _key_serializer(self) -> Callable[[Any], bytes] | None:
+        return self._config.key_serializer
+
+    @property
+    def _value_serializer(self) -> Callable[[Any], bytes] | None:
+        return self._config.value_serializer
 
     @property
     def client(self) -> AIOKafkaClientView:

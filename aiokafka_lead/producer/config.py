@@ -8,6 +8,7 @@ asking for idempotence explicitly).
 
 from __future__ import annotations
 
+import functools
 import itertools
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
@@ -15,7 +16,7 @@ from typing import Any, Final, Self
 
 from aiokafka_lead.errors import KafkaConfigurationError
 from aiokafka_lead.network.config import ConnectionConfig
-from aiokafka_lead.options import NON_NEGATIVE, POSITIVE, choices, option, override
+from aiokafka_lead.options import NON_NEGATIVE, POSITIVE, choices, is_async_callable, option, override
 from aiokafka_lead.producer.partitioner import Partitioner
 from aiokafka_lead.records.compression import CompressionType, require_codec
 
@@ -150,6 +151,35 @@ class ProducerConfig(ConnectionConfig):
                 and self.max_in_flight_requests_per_connection <= IDEMPOTENT_MAX_IN_FLIGHT
             )
         return self.enable_idempotence
+
+    # ------------------------------------------- derived once, read per record or batch
+    @functools.cached_property
+    def async_serializers(self) -> bool:
+        """A serializer is a coroutine function: awaited before ``send()`` takes the bytes."""
+        return is_async_callable(self.key_serializer) or is_async_callable(self.value_serializer)
+
+    @functools.cached_property
+    def send_takes_bytes(self) -> bool:
+        """``send()`` calls no serializer (none set, or async ones awaited before it): its hot path."""
+        return self.async_serializers or (self.key_serializer is None and self.value_serializer is None)
+
+    @functools.cached_property
+    def partition_in_flight(self) -> int:
+        """Batches of one partition in flight at once (DESIGN.md invariant 24): more than one
+        only for the idempotent producer, whose sequences keep them in order across retries."""
+        return self.max_in_flight_requests_per_connection if self.idempotent else 1
+
+    @functools.cached_property
+    def linger_s(self) -> float:
+        return self.linger_ms / 1000
+
+    @functools.cached_property
+    def max_block_s(self) -> float:
+        return self.max_block_ms / 1000
+
+    @functools.cached_property
+    def delivery_timeout_s(self) -> float:
+        return self.delivery_timeout_ms / 1000
 
 
 __all__ = ["ACKS_UNSET", "COMPRESSION", "ProducerConfig"]

@@ -126,18 +126,10 @@ class AIOKafkaProducer(ProducerKeywords, ProducerCompat, ExitOnLeave):
         :class:`ProducerKeywords`')."""
         self._needs_close = False  # first: a constructor that fails leaves nothing to close
         self._config = config
-        self._idempotent = config.idempotent
-        self._key_serializer = config.key_serializer
-        self._value_serializer = config.value_serializer
-        self._plain = self._key_serializer is None and self._value_serializer is None  # send()'s hot path
-        self._async_serializers = is_async_callable(self._key_serializer) or is_async_callable(
-            self._value_serializer
-        )
-        if self._async_serializers:
+        if config.async_serializers:
             # the serializers run before send(), which then takes bytes in (its hot path);
             # held weakly, so a producer dropped unclosed is still collected at once
             self.send = weakly(self._send_awaiting_serializers, None)  # type: ignore[method-assign,arg-type]
-            self._plain = True
         self._partitioner: Partitioner = config.partitioner or DefaultPartitioner()
         self._default_partitioner = (
             self._partitioner if isinstance(self._partitioner, DefaultPartitioner) else None
@@ -164,7 +156,7 @@ class AIOKafkaProducer(ProducerKeywords, ProducerCompat, ExitOnLeave):
 
     # ----------------------------------------------------------------- lifecycle
     async def _setup(self, tg: anyio.abc.TaskGroup) -> None:
-        if self._idempotent:
+        if self._config.idempotent:
             self._ids = IdempotenceState(self._core, timeout_ms=self._config.max_block_ms)
             if self._config.transactional_id is None:
                 await self._ids.init()
@@ -288,12 +280,9 @@ class AIOKafkaProducer(ProducerKeywords, ProducerCompat, ExitOnLeave):
 
     def _serialize(self, key: Any, value: Any) -> tuple[bytes | None, bytes | None]:
         """send()'s slow path (its hot path already took bytes in without serializers)."""
-        k = self._key_serializer(key) if self._key_serializer is not None and key is not None else key
-        v = (
-            self._value_serializer(value)
-            if self._value_serializer is not None and value is not None
-            else value
-        )
+        key_serializer, value_serializer = self._config.key_serializer, self._config.value_serializer
+        k = key_serializer(key) if key_serializer is not None and key is not None else key
+        v = value_serializer(value) if value_serializer is not None and value is not None else value
         for name, data in (("key", k), ("value", v)):
             if data is not None and not isinstance(data, bytes | bytearray | memoryview):
                 raise TypeError(f"{name} must be bytes (or set {name}_serializer), not {type(data).__name__}")
@@ -315,8 +304,8 @@ class AIOKafkaProducer(ProducerKeywords, ProducerCompat, ExitOnLeave):
             self._check_open()  # raises
         check_topic(topic)
         header_list = list(headers or ())
-        key_bytes = await _serialized(self._key_serializer, key, topic, header_list)
-        value_bytes = await _serialized(self._value_serializer, value, topic, header_list)
+        key_bytes = await _serialized(self._config.key_serializer, key, topic, header_list)
+        value_bytes = await _serialized(self._config.value_serializer, value, topic, header_list)
         for name, data in (("key", key_bytes), ("value", value_bytes)):
             if data is not None and not isinstance(data, bytes):
                 raise TypeError(f"{name} must be bytes (or set {name}_serializer), not {type(data).__name__}")
@@ -349,7 +338,8 @@ class AIOKafkaProducer(ProducerKeywords, ProducerCompat, ExitOnLeave):
             check_partition(partition)
         if timestamp_ms is not None:
             check_timestamp(timestamp_ms)
-        if self._plain and (key is None or type(key) is bytes) and (value is None or type(value) is bytes):
+        plain = self._config.send_takes_bytes
+        if plain and (key is None or type(key) is bytes) and (value is None or type(value) is bytes):
             key_bytes, value_bytes = key, value  # the hot path: bytes in, nothing to convert
         else:
             key_bytes, value_bytes = self._serialize(key, value)
@@ -387,7 +377,7 @@ class AIOKafkaProducer(ProducerKeywords, ProducerCompat, ExitOnLeave):
                 # the batches whose linger ran out meanwhile (shielded: the record is queued)
                 await anyio.lowlevel.cancel_shielded_checkpoint()
             return handle  # the common case: no second coroutine
-        if self._acc.buffer_used + size <= self._acc.buffer_memory:  # no wait for buffer space
+        if self._acc.buffer_used + size <= self._config.buffer_memory:  # no wait for buffer space
             return await self._acc.append(tp, timestamp, key_bytes, value_bytes, header_list, size=size)
         with self._core.host.guard():  # waits for buffer space: a background failure ends it
             return await self._acc.append(tp, timestamp, key_bytes, value_bytes, header_list, size=size)
@@ -405,15 +395,15 @@ class AIOKafkaProducer(ProducerKeywords, ProducerCompat, ExitOnLeave):
         return await handle
 
     def create_batch(self) -> BatchBuilder:
-        if self._async_serializers:
+        if self._config.async_serializers:
             raise TypeError(
                 "create_batch() calls serializers synchronously: with an async serializer, "
                 "append bytes to a batch of a producer without serializers"
             )
         return BatchBuilder(
             RecordBatchBuilder(self._config.compression, self._config.max_batch_size),
-            self._key_serializer,
-            self._value_serializer,
+            self._config.key_serializer,
+            self._config.value_serializer,
         )
 
     @guarded

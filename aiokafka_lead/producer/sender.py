@@ -58,11 +58,8 @@ class Sender:
     ) -> None:
         self._core = core
         self._acc = accumulator
-        self._acks = config.acks_code
-        self._timeout_ms = config.request_timeout_ms
-        self._max_request_size = config.max_request_size
+        self._config = config
         self._backoff = core.backoff
-        self._hints = config.enable_leader_hints
         self._ids = idempotence
         self._metrics = metrics
         self._txn = transaction
@@ -103,8 +100,8 @@ class Sender:
                     txn = self._txn
                     result = self._acc.drain(
                         store,
-                        self._max_request_size,
-                        hints=self._hints,
+                        self._config.max_request_size,
+                        hints=self._config.enable_leader_hints,
                         busy_nodes=busy,
                         held=txn.held if txn is not None else (),
                         unverified=txn.unverified if txn is not None else (),
@@ -134,7 +131,7 @@ class Sender:
         detail = f"; last error: {last!r}" if last is not None else f"; {self._why_unsent(batch)}"
         return (
             f"{batch.record_count} record(s) for {batch.tp.topic}-{batch.tp.partition} not delivered "
-            f"within delivery_timeout_ms ({self._acc.delivery_timeout_s * 1000:.0f} ms, age {age:.0f} ms, "
+            f"within delivery_timeout_ms ({self._config.delivery_timeout_s * 1000:.0f} ms, age {age:.0f} ms, "
             f"{batch.attempts} attempt(s)){detail}"
         )
 
@@ -185,7 +182,7 @@ class Sender:
             behind_earlier=behind_earlier,
             failures=batch.attempts,
             age_s=now - batch.created_at,
-            delivery_timeout_s=self._acc.delivery_timeout_s,
+            delivery_timeout_s=self._config.delivery_timeout_s,
             backoff=self._backoff,
         )
         if decision.action is policy.RetryAction.FAIL:
@@ -222,8 +219,8 @@ class Sender:
             )
         return ProduceRequest(
             transactional_id=self._txn.transactional_id if self._txn is not None else None,
-            acks=self._acks,
-            timeout_ms=self._timeout_ms,
+            acks=self._config.acks_code,
+            timeout_ms=self._config.request_timeout_ms,
             topic_data=[
                 ProduceRequest.TopicProduceData(name=t, partition_data=ps) for t, ps in topics.items()
             ],
@@ -243,7 +240,7 @@ class Sender:
                 response = await conn.send(
                     request,
                     version=min(version, cap) if cap else version,
-                    expect_response=self._acks != 0,
+                    expect_response=self._config.acks_code != 0,
                     timeout_ms=self._wait_ms(batches),
                 )
             except KafkaError as exc:
@@ -293,9 +290,9 @@ class Sender:
         """How long to wait for the answer: the request timeout, but never past the delivery
         deadline of the oldest batch (a silent broker must not stretch delivery_timeout_ms by
         a whole request timeout)."""
-        deadline = min(b.created_at for b in batches) + self._acc.delivery_timeout_s
+        deadline = min(b.created_at for b in batches) + self._config.delivery_timeout_s
         left_ms = (deadline - time.monotonic()) * 1000
-        return max(min(float(self._timeout_ms), left_ms), 1.0)
+        return max(min(float(self._config.request_timeout_ms), left_ms), 1.0)
 
     def _split(self, batch: ProducerBatch, node_id: int) -> None:
         """MESSAGE_TOO_LARGE for a batch of several records: split it and send the parts (not a
@@ -389,7 +386,7 @@ class Sender:
                 self._ids.needs_bump = True  # retried after the epoch bump (KIP-360)
             failed.append((batch, error, decision))
         if hints:
-            if self._hints:
+            if self._config.enable_leader_hints:
                 endpoints = endpoint_nodes(response.node_endpoints)
                 store.apply_leader_hints(hints, endpoints, reason="produce NOT_LEADER_OR_FOLLOWER")
             else:

@@ -79,9 +79,7 @@ class TxnRequests:
     ) -> None:
         assert config.transactional_id is not None
         self._core = core
-        self.transactional_id = config.transactional_id
-        self._txn_timeout_ms = config.transaction_timeout_ms
-        self._max_block_ms = config.max_block_ms
+        self._config = config
         self._backoff = core.backoff
         self._lookup = Lookups(core)
         self.coordinator_id: int | None = None
@@ -89,6 +87,12 @@ class TxnRequests:
         self.retries: dict[str, int] = {}
 
     # ------------------------------------------------------------------ plumbing
+    @property
+    def transactional_id(self) -> str:
+        transactional_id = self._config.transactional_id
+        assert transactional_id is not None  # checked at construction
+        return transactional_id
+
     async def _retrying(self, what: str, attempt: Callable[[], Awaitable[T]]) -> T:
         async def quick() -> T:
             # CONCURRENT_TRANSACTIONS: the previous transaction's markers are still being
@@ -105,7 +109,7 @@ class TxnRequests:
         return await call_with_retries(
             what,
             quick,
-            timeout_ms=self._max_block_ms,
+            timeout_ms=self._config.max_block_ms,
             backoff=self._backoff,
             refresh=self._core.refresh_metadata,
         )
@@ -182,7 +186,7 @@ class TxnRequests:
 
         request = InitProducerIdRequest(
             transactional_id=self.transactional_id,
-            transaction_timeout_ms=self._txn_timeout_ms,
+            transaction_timeout_ms=self._config.transaction_timeout_ms,
             producer_id=producer_id,
             producer_epoch=producer_epoch,
         )

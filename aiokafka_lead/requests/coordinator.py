@@ -84,9 +84,12 @@ class HeartbeatErrors:
     COORDINATOR_LOAD_IN_PROGRESS) -> heartbeat again after a backoff; anything else is fatal.
     The member supplies what fencing and failing mean to it."""
 
-    group_id: str
     _link: CoordinatorLink
     _backoff: ExponentialBackoff
+
+    @property
+    def group_id(self) -> str:
+        return self._link.group_id
 
     def _fence(self, reason: str) -> None:
         raise NotImplementedError

@@ -46,17 +46,12 @@ class AIOKafkaShareConsumer(ShareConsumerKeywords[KT, VT], ExitOnLeave):
         """Build the share consumer's parts from its configuration."""
         self._state = "stopped"  # first: a constructor that fails leaves nothing to close
         self._config = config
-        self._group_id = config.group
-        self._max_poll_records = config.max_poll_records
-        self._request_timeout_ms = config.request_timeout_ms
-        self._explicit = config.explicit
         self._errors: list[KafkaError] = []
         #: set when an error is reported (start() waits on it with the join)
         self._attention = anyio.Event()
-        self._callback = config.acknowledgement_commit_callback
         self._core = ClientCore("AIOKafkaShareConsumer", config, topics=lambda: sorted(self._member.topics))
         self._core.extra_setup = self._setup
-        self._ledger = AckLedger(explicit=self._explicit)
+        self._ledger = AckLedger(explicit=config.explicit)
         self._member = ShareGroupMember(
             self._core,
             GroupRequests(self._core),
@@ -113,7 +108,7 @@ class AIOKafkaShareConsumer(ShareConsumerKeywords[KT, VT], ExitOnLeave):
                 raise
 
     async def _until_joined(self) -> None:
-        with anyio.move_on_after(self._request_timeout_ms / 1000):
+        with anyio.move_on_after(self._config.request_timeout_ms / 1000):
             while not self._member.joined.is_set():
                 if self._errors:
                     raise self._errors.pop(0)
@@ -128,8 +123,8 @@ class AIOKafkaShareConsumer(ShareConsumerKeywords[KT, VT], ExitOnLeave):
                     tg.start_soon(wake_on, self._attention)
             return
         raise KafkaTimeoutError(
-            f"share group {self._group_id}: no answer to the first heartbeat within "
-            f"request_timeout_ms={self._request_timeout_ms}"
+            f"share group {self._config.group}: no answer to the first heartbeat within "
+            f"request_timeout_ms={self._config.request_timeout_ms}"
         )
 
     async def close(self) -> None:
@@ -144,7 +139,7 @@ class AIOKafkaShareConsumer(ShareConsumerKeywords[KT, VT], ExitOnLeave):
         self._fetcher.buffer.data.set()
         try:
             if running:
-                with anyio.move_on_after(self._request_timeout_ms / 1000, shield=True):
+                with anyio.move_on_after(self._config.request_timeout_ms / 1000, shield=True):
                     await self._close_sessions()
                     await self._member.leave()
         finally:
@@ -220,9 +215,10 @@ class AIOKafkaShareConsumer(ShareConsumerKeywords[KT, VT], ExitOnLeave):
         self._attention.set()
 
     def _ack_result(self, offsets: Mapping[TopicPartition, set[int]], error: KafkaError | None) -> None:
-        if self._callback is not None:
+        callback = self._config.acknowledgement_commit_callback
+        if callback is not None:
             try:
-                self._callback(offsets, error)
+                callback(offsets, error)
             except Exception:
                 log.exception("acknowledgement_commit_callback failed")
 
@@ -235,7 +231,7 @@ class AIOKafkaShareConsumer(ShareConsumerKeywords[KT, VT], ExitOnLeave):
 
         First settles the previous poll's records: implicit mode accepts the unacknowledged
         ones; explicit mode raises ``IllegalStateError`` if any is unacknowledged."""
-        chunks = await self._poll(timeout_ms, max_records or self._max_poll_records)
+        chunks = await self._poll(timeout_ms, max_records or self._config.max_poll_records)
         out: dict[TopicPartition, list[ShareConsumerRecord[KT, VT]]] = {}
         for chunk in chunks:  # each the records of one partition (the ledger keeps the chunk)
             out.setdefault(TopicPartition(chunk[0].topic, chunk[0].partition), []).extend(chunk)
@@ -294,7 +290,7 @@ class AIOKafkaShareConsumer(ShareConsumerKeywords[KT, VT], ExitOnLeave):
         the record's lock; the record still needs ACCEPT, RELEASE or REJECT later."""
         self._check_running()
         kind = AcknowledgeType(type)
-        if kind is AcknowledgeType.RENEW and not self._explicit:
+        if kind is AcknowledgeType.RENEW and not self._config.explicit:
             raise IllegalStateError("RENEW needs acknowledgement_mode='explicit'")
         self._ledger.acknowledge(record, kind)
 
@@ -305,7 +301,7 @@ class AIOKafkaShareConsumer(ShareConsumerKeywords[KT, VT], ExitOnLeave):
         with a fetch too): {partition: None, or the error its acknowledgements got}. In
         implicit mode the records delivered by the last poll are accepted first."""
         self._check_running()
-        if not self._explicit:
+        if not self._config.explicit:
             self._ledger.before_poll()
         # what this call covers is fixed now: acknowledgements riding on a fetch, and the
         # pending ones (taken at once, so no fetch starting meanwhile carries them instead)

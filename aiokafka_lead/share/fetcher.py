@@ -38,7 +38,7 @@ from aiokafka_lead.share.acknowledge import MOVED, SESSION_ERRORS, Acknowledger,
 from aiokafka_lead.share.acquire import acquire, check_ranges
 from aiokafka_lead.share.buffer import ShareBuffer
 from aiokafka_lead.share.runs import Acks
-from aiokafka_lead.share.session import FetchSettings, ShareSession
+from aiokafka_lead.share.session import ShareSession
 from aiokafka_lead.structs import TopicPartition
 
 log = logging.getLogger(__name__)
@@ -50,16 +50,6 @@ class ShareFetcher:
     def __init__(self, parts: ShareParts) -> None:
         self._parts = parts
         self._core = parts.core
-        config = parts.config
-        self.settings = FetchSettings(
-            group_id=config.group,
-            max_wait_ms=config.fetch_max_wait_ms,
-            min_bytes=config.fetch_min_bytes,
-            max_bytes=config.fetch_max_bytes,
-            max_records=config.max_poll_records,
-            batch_size=config.max_poll_records,
-            acquire_mode=config.acquire_mode,
-        )
         self.nodes = parts.nodes
         self.buffer = ShareBuffer()
         self.acks = Acknowledger(parts)
@@ -144,13 +134,14 @@ class ShareFetcher:
         if not wanted and not session.partitions:
             return True
         acks = self._parts.ledger.take(node_id, only=set(wanted)) if session.is_open else {}
-        request, after = session.fetch_request(self._parts.member.member_id, self.settings, wanted, acks)
+        request, after = session.fetch_request(self._parts.member.member_id, self._parts.config, wanted, acks)
         sent_at = time.monotonic()
         outcomes = self.acks.start_round(node_id, acks)
+        config = self._parts.config
         try:
             conn = await self._core.pool.connection(node_id)
             response: ShareFetchResponse = await conn.send(
-                request, timeout_ms=self._parts.config.request_timeout_ms + self.settings.max_wait_ms
+                request, timeout_ms=config.request_timeout_ms + config.fetch_max_wait_ms
             )
         except (KafkaConnectionError, KafkaTimeoutError) as exc:
             log.info("share fetch from node %d failed (%r); the session starts over", node_id, exc)

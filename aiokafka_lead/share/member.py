@@ -47,10 +47,8 @@ class ShareGroupMember(HeartbeatErrors):
         report_error: Callable[[KafkaError], None],
     ) -> None:
         self._core = core
-        self.group_id = config.group
-        self._link = CoordinatorLink(core, lookup, self.group_id)
-        self._rack = config.client_rack
-        self._request_timeout_ms = config.request_timeout_ms
+        self._config = config
+        self._link = CoordinatorLink(core, lookup, config.group)
         self._backoff = core.backoff
         self._on_assignment = on_assignment
         self._report_error = report_error
@@ -135,13 +133,13 @@ class ShareGroupMember(HeartbeatErrors):
             group_id=self.group_id,
             member_id=self.member_id,
             member_epoch=epoch,
-            rack_id=self._rack if epoch == 0 else None,
+            rack_id=self._config.client_rack if epoch == 0 else None,
             subscribed_topic_names=sorted(self.topics) if changed else None,
         )
 
     async def _send(self, request: ShareGroupHeartbeatRequest) -> ShareGroupHeartbeatResponse:
         response: ShareGroupHeartbeatResponse = await self._link.send(
-            request, timeout_ms=self._request_timeout_ms
+            request, timeout_ms=self._config.request_timeout_ms
         )
         return response
 

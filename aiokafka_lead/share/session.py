@@ -12,8 +12,7 @@ from __future__ import annotations
 
 import uuid
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
-from typing import Any, TypeVar
+from typing import Any, Protocol, TypeVar
 
 import anyio
 
@@ -46,15 +45,26 @@ def acked_partition(
     )
 
 
-@dataclass(frozen=True, slots=True)
-class FetchSettings:
-    group_id: str
-    max_wait_ms: int
-    min_bytes: int
-    max_bytes: int
-    max_records: int
-    batch_size: int
-    acquire_mode: int
+class FetchSettings(Protocol):
+    """The options a ShareFetch carries (a ``ShareConsumerConfig``)."""
+
+    @property
+    def group(self) -> str: ...
+
+    @property
+    def fetch_max_wait_ms(self) -> int: ...
+
+    @property
+    def fetch_min_bytes(self) -> int: ...
+
+    @property
+    def fetch_max_bytes(self) -> int: ...
+
+    @property
+    def max_poll_records(self) -> int: ...
+
+    @property
+    def acquire_mode(self) -> int: ...
 
 
 class ShareSession:
@@ -113,14 +123,14 @@ class ShareSession:
         for tp, tid in sorted(forgotten.items()):
             gone.setdefault(tid, []).append(tp.partition)
         request = ShareFetchRequest(
-            group_id=settings.group_id,
+            group_id=settings.group,
             member_id=member_id,
             share_session_epoch=self.epoch,
-            max_wait_ms=settings.max_wait_ms,
-            min_bytes=settings.min_bytes,
-            max_bytes=settings.max_bytes,
-            max_records=settings.max_records,
-            batch_size=settings.batch_size,
+            max_wait_ms=settings.fetch_max_wait_ms,
+            min_bytes=settings.fetch_min_bytes,
+            max_bytes=settings.fetch_max_bytes,
+            max_records=settings.max_poll_records,
+            batch_size=settings.max_poll_records,
             share_acquire_mode=settings.acquire_mode,
             is_renew_ack=has_renew(dict(acks)),
             topics=[ShareFetchRequest.FetchTopic(topic_id=t, partitions=ps) for t, ps in by_topic.items()],

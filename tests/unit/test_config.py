@@ -3,6 +3,7 @@ docs/configuration.md all agree with the declarations, and every part reads one 
 
 from __future__ import annotations
 
+import ast
 import importlib.util
 import inspect
 import sys
@@ -81,15 +82,87 @@ def test_every_part_of_a_client_reads_the_one_config_it_was_built_with() -> None
     assert consumer._coordinator is not None and consumer._coordinator._config is config  # type: ignore[attr-defined]
     producer = AIOKafkaProducer(linger_ms=7)
     assert producer._core.config is producer._config
-    assert producer._acc.linger_s == 0.007
+    assert producer._acc._config is producer._config
+    assert producer._config.linger_s == 0.007
     admin = AIOKafkaAdminClient(request_timeout_ms=4321)
     assert admin._request_timeout_ms == 4321
     share = AIOKafkaShareConsumer("t", group_id="g", request_timeout_ms=2345, fetch_max_wait_ms=77)
     assert share._core.config is share._config
     assert share._config.request_timeout_ms == 2345
-    assert share._member._request_timeout_ms == 2345
+    assert share._member._config is share._config
     assert share._fetcher._parts.config is share._config  # read where it acts, never copied
-    assert share._fetcher.settings.max_wait_ms == 77
+    assert share._config.fetch_max_wait_ms == 77
+
+
+#: calls that pass a value on: a setting read through them is still a setting
+PASS_THROUGH = frozenset({"abs", "bool", "float", "int", "max", "min", "round", "str"})
+#: attributes that hold an object made from a setting, not the setting: (module, attribute)
+NOT_COPIES = {
+    ("aiokafka_lead/producer/producer.py", "_partitioner"),  # the user's, or a default made here
+}
+
+
+def _reads_setting(node: ast.AST) -> bool:
+    """``config.x``, ``<...>.config.x`` or ``<...>._config.x``, alone or computed on; a
+    setting handed to a constructor or a function is that call's, not a copy."""
+    if isinstance(node, ast.Attribute) and (
+        (isinstance(node.value, ast.Name) and node.value.id == "config")
+        or (isinstance(node.value, ast.Attribute) and node.value.attr in {"config", "_config"})
+    ):
+        return True
+    if isinstance(node, ast.Call):
+        passes_on = isinstance(node.func, ast.Name) and node.func.id in PASS_THROUGH
+        return passes_on and any(_reads_setting(arg) for arg in node.args)
+    if isinstance(node, ast.Lambda):
+        return False
+    return any(_reads_setting(child) for child in ast.iter_child_nodes(node))
+
+
+def _setting_copies(source: str) -> list[tuple[int, str]]:
+    """(line, attribute) of each ``self.<attribute> = <a setting>`` in ``source``."""
+    copies = []
+    for node in ast.walk(ast.parse(source)):
+        if isinstance(node, ast.Assign | ast.AnnAssign) and node.value is not None:
+            targets = node.targets if isinstance(node, ast.Assign) else [node.target]
+            for target in targets:
+                if (
+                    isinstance(target, ast.Attribute)
+                    and isinstance(target.value, ast.Name)
+                    and target.value.id == "self"
+                    and _reads_setting(node.value)
+                ):
+                    copies.append((node.lineno, target.attr))
+    return copies
+
+
+def test_the_copy_check_tells_a_copied_setting_from_one_handed_on() -> None:
+    source = """
+class Part:
+    def __init__(self, config, core):
+        self._config = config
+        self._timeout_ms = config.request_timeout_ms
+        self._linger_s = self._config.linger_ms / 1000
+        self._wait_ms = min(core.config.request_timeout_ms, 2000)
+        self._reader = FrameReader(config.max_frame_size)
+        self._on_fail = lambda: core.config.client_id
+"""
+    assert [attribute for _, attribute in _setting_copies(source)] == ["_timeout_ms", "_linger_s", "_wait_ms"]
+
+
+def test_no_part_copies_a_setting_into_an_attribute() -> None:
+    """Each part reads its settings from the config object where they act (DESIGN.md
+    invariant 31); a value derived once for a hot path is the config class's property."""
+    copies = []
+    for path in sorted((ROOT / "aiokafka_lead").rglob("*.py")):
+        module = path.relative_to(ROOT).as_posix()
+        if "/protocol/generated/" in module:
+            continue
+        copies += [
+            f"{module}:{line} self.{attribute}"
+            for line, attribute in _setting_copies(path.read_text())
+            if (module, attribute) not in NOT_COPIES
+        ]
+    assert copies == []
 
 
 class Tokens(AbstractTokenProvider):

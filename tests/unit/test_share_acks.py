@@ -15,14 +15,15 @@ from aiokafka_lead.records import Record
 from aiokafka_lead.share.acks import AckLedger
 from aiokafka_lead.share.acquire import c_build_share_records, py_build_share_records
 from aiokafka_lead.share.buffer import ShareBuffer
+from aiokafka_lead.share.config import ShareConsumerConfig
 from aiokafka_lead.share.records import GAP, AcknowledgeType, ShareConsumerRecord
 from aiokafka_lead.share.runs import AckBatch, Acks, gaps, settle, spans, without
-from aiokafka_lead.share.session import CLOSE_EPOCH, FetchSettings, ShareSession
+from aiokafka_lead.share.session import CLOSE_EPOCH, ShareSession
 from aiokafka_lead.structs import TopicPartition
 
 TP = TopicPartition("t", 0)
 TID = uuid.UUID(int=7)
-SETTINGS = FetchSettings("g", 500, 1, 1000, 10, 10, 0)
+SETTINGS = ShareConsumerConfig(group_id="g", fetch_max_wait_ms=500, fetch_max_bytes=1000, max_poll_records=10)
 
 
 def record(offset: int, tp: TopicPartition = TP) -> ShareConsumerRecord[bytes, bytes]:

@@ -79,7 +79,7 @@ def test_classic_only_keywords_are_refused_under_the_consumer_protocol() -> None
     # the classic keywords stay valid under the classic protocol, as before
     assert isinstance(build(session_timeout_ms=6000, heartbeat_interval_ms=100).coordinator, GroupCoordinator)
     chosen = build(group_protocol="consumer", group_remote_assignor="range").coordinator
-    assert isinstance(chosen, ConsumerGroupMember) and chosen.remote_assignor == "range"
+    assert isinstance(chosen, ConsumerGroupMember) and chosen._config.group_remote_assignor == "range"
 
 
 async def test_join_sends_full_state_then_a_new_member_moves_only_what_it_takes() -> None:

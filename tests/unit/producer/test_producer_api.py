@@ -70,7 +70,7 @@ def test_constructor_validates_options() -> None:
         AIOKafkaProducer(compression_type="brotli")
     with pytest.raises(TypeError, match="unsupported producer options: bogus"):
         AIOKafkaProducer(bogus=1)
-    assert AIOKafkaProducer(acks=1)._idempotent is False  # idempotence off, as in Java
+    assert AIOKafkaProducer(acks=1)._config.idempotent is False  # idempotence off, as in Java
 
 
 async def test_buffer_full_blocks_then_fails_without_losing_queued_records() -> None:
