@@ -299,13 +299,6 @@ class ConsumerGroupMember(GroupMemberBase, HeartbeatErrors):
         self._set_epoch(0)
         self._reconcile_wake.set()
 
-    def _fail(self, err: KafkaError) -> None:
-        """A fatal answer (fenced static member, unknown assignor, bad regex...): tell the user."""
-        log.error("group %s: %r; heartbeats stop until the next subscribe()", self.group_id, err)
-        self._report_error(err)
-        self._fatal = err
-        self._fence(f"fatal: {type(err).__name__}")
-
     async def _poll_timeout(self) -> None:
         """Java's rule: an application that stopped polling leaves until it polls again."""
         log.warning(

@@ -10,7 +10,7 @@ import base64
 import logging
 import uuid
 from collections.abc import Callable
-from typing import Any
+from typing import Any, ClassVar
 
 from aiokafka_lead.backoff import ExponentialBackoff
 from aiokafka_lead.client import ClientCore
@@ -84,8 +84,13 @@ class HeartbeatErrors:
     COORDINATOR_LOAD_IN_PROGRESS) -> heartbeat again after a backoff; anything else is fatal.
     The member supplies what fencing and failing mean to it."""
 
+    #: the member's logger, and how its log lines name the group
+    _log: ClassVar[logging.Logger]
+    _GROUP_KIND: ClassVar[str] = "group"
     _link: CoordinatorLink
     _backoff: ExponentialBackoff
+    _report_error: Callable[[KafkaError], None]
+    _fatal: KafkaError | None
 
     @property
     def group_id(self) -> str:
@@ -95,7 +100,14 @@ class HeartbeatErrors:
         raise NotImplementedError
 
     def _fail(self, err: KafkaError) -> None:
-        raise NotImplementedError
+        """A fatal answer (fenced static member, unknown assignor, bad regex...): the user is
+        told, and heartbeats stop until the next subscribe()."""
+        self._log.error(
+            "%s %s: %r; heartbeats stop until the next subscribe()", self._GROUP_KIND, self.group_id, err
+        )
+        self._report_error(err)
+        self._fatal = err
+        self._fence(f"fatal: {type(err).__name__}")
 
     def _error_answer(self, err: KafkaError) -> None:
         """A retriable error answer (the coordinator moved, or busy): nothing by default."""

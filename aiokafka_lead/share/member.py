@@ -37,6 +37,9 @@ DEFAULT_HEARTBEAT_MS = 5000
 class ShareGroupMember(HeartbeatErrors):
     """The heartbeat loop of one share consumer; ``assignment`` is what the broker gave it."""
 
+    _log = log
+    _GROUP_KIND = "share group"
+
     def __init__(
         self,
         core: ClientCore,
@@ -211,12 +214,6 @@ class ShareGroupMember(HeartbeatErrors):
         if self.assignment:
             self.assignment = frozenset()
             self._on_assignment()
-
-    def _fail(self, err: KafkaError) -> None:
-        log.error("share group %s: %r; heartbeats stop until the next subscribe()", self.group_id, err)
-        self._report_error(err)
-        self._fatal = err
-        self._fence(f"fatal: {type(err).__name__}")
 
     # ------------------------------------------------------------------- exit
     async def leave(self) -> None:

@@ -11,12 +11,13 @@ import pytest
 from aiokafka_lead.errors import (
     ClientClosedError,
     ClientFailedError,
+    GroupAuthorizationFailedError,
     IllegalStateError,
     InvalidRecordStateError,
     KafkaConfigurationError,
     UnsupportedVersionError,
 )
-from aiokafka_lead.protocol.messages import ShareFetchResponse
+from aiokafka_lead.protocol.messages import ShareFetchResponse, ShareGroupHeartbeatResponse
 from aiokafka_lead.share import AcknowledgeType, AIOKafkaShareConsumer, ShareConsumerRecord
 from aiokafka_lead.structs import TopicPartition
 from aiokafka_lead.testing.fake import FakeCluster, Respond
@@ -26,6 +27,7 @@ from tests.unit.consumer.util import DEADLINE, produce
 
 HEARTBEAT, SHARE_FETCH, SHARE_ACKNOWLEDGE = 76, 78, 79
 SHARE_SESSION_NOT_FOUND, INVALID_SHARE_SESSION_EPOCH = 122, 123
+GROUP_AUTHORIZATION_FAILED = 30
 TP0 = TopicPartition("t", 0)
 
 
@@ -336,3 +338,22 @@ async def test_renew_needs_explicit_mode_and_subscribe_needs_names(fc: FakeClust
                 c.subscribe("t")
             with pytest.raises(ValueError, match="at least one topic"):
                 c.subscribe([])
+
+
+async def test_a_fatal_heartbeat_answer_reaches_the_application_and_stops_the_heartbeats(
+    fc: FakeCluster, caplog: pytest.LogCaptureFixture
+) -> None:
+    with anyio.fail_after(DEADLINE):
+        async with share(fc) as c:
+            fc.intercept(
+                HEARTBEAT,
+                lambda *_: Respond(ShareGroupHeartbeatResponse(error_code=GROUP_AUTHORIZATION_FAILED)),
+            )
+            with pytest.raises(GroupAuthorizationFailedError):
+                while True:
+                    await c.getmany(timeout_ms=100)
+            sent = len(fc.requests.select(api_key=HEARTBEAT))
+            await anyio.sleep(0.3)
+            assert len(fc.requests.select(api_key=HEARTBEAT)) == sent
+    assert "share group g: GroupAuthorizationFailedError" in caplog.text
+    assert "heartbeats stop until the next subscribe()" in caplog.text
