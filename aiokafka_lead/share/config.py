@@ -14,13 +14,14 @@ from aiokafka_lead.consumer.config import ConsumerConfig, FetchConfig, check_fet
 from aiokafka_lead.errors import KafkaConfigurationError, KafkaError
 from aiokafka_lead.network.config import ConnectionConfig
 from aiokafka_lead.options import Rule, choices, option, override
-from aiokafka_lead.share.session import BATCH_OPTIMIZED, RECORD_LIMIT
 from aiokafka_lead.structs import TopicPartition
 
 KT = TypeVar("KT")
 VT = TypeVar("VT")
 
 ACKNOWLEDGEMENT_MODES = ("implicit", "explicit")
+#: ShareFetch v2 ShareAcquireMode
+BATCH_OPTIMIZED, RECORD_LIMIT = 0, 1
 #: share_acquire_mode -> ShareAcquireMode as sent (KIP-1206)
 ACQUIRE_MODES = {"batch_optimized": BATCH_OPTIMIZED, "record_limit": RECORD_LIMIT}
 

@@ -12,21 +12,20 @@ from __future__ import annotations
 
 import uuid
 from collections.abc import Callable, Mapping
-from typing import Any, Protocol, TypeVar
+from typing import Any, TypeVar
 
 import anyio
 
 from aiokafka_lead.mappings import get_or_add
 from aiokafka_lead.protocol.messages import ShareAcknowledgeRequest, ShareFetchRequest
 from aiokafka_lead.share.acks import has_renew
+from aiokafka_lead.share.config import ShareConsumerConfig
 from aiokafka_lead.share.runs import Acks
 from aiokafka_lead.structs import TopicPartition
 
 INITIAL_EPOCH = 0
 CLOSE_EPOCH = -1
 MAX_EPOCH = 2**31 - 1
-#: ShareFetch v2 ShareAcquireMode
-BATCH_OPTIMIZED, RECORD_LIMIT = 0, 1
 
 P = TypeVar("P")
 
@@ -43,28 +42,6 @@ def acked_partition(
             for b in (acks.batches() if acks is not None else ())
         ],
     )
-
-
-class FetchSettings(Protocol):
-    """The options a ShareFetch carries (a ``ShareConsumerConfig``)."""
-
-    @property
-    def group(self) -> str: ...
-
-    @property
-    def fetch_max_wait_ms(self) -> int: ...
-
-    @property
-    def fetch_min_bytes(self) -> int: ...
-
-    @property
-    def fetch_max_bytes(self) -> int: ...
-
-    @property
-    def max_poll_records(self) -> int: ...
-
-    @property
-    def acquire_mode(self) -> int: ...
 
 
 class ShareSession:
@@ -94,7 +71,7 @@ class ShareSession:
     def fetch_request(
         self,
         member_id: str,
-        settings: FetchSettings,
+        config: ShareConsumerConfig,
         wanted: Mapping[TopicPartition, uuid.UUID],
         acks: Mapping[TopicPartition, Acks],
     ) -> tuple[ShareFetchRequest, dict[TopicPartition, uuid.UUID]]:
@@ -123,15 +100,15 @@ class ShareSession:
         for tp, tid in sorted(forgotten.items()):
             gone.setdefault(tid, []).append(tp.partition)
         request = ShareFetchRequest(
-            group_id=settings.group,
+            group_id=config.group,
             member_id=member_id,
             share_session_epoch=self.epoch,
-            max_wait_ms=settings.fetch_max_wait_ms,
-            min_bytes=settings.fetch_min_bytes,
-            max_bytes=settings.fetch_max_bytes,
-            max_records=settings.max_poll_records,
-            batch_size=settings.max_poll_records,
-            share_acquire_mode=settings.acquire_mode,
+            max_wait_ms=config.fetch_max_wait_ms,
+            min_bytes=config.fetch_min_bytes,
+            max_bytes=config.fetch_max_bytes,
+            max_records=config.max_poll_records,
+            batch_size=config.max_poll_records,
+            share_acquire_mode=config.acquire_mode,
             is_renew_ack=has_renew(dict(acks)),
             topics=[ShareFetchRequest.FetchTopic(topic_id=t, partitions=ps) for t, ps in by_topic.items()],
             forgotten_topics_data=[
@@ -192,10 +169,7 @@ class NodeSessions:
 
 
 __all__ = [
-    "BATCH_OPTIMIZED",
     "CLOSE_EPOCH",
-    "RECORD_LIMIT",
-    "FetchSettings",
     "NodeSessions",
     "ShareSession",
 ]
