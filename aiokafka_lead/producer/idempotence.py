@@ -17,6 +17,7 @@ from collections.abc import Iterable
 from aiokafka_lead.client import ClientCore
 from aiokafka_lead.errors import error_for_code
 from aiokafka_lead.producer.batch import ProducerBatch
+from aiokafka_lead.producer.config import ProducerConfig
 from aiokafka_lead.protocol.messages import InitProducerIdRequest
 from aiokafka_lead.retry import call_with_retries
 from aiokafka_lead.structs import TopicPartition
@@ -27,9 +28,9 @@ MAX_SEQUENCE = 0x7FFFFFFF
 
 
 class IdempotenceState:
-    def __init__(self, core: ClientCore, *, timeout_ms: float) -> None:
+    def __init__(self, core: ClientCore, config: ProducerConfig) -> None:
         self._core = core
-        self._timeout_ms = timeout_ms
+        self._config = config
         self._backoff = core.backoff
         self.producer_id = -1
         self.producer_epoch = -1
@@ -63,7 +64,7 @@ class IdempotenceState:
         self.producer_id, self.producer_epoch = await call_with_retries(
             f"InitProducerId ({reason})",
             attempt,
-            timeout_ms=self._timeout_ms,
+            timeout_ms=self._config.max_block_ms,
             backoff=self._backoff,
             refresh=self._core.refresh_metadata,
         )

@@ -157,7 +157,7 @@ class AIOKafkaProducer(ProducerKeywords, ProducerCompat, ExitOnLeave):
     # ----------------------------------------------------------------- lifecycle
     async def _setup(self, tg: anyio.abc.TaskGroup) -> None:
         if self._config.idempotent:
-            self._ids = IdempotenceState(self._core, timeout_ms=self._config.max_block_ms)
+            self._ids = IdempotenceState(self._core, self._config)
             if self._config.transactional_id is None:
                 await self._ids.init()
         if self._config.transactional_id is not None and self._ids is not None:
