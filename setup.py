@@ -40,7 +40,11 @@ setup(
     ext_modules=[
         Extension(
             "aiokafka_lead._speedups",
-            ["aiokafka_lead/_speedups.c", "aiokafka_lead/_speedups_producer.c"],
+            [
+                "aiokafka_lead/_speedups.c",
+                "aiokafka_lead/_speedups_producer.c",
+                "aiokafka_lead/_speedups_columns.c",
+            ],
             optional=True,
             extra_compile_args=["-O2", "-Wall", "-Wextra", "-Wno-unused-parameter"],
         )

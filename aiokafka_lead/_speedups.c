@@ -492,6 +492,8 @@ static PyMethodDef methods[] = {
 
 /* _speedups_producer.c: its types and functions added to the module */
 int speedups_add_producer(PyObject *module);
+/* _speedups_columns.c: decoded records -> Arrow column buffers */
+int speedups_add_columns(PyObject *module);
 
 static struct PyModuleDef module = {
     PyModuleDef_HEAD_INIT, "aiokafka_lead._speedups",
@@ -508,7 +510,8 @@ PyInit__speedups(void)
     m = PyModule_Create(&module);
     if (m == NULL)
         return NULL;
-    if (PyModule_AddIntConstant(m, "ABI", SPEEDUPS_ABI) < 0 || speedups_add_producer(m) < 0) {
+    if (PyModule_AddIntConstant(m, "ABI", SPEEDUPS_ABI) < 0 || speedups_add_producer(m) < 0 ||
+        speedups_add_columns(m) < 0) {
         Py_DECREF(m);
         return NULL;
     }

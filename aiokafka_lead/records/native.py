@@ -30,6 +30,7 @@ __all__ = [
     "decode_records",
     "murmur2",
     "now_ms",
+    "record_columns",
     "unavailable_reason",
 ]
 
@@ -67,13 +68,15 @@ HandleFields: type[Any] | None = None
 murmur2: Callable[[bytes | bytearray | memoryview], int] | None = None
 #: wall-clock milliseconds since the epoch
 now_ms: Callable[[], int] | None = None
+#: (chunks, end_offset, headers) -> Arrow column buffers of decoded records (``_speedups_columns.c``)
+record_columns: Callable[[list[Any], int, bool], tuple[Any, ...]] | None = None
 #: why the extension is not in use, ``None`` when it is
 unavailable_reason: str | None = None
 
 
 def _load() -> None:
     global HandleFields, RecordsBuffer, build_consumer_records, decode_records, murmur2, now_ms
-    global unavailable_reason
+    global record_columns, unavailable_reason
     if os.environ.get("AIOKAFKA_LEAD_NO_EXTENSIONS"):
         unavailable_reason = "disabled by AIOKAFKA_LEAD_NO_EXTENSIONS"
         return
@@ -96,6 +99,7 @@ def _load() -> None:
     HandleFields = _speedups.HandleFields
     murmur2 = _speedups.murmur2
     now_ms = _speedups.now_ms
+    record_columns = getattr(_speedups, "record_columns", None)
 
 
 _load()
