@@ -231,8 +231,8 @@ record_columns(PyObject *self, PyObject *args)
     int with_headers;
     Sizes s;
     BinaryColumn key, value, hkey, hvalue;
-    PyObject *offset_obj = NULL, *ts_obj = NULL, *type_obj = NULL, *list_obj = NULL;
-    int key_null = 0, value_null = 0, hkey_null = 0, hvalue_null = 0;
+    PyObject *offset_obj = NULL, *ts_obj = NULL, *type_obj = NULL, *list_obj = NULL, *list_valid = NULL;
+    int key_null = 0, value_null = 0, hkey_null = 0, hvalue_null = 0, list_null = 0;
     Py_ssize_t row = 0, header = 0, c, i, h;
 
     memset(&key, 0, sizeof(key));
@@ -252,10 +252,12 @@ record_columns(PyObject *self, PyObject *args)
         goto done;
     if (with_headers) {
         list_obj = PyBytes_FromStringAndSize(NULL, (s.rows + 1) * (Py_ssize_t)sizeof(int32_t));
-        if (list_obj == NULL || column_alloc(&hkey, s.headers, s.header_key_bytes, 0) < 0 ||
+        list_valid = PyBytes_FromStringAndSize(NULL, s.rows / 8 + 1);
+        if (list_obj == NULL || list_valid == NULL || column_alloc(&hkey, s.headers, s.header_key_bytes, 0) < 0 ||
             column_alloc(&hvalue, s.headers, s.header_value_bytes, 1) < 0)
             goto done;
         ((int32_t *)PyBytes_AS_STRING(list_obj))[0] = 0;
+        memset(PyBytes_AS_STRING(list_valid), 0xff, (size_t)(s.rows / 8 + 1));
     }
     int64_t *offsets = (int64_t *)PyBytes_AS_STRING(offset_obj);
     int64_t *timestamps = (int64_t *)PyBytes_AS_STRING(ts_obj);
@@ -287,6 +289,10 @@ record_columns(PyObject *self, PyObject *args)
                         goto done;
                 }
                 ((int32_t *)PyBytes_AS_STRING(list_obj))[row + 1] = (int32_t)header;
+                if (PyTuple_GET_SIZE(headers) == 0) {
+                    PyBytes_AS_STRING(list_valid)[row / 8] &= (char)~(1 << (row % 8));
+                    list_null = 1;
+                }
             }
         }
     }
@@ -295,7 +301,8 @@ record_columns(PyObject *self, PyObject *args)
         goto done;
     }
     if (with_headers) {
-        header_columns = Py_BuildValue("(OOOOOO)", list_obj, hkey.offsets_obj, hkey.data_obj,
+        header_columns = Py_BuildValue("(OOOOOOO)", list_null ? list_valid : Py_None, list_obj,
+                                       hkey.offsets_obj, hkey.data_obj,
                                        hvalue_null ? hvalue.validity_obj : Py_None, hvalue.offsets_obj,
                                        hvalue.data_obj);
         if (header_columns == NULL)
@@ -320,6 +327,7 @@ done:
     Py_XDECREF(ts_obj);
     Py_XDECREF(type_obj);
     Py_XDECREF(list_obj);
+    Py_XDECREF(list_valid);
     column_clear(&key);
     column_clear(&value);
     column_clear(&hkey);

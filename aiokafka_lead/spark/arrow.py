@@ -54,13 +54,13 @@ def record_batch(
         pa.Array.from_buffers(pa.int32(), count, [None, pa.py_buffer(ts_type)]),
     ]
     if include_headers:
-        lists, key_offsets, key_data, value_valid, value_offsets, value_data = headers
+        lists_valid, lists, key_offsets, key_data, value_valid, value_offsets, value_data = headers
         n = (len(key_offsets) // 4) - 1
         keys = _binary(pa.string(), n, (None, key_offsets, key_data))
         values = _binary(pa.binary(), n, (value_valid, value_offsets, value_data))
         structs = pa.StructArray.from_arrays([keys, values], fields=list(HEADER))
-        starts = pa.Array.from_buffers(pa.int32(), count + 1, [None, pa.py_buffer(lists)])
-        columns.append(pa.ListArray.from_arrays(starts, structs, type=HEADERS))
+        valid = None if lists_valid is None else pa.py_buffer(lists_valid)
+        columns.append(pa.ListArray.from_buffers(HEADERS, count, [valid, pa.py_buffer(lists)], children=[structs]))
     return pa.RecordBatch.from_arrays(columns, schema=schema(include_headers))
 
 
@@ -90,5 +90,5 @@ def _from_lists(
         "timestampType": [t for _, t in rows],
     }
     if include_headers:
-        data["headers"] = [[{"key": k, "value": v} for k, v in r[4]] for r, _ in rows]
+        data["headers"] = [[{"key": k, "value": v} for k, v in r[4]] or None for r, _ in rows]
     return pa.RecordBatch.from_pydict(data, schema=schema(include_headers))

@@ -215,7 +215,8 @@ class BatchReader(DataSourceReader):
         return _plan(self.opts, start, end)
 
     def read(self, partition: InputPartition) -> Iterator[pa.RecordBatch]:
-        assert isinstance(partition, RangePartition)
+        if not isinstance(partition, RangePartition):
+            return iter(())  # Spark's stand-in when partitions() planned nothing to read
         return read_range(self.opts, partition.range)
 
 
