@@ -60,7 +60,8 @@ def record_batch(
         values = _binary(pa.binary(), n, (value_valid, value_offsets, value_data))
         structs = pa.StructArray.from_arrays([keys, values], fields=list(HEADER))
         valid = None if lists_valid is None else pa.py_buffer(lists_valid)
-        columns.append(pa.ListArray.from_buffers(HEADERS, count, [valid, pa.py_buffer(lists)], children=[structs]))
+        buffers = [valid, pa.py_buffer(lists)]
+        columns.append(pa.ListArray.from_buffers(HEADERS, count, buffers, children=[structs]))
     return pa.RecordBatch.from_arrays(columns, schema=schema(include_headers))
 
 

@@ -58,7 +58,8 @@ def test_c_columns_equal_the_python_reference(chunks: list[Any], cut: int, heade
 def test_rows_match_spark_kafka_layout() -> None:
     chunks = [([(5, 1000, b"k", None, (("h", b"x"), ("g", None))), (6, 2000, None, b"v", ())], 1, 3)]
     rows = arrow.record_batch(chunks, 100, "t", 2, True).to_pylist()
-    assert [(r["key"], r["value"], r["topic"], r["partition"], r["offset"], r["timestampType"]) for r in rows] == [
+    fields = ("key", "value", "topic", "partition", "offset", "timestampType")
+    assert [tuple(r[f] for f in fields) for r in rows] == [
         (b"k", None, "t", 2, 5, 1),
         (None, b"v", "t", 2, 6, 1),
     ]

@@ -49,21 +49,21 @@ def test_defaults_follow_spark_kafka_connector() -> None:
     ("options", "message"),
     [
         ({"subscribe": "a"}, "Option 'kafka.bootstrap.servers' must be specified for configuring Kafka"),
-        ({**BASE}, "One of the following options must be specified for Kafka source: subscribe, subscribepattern"),
+        ({**BASE}, "One of the following options must be specified for Kafka source: subscribe, subscribep"),
         ({**BASE, "subscribe": "a", "assign": '{"a": [0]}'}, "Only one of the following options can be"),
-        ({**BASE, "assign": "not json"}, "No topicpartitions to assign as specified value for option 'assign'"),
+        ({**BASE, "assign": "not json"}, "No topicpartitions to assign as specified value for option"),
         ({**BASE, "assign": "{oops"}, "assign must be JSON"),
         ({**BASE, "subscribe": " , "}, "No topics to subscribe to as specified value for option 'subscribe'"),
         ({**BASE, "subscribe": "a", "minPartitions": "0"}, "minPartitions must be positive"),
-        ({**BASE, "subscribe": "a", "maxRecordsPerPartition": "-1"}, "maxrecordsperpartition must be positive"),
+        ({**BASE, "subscribe": "a", "maxRecordsPerPartition": "-1"}, "maxrecordsperpartition must be"),
         ({**BASE, "subscribe": "a", "startingTimestamp": "noon"}, "Expected a single long value, got noon"),
         (
             {**BASE, "subscribe": "a", "minOffsetsPerTrigger": "10", "maxOffsetsPerTrigger": "5"},
             r"The value of minOffsetPerTrigger\(10\) is higher than the maxOffsetsPerTrigger\(5\)\.",
         ),
         ({**BASE, "subscribe": "a", "maxTriggerDelay": "soon"}, "maxTriggerDelay: 'soon' is not a duration"),
-        ({**BASE, "subscribe": "a", "kafka.auto.offset.reset": "earliest"}, "'auto.offset.reset' is not supported"),
-        ({**BASE, "subscribe": "a", "kafka.enable.auto.commit": "true"}, "'enable.auto.commit' is not supported"),
+        ({**BASE, "subscribe": "a", "kafka.auto.offset.reset": "earliest"}, "'auto.offset.reset' is not"),
+        ({**BASE, "subscribe": "a", "kafka.enable.auto.commit": "true"}, "'enable.auto.commit' is not"),
         ({**BASE, "subscribe": "a", "failondataloss": "maybe"}, "true or false"),
         ({**BASE, "subscribe": "a", "kafka.security.protocol": "SASL_SSL"}, "sasl.jaas.config"),
         ({**BASE, "subscribe": "a", "kafka.no.such.option": "1"}, "unsupported client properties"),
@@ -78,14 +78,14 @@ def test_streaming_rejects_ending_offsets() -> None:
     with pytest.raises(SparkOptionError, match="ending offset not valid in streaming queries"):
         parse_options({**BASE, "subscribe": "a", "endingoffsets": "latest"}, streaming=True)
     with pytest.raises(SparkOptionError, match="ending timestamp not valid in streaming queries"):
-        parse_options({**BASE, "subscribe": "a", "endingOffsetsByTimestamp": '{"a": {"0": 1}}'}, streaming=True)
+        parse_options({**BASE, "subscribe": "a", "endingOffsetsByTimestamp": "{}"}, streaming=True)
 
 
 @pytest.mark.parametrize(
     ("options", "message"),
     [
         ({"startingOffsets": "latest"}, "starting offset can't be latest for batch queries on Kafka"),
-        ({"startingOffsets": '{"a": {"0": -1}}'}, "startingOffsets for a-0 can't be latest for batch queries"),
+        ({"startingOffsets": '{"a": {"0": -1}}'}, "startingOffsets for a-0 can't be latest for batch"),
         ({"endingOffsets": "earliest"}, "ending offset can't be earliest for batch queries on Kafka"),
         ({"endingOffsets": '{"a": {"1": -2}}'}, "ending offset for a-1 can't be earliest for batch queries"),
     ],
@@ -110,7 +110,8 @@ def test_trigger_options_and_their_defaults() -> None:
     opts = parse_options({**BASE, "subscribe": "a", "minOffsetsPerTrigger": "3"}, streaming=True)
     assert (opts.min_offsets_per_trigger, opts.max_trigger_delay_ms) == (3, 15 * 60_000)
     assert opts.group_id_prefix == "spark-kafka-source"
-    assert parse_options({**BASE, "subscribe": "a"}, streaming=False).group_id_prefix == "spark-kafka-relation"
+    batch = parse_options({**BASE, "subscribe": "a"}, streaming=False)
+    assert batch.group_id_prefix == "spark-kafka-relation"
     assert time_string_ms("500ms", "x") == 500 and time_string_ms("2h", "x") == 7_200_000
     assert time_string_ms("30", "x") == 30 and time_string_ms("1 min", "x") == 60_000
 
