@@ -160,6 +160,26 @@ def test_write_then_read_round_trip_with_headers_and_null_keys(spark: Any, kafka
     assert got == data
 
 
+def test_a_record_the_brokers_refuse_fails_the_task_naming_its_partition(
+    spark: Any, kafka_cluster: Any
+) -> None:
+    """The topic takes messages of at most 1,000 bytes; the producer's own limit is higher,
+    so the broker refuses the record and the write fails with the partition and the error."""
+    bootstrap = kafka_cluster.bootstrap()
+    topic = unique("spark-small")
+
+    async def create() -> None:
+        async with AdminClient(bootstrap_servers=bootstrap) as admin:
+            await admin.create_topics([NewTopic(topic, 1, 3, topic_configs={"max.message.bytes": "1000"})])
+
+    anyio.run(create)
+    rows = [(b"ok", b"small"), (b"big", b"x" * 5000)]
+    writer = spark.createDataFrame(rows, "key binary, value binary").coalesce(1).write.format("aiokafka_lead")
+    refused = rf"a record to {topic}-0 was not delivered: .*(RecordTooLarge|MessageSizeTooLarge)"
+    with pytest.raises(Exception, match=refused):
+        writer.option("kafka.bootstrap.servers", bootstrap).option("topic", topic).mode("append").save()
+
+
 def test_leader_moves_during_a_streaming_read_lose_and_duplicate_nothing(
     spark: Any, kafka_cluster: Any, tmp_path: Path
 ) -> None:
