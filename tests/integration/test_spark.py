@@ -127,6 +127,10 @@ def test_streaming_available_now_restarts_from_its_checkpoint(
 
     first = run_once()
     assert len(first.recentProgress) >= 5  # 30 records, at most 7 per micro-batch
+    # the progress shows the rows read and each partition's latest offset (how far behind)
+    assert sum(progress.numInputRows for progress in first.recentProgress) == 30
+    latest = json.loads(first.recentProgress[-1].sources[0].latestOffset)
+    assert latest == {topic: {"0": 10, "1": 10, "2": 10}}
     produce(bootstrap, topic, [(i % 3, None, f"b{i}".encode()) for i in range(20)])
     run_once()
     rows = spark.read.parquet(str(tmp_path / "out")).collect()
@@ -334,8 +338,12 @@ def test_the_same_rows_as_sparks_jvm_connector(spark: Any, diff_topic: tuple[str
     jvm_rows = sorted((canonical(r) for r in jvm.collect()), key=lambda row: row[2:5])
     our_rows = sorted((canonical(r) for r in ours.collect()), key=lambda row: row[2:5])
     assert our_rows == jvm_rows
-    if case.startswith("split partitions"):
+    if case == "split partitions (minPartitions)":
         assert ours.rdd.getNumPartitions() == jvm.rdd.getNumPartitions() > 3
+    if case == "split partitions (maxRecordsPerPartition)":
+        # 60 offsets per partition in tasks of at most 13: five each, as Spark's documentation
+        # says (its connector's batch relation reads each partition in one task regardless)
+        assert ours.rdd.getNumPartitions() == 3 * 5
     if case != "a start after every record, strategy latest":
         assert jvm_rows  # each case reads something
 
