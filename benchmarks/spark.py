@@ -7,8 +7,8 @@ once; then each round runs both sources, in alternating order (ours first in odd
 - read: ``count(*)`` and ``sum(length(substring(value, 2, 50)))`` over the whole topic, so
   every value is materialised; both must return every record and the same checksum;
 - write: ``spark.range(n)`` as key (the number as a string) and value (``n`` bytes) into a
-  fresh topic of ``--partitions`` partitions and ``--replication`` replicas (acks=all for
-  both); the topic's end offsets must add up to n.
+  fresh topic of ``--partitions`` partitions and ``--replication`` replicas (both
+  producers at their default, acks=all); the topic's end offsets must add up to n.
 
 Prints records/s per round and side, then per workload and direction the median, min-max and
 spread of each side and the median of the per-round ratios (ours / JVM). The first round
@@ -41,6 +41,9 @@ from pathlib import Path
 from typing import Any
 
 import anyio
+
+# this checkout's package, for the driver and (through PYTHONPATH, session()) Spark's workers
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from aiokafka_lead import AIOKafkaProducer
 from aiokafka_lead.admin import AdminClient, NewTopic
@@ -148,6 +151,7 @@ def session(master: str) -> Any:
     from aiokafka_lead.testing.spark_connector import spark_jars_option
 
     os.environ["PYSPARK_PYTHON"] = sys.executable
+    os.environ["PYTHONPATH"] = os.pathsep.join(p for p in (str(ROOT), os.environ.get("PYTHONPATH")) if p)
     os.environ["PYSPARK_DRIVER_PYTHON"] = sys.executable
     bench.say(f"starting a SparkSession on {master} with Spark's Kafka connector loaded ...")
     spark = (
@@ -183,7 +187,6 @@ def write_once(spark: Any, side: str, bootstrap: str, topic: str, shape: tuple[i
     (
         frame.write.format(FORMATS[side])
         .option("kafka.bootstrap.servers", bootstrap)
-        .option("kafka.acks", "all")
         .option("topic", topic)
         .mode("append")
         .save()

@@ -52,8 +52,12 @@ from aiokafka_lead.structs import TopicPartition
 
 #: records decoded into one Arrow record batch at most
 MAX_RECORDS_PER_BATCH = 50_000
-#: bytes one fetch brings per partition, unless kafka.max.partition.fetch.bytes says otherwise
+#: bytes one fetch brings per partition
 PARTITION_FETCH_BYTES = 8 * 1024 * 1024
+#: how long a fetch waits at a partition's end: a task
+#: reads only offsets that exist, so the only fetch that waits is the one past its range's end,
+#: which the next task on the worker's reused consumer would otherwise wait for
+FETCH_WAIT_MS = 10
 
 
 class DataLossError(KafkaError):
@@ -71,7 +75,11 @@ def _consumer_key(opts: SourceOptions) -> tuple[Any, ...]:
 
 
 def _new_consumer(opts: SourceOptions) -> AIOKafkaConsumer[bytes, bytes]:
-    kwargs = {"max_partition_fetch_bytes": PARTITION_FETCH_BYTES, **opts.client_kwargs()}
+    kwargs = {
+        "max_partition_fetch_bytes": PARTITION_FETCH_BYTES,
+        "fetch_max_wait_ms": FETCH_WAIT_MS,
+        **opts.client_kwargs(),
+    }
     kwargs.setdefault("client_id", f"{opts.group_id_prefix}-executor")
     return AIOKafkaConsumer(
         bootstrap_servers=opts.bootstrap_servers,
