@@ -1,7 +1,8 @@
 """Decoded Kafka records -> ``pyarrow.RecordBatch`` in the source's row layout.
 
 The C extension (``record_columns``) writes every column's Arrow buffers in one pass over
-the decoded records, so no Python object is made per record or per value here; without the
+the decoded records, so no Python object is made per record or per value here (the
+decoder's record tuples are the input); without the
 extension the same batch is built by pyarrow from Python lists (the reference, slower).
 """
 
