@@ -44,6 +44,7 @@ setup(
                 "aiokafka_lead/_speedups.c",
                 "aiokafka_lead/_speedups_producer.c",
                 "aiokafka_lead/_speedups_share.c",
+                "aiokafka_lead/_speedups_columns.c",
             ],
             optional=True,
             extra_compile_args=["-O2", "-Wall", "-Wextra", "-Wno-unused-parameter"],

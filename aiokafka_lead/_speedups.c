@@ -27,7 +27,7 @@
 
 #define CONSUMER_RECORD_FIELDS 12
 /* bumped whenever configure() or a function's contract changes */
-#define SPEEDUPS_ABI 4
+#define SPEEDUPS_ABI 5
 
 static PyTypeObject *record_type = NULL;          /* records.batch.Record (a NamedTuple) */
 static PyTypeObject *consumer_record_type = NULL; /* structs.ConsumerRecord (slots dataclass) */
@@ -495,6 +495,8 @@ static PyMethodDef methods[] = {
 int speedups_add_producer(PyObject *module);
 /* _speedups_share.c: the share consumer's functions added to the module */
 int speedups_add_share(PyObject *module);
+/* _speedups_columns.c: decoded records -> Arrow column buffers */
+int speedups_add_columns(PyObject *module);
 
 static struct PyModuleDef module = {
     PyModuleDef_HEAD_INIT, "aiokafka_lead._speedups",
@@ -512,7 +514,8 @@ PyInit__speedups(void)
     if (m == NULL)
         return NULL;
     if (PyModule_AddIntConstant(m, "ABI", SPEEDUPS_ABI) < 0 || speedups_add_producer(m) < 0 ||
-        speedups_add_share(m) < 0) {
+        speedups_add_share(m) < 0 ||
+        speedups_add_columns(m) < 0) {
         Py_DECREF(m);
         return NULL;
     }

@@ -45,3 +45,7 @@ class HandleFields:
     _timestamp: int
     _cancelled: bool
     def __new__(cls, batch: Any, index: int, timestamp: int) -> Self: ...
+
+def record_columns(
+    chunks: list[Any], end_offset: int, headers: bool, /
+) -> tuple[Any, ...]: ...

@@ -385,6 +385,13 @@ class AIOKafkaConsumer(ConsumerKeywords[KT, VT], AssignmentAPI, PositionsAPI, Co
     async def _getmany(
         self, partitions: tuple[TopicPartition, ...], timeout_ms: float, max_records: int | None
     ) -> dict[TopicPartition, list[ConsumerRecord[KT, VT]]]:
+        drained = await self._drain(partitions, timeout_ms, max_records)
+        with native.gc_paused():
+            return {tp: self._records(tp, chunks) for tp, chunks in drained.items()}
+
+    async def _drain(
+        self, partitions: tuple[TopicPartition, ...], timeout_ms: float, max_records: int | None
+    ) -> dict[TopicPartition, list[Chunk]]:
         limit = max_records or self._config.max_poll_records or 2**31
         only = set(partitions) if partitions else None
         deadline = time.monotonic() + timeout_ms / 1000
@@ -395,14 +402,28 @@ class AIOKafkaConsumer(ConsumerKeywords[KT, VT], AssignmentAPI, PositionsAPI, Co
             with native.gc_paused():
                 drained = self._fetcher.drain(limit, only)
             if drained:
-                await self._fetcher.send_freed()  # the broker works while we build records
-                with native.gc_paused():
-                    return {tp: self._records(tp, chunks) for tp, chunks in drained.items()}
+                await self._fetcher.send_freed()  # the broker works while the caller builds records
+                return drained
             remaining = deadline - time.monotonic()
             if remaining <= 0:
                 return {}
             with anyio.move_on_after(remaining):
                 await self._fetcher.wait_for_data()
+
+    @guarded
+    async def getmany_batches(
+        self, *partitions: TopicPartition, timeout_ms: float = 0, max_records: int | None = None
+    ) -> dict[TopicPartition, list[Chunk]]:
+        """What getmany() returns, as decoded batch slices ``(records, timestamp_type,
+        leader_epoch)`` without a ConsumerRecord per record (deserializers are not applied):
+        for readers that turn records into columns, such as the Spark source."""
+        only_topic_partitions(partitions)
+        self._require_started()
+        self._last_poll = time.monotonic()
+        try:
+            return await self._drain(partitions, timeout_ms, max_records)
+        finally:
+            self._last_poll = time.monotonic()
 
     @guarded
     async def getone(self, *partitions: TopicPartition) -> ConsumerRecord[KT, VT]:

@@ -91,6 +91,11 @@ class DeliveryHandle(_HandleFields):
         self._batch, self._index = batch, index
         return batch
 
+    @property
+    def topic_partition(self) -> TopicPartition:
+        """The partition the record was sent to."""
+        return self._target().tp
+
     def done(self) -> bool:
         return self._cancelled or self._target().done
 

@@ -38,6 +38,7 @@ __all__ = [
     "gc_paused",
     "murmur2",
     "now_ms",
+    "record_columns",
     "unavailable_reason",
 ]
 
@@ -68,7 +69,7 @@ CONSUMER_RECORD_FIELDS = (
 )
 
 #: the ``_speedups.ABI`` this module calls (configure's signature, the functions' contracts)
-ABI = 4
+ABI = 5
 
 decode_records: DecodeRecords | None = None
 build_consumer_records: BuildConsumerRecords | None = None
@@ -83,6 +84,8 @@ HandleFields: type[Any] | None = None
 murmur2: Callable[[bytes | bytearray | memoryview], int] | None = None
 #: wall-clock milliseconds since the epoch
 now_ms: Callable[[], int] | None = None
+#: (chunks, end_offset, headers) -> Arrow column buffers of decoded records (``_speedups_columns.c``)
+record_columns: Callable[[list[Any], int, bool], tuple[Any, ...]] | None = None
 #: why the extension is not in use, ``None`` when it is
 unavailable_reason: str | None = None
 
@@ -109,7 +112,7 @@ def gc_paused() -> Iterator[None]:
 
 def _load() -> None:
     global HandleFields, RecordsBuffer, build_consumer_records, decode_records, murmur2, now_ms
-    global build_share_records, configure_share
+    global build_share_records, configure_share, record_columns
     global unavailable_reason
     if os.environ.get("AIOKAFKA_LEAD_NO_EXTENSIONS"):
         unavailable_reason = "disabled by AIOKAFKA_LEAD_NO_EXTENSIONS"
@@ -135,6 +138,7 @@ def _load() -> None:
     HandleFields = _speedups.HandleFields
     murmur2 = _speedups.murmur2
     now_ms = _speedups.now_ms
+    record_columns = getattr(_speedups, "record_columns", None)
 
 
 _load()

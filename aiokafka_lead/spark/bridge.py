@@ -1,15 +1,20 @@
 """Running the async clients from Spark's synchronous callbacks.
 
-Each Spark callback (plan partitions, read a range, write a task's rows) opens an anyio
-blocking portal: an event loop in a helper thread that lives as long as the callback, so a
-consumer or producer keeps its connections across calls and nothing leaks between tasks.
+Planning on the driver opens an anyio blocking portal (an event loop in a helper thread)
+for the call. On executors, a Python worker keeps its clients across the tasks it runs
+(Spark reuses workers by default): one portal and one client per set of options, made by
+the first task that needs it, dropped when a task fails with it, closed when the worker
+exits. So a task opens no connection of its own.
 """
 
 from __future__ import annotations
 
+import atexit
 import re
-from collections.abc import Iterator
-from contextlib import contextmanager
+import threading
+from collections.abc import Callable, Iterator
+from contextlib import ExitStack, contextmanager
+from typing import Any
 
 from anyio.from_thread import BlockingPortal, start_blocking_portal
 
@@ -52,10 +57,62 @@ def subscribed_partitions(
     return sorted(TopicPartition(t.name, part.partition) for t in described for part in t.partitions)
 
 
+class ClientCache:
+    """One started client per key, each on its own portal, for the life of the worker."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._entries: dict[Any, tuple[ExitStack, BlockingPortal, Any]] = {}
+        atexit.register(self.close_all)
+
+    def get(self, key: Any, make: Callable[[], Any]) -> tuple[BlockingPortal, Any]:
+        """The client for ``key``, made and started by ``make()`` on first use."""
+        with self._lock:
+            entry = self._entries.get(key)
+            if entry is None:
+                stack = ExitStack()
+                p = stack.enter_context(portal())
+                try:
+                    client = make()
+                    p.call(client.start)
+                except BaseException:
+                    stack.close()
+                    raise
+                stack.callback(p.call, client.stop)
+                entry = self._entries[key] = (stack, p, client)
+            return entry[1], entry[2]
+
+    def drop(self, key: Any) -> None:
+        """Close the client of ``key`` (after a failure: its state is unknown)."""
+        with self._lock:
+            entry = self._entries.pop(key, None)
+        if entry is not None:
+            entry[0].close()
+
+    def close_all(self) -> None:
+        for key in list(self._entries):
+            self.drop(key)
+
+    def __len__(self) -> int:
+        return len(self._entries)
+
+
+#: the executor's clients (readers' consumers, writers' producers)
+clients = ClientCache()
+
+
 def list_offsets(
     p: BlockingPortal, admin: AdminClient, partitions: list[TopicPartition], spec: int, isolation: str
 ) -> dict[TopicPartition, int]:
-    if not partitions:
+    return offsets_for(p, admin, dict.fromkeys(partitions, spec), isolation)
+
+
+def offsets_for(
+    p: BlockingPortal, admin: AdminClient, specs: dict[TopicPartition, int], isolation: str
+) -> dict[TopicPartition, int]:
+    """ListOffsets: per partition EARLIEST (-2), LATEST (-1) or a timestamp in ms (the first
+    offset at or after it; -1 when there is none)."""
+    if not specs:
         return {}
-    result = p.call(admin.list_offsets, dict.fromkeys(partitions, spec), isolation)
+    result = p.call(admin.list_offsets, specs, isolation)
     return {tp: info.offset for tp, info in result.items()}

@@ -11,7 +11,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 
 from aiokafka_lead.metadata.model import PartitionValue
-from aiokafka_lead.spark.options import EARLIEST, LATEST, SparkOptionError
+from aiokafka_lead.spark.options import EARLIEST, LATEST, Bound, SparkOptionError
 from aiokafka_lead.structs import TopicPartition
 
 Offsets = dict[TopicPartition, int]
@@ -41,6 +41,26 @@ def parse_spec(spec: str, name: str) -> Offsets | int:
         raise SparkOptionError(
             f'{name} must be "earliest", "latest" or JSON like {{"t": {{"0": 5}}}}: {exc}'
         ) from exc
+
+
+def check_batch_bounds(starting: Bound, ending: Bound) -> None:
+    """A batch query's bounds as Spark's connector checks them: no latest start, no earliest end."""
+    if not starting.is_timestamp:
+        _refuse(parse_spec(starting.offsets, "startingOffsets"), LATEST, "starting offset", "startingOffsets",
+                "latest")  # fmt: skip
+    if not ending.is_timestamp:
+        _refuse(parse_spec(ending.offsets, "endingOffsets"), EARLIEST, "ending offset", "ending offset",
+                "earliest")  # fmt: skip
+
+
+def _refuse(spec: Offsets | int, bad: int, whole: str, each: str, word: str) -> None:
+    if spec == bad:
+        raise SparkOptionError(f"{whole} can't be {word} for batch queries on Kafka")
+    for tp, offset in spec.items() if isinstance(spec, dict) else ():
+        if offset == bad:
+            raise SparkOptionError(
+                f"{each} for {tp.topic}-{tp.partition} can't be {word} for batch queries on Kafka"
+            )
 
 
 @dataclass(frozen=True, slots=True)
@@ -73,3 +93,44 @@ def cap_rows(
         begin = start.get(tp, latest[tp])
         capped[tp] = begin + (backlog[tp] * max_rows) // total
     return capped
+
+
+def split_ranges(
+    ranges: list[OffsetRange], min_partitions: int | None, max_records: int | None
+) -> list[OffsetRange]:
+    """Spark's connector's task planning: with ``minPartitions`` above the number of ranges,
+    large ranges split in proportion to their share of all offsets (a range whose share
+    rounds to one task stays whole); then any range above ``maxRecordsPerPartition`` offsets
+    splits into equal parts of at most that many."""
+    ranges = [r for r in ranges if r.end > r.start]
+    if min_partitions is not None and len(ranges) < min_partitions:
+        total = sum(r.end - r.start for r in ranges)
+        whole = [r for r in ranges if _share(r.end - r.start, total, min_partitions) == 1]
+        split_total = total - sum(r.end - r.start for r in whole)
+        split_tasks = max(min_partitions - len(whole), 1)
+        ranges = [
+            part
+            for r in ranges
+            for part in _parts(r, 1 if r in whole else _share(r.end - r.start, split_total, split_tasks))
+        ]
+    if max_records is not None:
+        ranges = [part for r in ranges for part in _parts(r, -(-(r.end - r.start) // max_records))]
+    return ranges
+
+
+def _share(size: int, total: int, tasks: int) -> int:
+    """Tasks for ``size`` of ``total`` offsets over ``tasks`` tasks, rounded half up, at least one."""
+    return max(int(size / total * tasks + 0.5), 1)
+
+
+def _parts(r: OffsetRange, count: int) -> list[OffsetRange]:
+    """``r`` in ``count`` consecutive parts, the remainder of the division in the last ones."""
+    out: list[OffsetRange] = []
+    start, left = r.start, r.end - r.start
+    for i in range(count):
+        size = left // (count - i)
+        left -= size
+        if size > 0:
+            out.append(OffsetRange(r.topic, r.partition, start, start + size))
+        start += size
+    return out

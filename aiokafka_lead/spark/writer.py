@@ -1,5 +1,10 @@
-"""Writing to Kafka from Spark: one idempotent producer per task, flushed before the task's
-commit message is returned.
+"""Writing to Kafka from Spark: Arrow record batches to the worker's idempotent producer;
+a task reports success only once every one of its records was acknowledged.
+
+Spark hands the writers ``pyarrow.RecordBatch`` objects (``DataSourceArrowWriter``,
+``DataSourceStreamArrowWriter``): the columns go to ``send()`` a record batch at a time, with
+no Row object per row. A record the brokers did not take fails the task with its partition
+and error, and the task's commit message is never returned for records not acknowledged.
 
 Delivery is at-least-once: Spark may re-run a failed or speculative task, and a re-run sends
 its rows again. A transaction per task would not make it exactly-once (the driver cannot
@@ -11,18 +16,31 @@ overrides the column.
 
 from __future__ import annotations
 
+import functools
+from collections import deque
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from pyspark.sql import Row
-from pyspark.sql.datasource import DataSourceStreamWriter, DataSourceWriter, WriterCommitMessage
+import pyarrow as pa
+from pyspark.sql.datasource import (
+    DataSourceArrowWriter,
+    DataSourceStreamArrowWriter,
+    WriterCommitMessage,
+)
 
+from aiokafka_lead.errors import KafkaError
 from aiokafka_lead.producer import AIOKafkaProducer
-from aiokafka_lead.spark.bridge import portal
+from aiokafka_lead.producer.batch import DeliveryHandle
+from aiokafka_lead.spark.bridge import clients
 from aiokafka_lead.spark.options import SourceOptions, SparkOptionError
 
-CHUNK = 1000  # rows handed to the event loop at a time
+#: record batches whose records may be in flight at once; then the task waits for the oldest
+IN_FLIGHT_BATCHES = 8
+
+
+class DeliveryFailedError(KafkaError):
+    """A record of the task was not acknowledged: the task fails, and Spark retries it."""
 
 
 @dataclass
@@ -30,79 +48,111 @@ class WriteResult(WriterCommitMessage):
     records: int
 
 
-def _as_bytes(value: Any, column: str) -> bytes | None:
-    if value is None or isinstance(value, bytes):
-        return value
-    if isinstance(value, bytearray | memoryview):
-        return bytes(value)
-    if isinstance(value, str):
-        return value.encode()
-    raise SparkOptionError(f"column {column} must be binary or string, not {type(value).__name__}")
+def _bytes_column(batch: pa.RecordBatch, name: str) -> list[Any] | None:
+    """A binary or string column as bytes values (None where null), or None if absent."""
+    index = batch.schema.get_field_index(name)
+    if index < 0:
+        return None
+    column = batch.column(index)
+    if pa.types.is_string(column.type) or pa.types.is_large_string(column.type):
+        column = column.cast(pa.binary())
+    elif not (pa.types.is_binary(column.type) or pa.types.is_large_binary(column.type)):
+        raise SparkOptionError(f"column {name} must be binary or string, not {column.type}")
+    values: list[Any] = column.to_pylist()
+    return values
 
 
-def _record(
-    row: Row, topic_option: str | None
-) -> tuple[str, bytes | None, bytes | None, int | None, list[Any]]:
-    fields = row.asDict()
-    if "value" not in fields:
+def _records(batch: pa.RecordBatch, topic_option: str | None) -> Sequence[tuple[Any, ...]]:
+    """(topic, key, value, partition, headers) columns of one record batch."""
+    n = batch.num_rows
+    values = _bytes_column(batch, "value")
+    if values is None:
         raise SparkOptionError("the rows to write need a value column")
-    topic = topic_option or fields.get("topic")
-    if not topic:
+    keys = _bytes_column(batch, "key") or [None] * n
+    if topic_option:
+        topics: list[Any] = [topic_option] * n
+    elif "topic" in batch.schema.names:
+        topics = batch.column("topic").to_pylist()
+    else:
         raise SparkOptionError("no topic: set the topic option or give the rows a topic column")
-    headers = [(str(h[0]), _as_bytes(h[1], "headers")) for h in fields.get("headers") or []]
-    partition = fields.get("partition")
-    return topic, _as_bytes(fields.get("key"), "key"), _as_bytes(fields["value"], "value"), partition, headers
+    partitions = batch.column("partition").to_pylist() if "partition" in batch.schema.names else [None] * n
+    headers: list[Any] = [None] * n
+    if "headers" in batch.schema.names:
+        headers = [
+            None if hs is None else [(h["key"], h["value"]) for h in hs]
+            for hs in batch.column("headers").to_pylist()
+        ]
+    return list(zip(topics, keys, values, partitions, headers, strict=True))
 
 
-async def _send_chunk(producer: AIOKafkaProducer, records: Sequence[tuple[Any, ...]]) -> None:
+async def _send(producer: AIOKafkaProducer, records: Sequence[tuple[Any, ...]]) -> list[DeliveryHandle]:
+    handles = []
     for topic, key, value, partition, headers in records:
-        await producer.send(topic, value, key=key, partition=partition, headers=headers)
+        if not topic:
+            raise SparkOptionError("a row has no topic: set the topic option or fill the topic column")
+        handles.append(await producer.send(topic, value, key=key, partition=partition, headers=headers))
+    return handles
 
 
-def write_rows(opts: SourceOptions, rows: Iterator[Row]) -> WriteResult:
-    count = 0
-    with portal() as p:
-        producer = AIOKafkaProducer(bootstrap_servers=opts.bootstrap_servers, **opts.client_kwargs())
-        p.call(producer.start)
+async def _settle(handles: list[DeliveryHandle]) -> None:
+    """Wait until every record is acknowledged; the first failure fails the task."""
+    for handle in handles:
         try:
-            chunk: list[tuple[Any, ...]] = []
-            for row in rows:
-                chunk.append(_record(row, opts.topic))
-                if len(chunk) >= CHUNK:
-                    p.call(_send_chunk, producer, chunk)
-                    count += len(chunk)
-                    chunk = []
-            if chunk:
-                p.call(_send_chunk, producer, chunk)
-                count += len(chunk)
-            p.call(producer.flush)
-            failed = producer.metrics()["records_failed"]
-            if failed:
-                raise RuntimeError(
-                    f"{failed} of {count} records were not delivered; the task fails so Spark retries it"
-                )
-        finally:
-            p.call(producer.stop)
+            await handle
+        except KafkaError as exc:
+            tp = handle.topic_partition
+            raise DeliveryFailedError(
+                f"a record to {tp.topic}-{tp.partition} was not delivered: {exc!r}; the task fails "
+                "and Spark retries it"
+            ) from exc
+
+
+def _producer_key(opts: SourceOptions) -> tuple[Any, ...]:
+    return ("producer", opts.bootstrap_servers, opts.properties)
+
+
+def write_batches(opts: SourceOptions, batches: Iterator[pa.RecordBatch]) -> WriteResult:
+    key = _producer_key(opts)
+    make = functools.partial(
+        AIOKafkaProducer, bootstrap_servers=opts.bootstrap_servers, **opts.client_kwargs()
+    )
+    p, producer = clients.get(key, make)
+    count = 0
+    pending: deque[list[DeliveryHandle]] = deque()
+    try:
+        for batch in batches:
+            if batch.num_rows == 0:
+                continue
+            pending.append(p.call(_send, producer, _records(batch, opts.topic)))
+            count += batch.num_rows
+            if len(pending) > IN_FLIGHT_BATCHES:
+                p.call(_settle, pending.popleft())
+        p.call(producer.flush)
+        while pending:
+            p.call(_settle, pending.popleft())
+    except Exception:
+        clients.drop(key)  # after a failure the producer's state is unknown: the next task gets a new one
+        raise
     return WriteResult(count)
 
 
-class BatchWriter(DataSourceWriter):
+class BatchWriter(DataSourceArrowWriter):
     def __init__(self, opts: SourceOptions) -> None:
         self.opts = opts
 
-    def write(self, iterator: Iterator[Row]) -> WriterCommitMessage:
-        return write_rows(self.opts, iterator)
+    def write(self, iterator: Iterator[pa.RecordBatch]) -> WriterCommitMessage:
+        return write_batches(self.opts, iterator)
 
 
-class StreamWriter(DataSourceStreamWriter):
+class StreamWriter(DataSourceStreamArrowWriter):
     def __init__(self, opts: SourceOptions) -> None:
         self.opts = opts
 
-    def write(self, iterator: Iterator[Row]) -> WriterCommitMessage:
-        return write_rows(self.opts, iterator)
+    def write(self, iterator: Iterator[pa.RecordBatch]) -> WriterCommitMessage:
+        return write_batches(self.opts, iterator)
 
     def commit(self, messages: list[WriterCommitMessage | None], batchId: int) -> None:
-        """Each task flushed before reporting: nothing is left to commit."""
+        """Each task waited for its acknowledgements before reporting: nothing is left to commit."""
 
     def abort(self, messages: list[WriterCommitMessage | None], batchId: int) -> None:
         """Records already sent stay (at-least-once); Spark re-runs the batch."""

@@ -1,7 +1,9 @@
 """The "aiokafka_lead" Spark data source against the real 3-node cluster.
 
-One SparkSession (local[2]) for the module. The data source is NOT registered explicitly:
-Spark finds it through the ``pyspark_aiokafka_lead`` module (auto-discovery).
+One SparkSession (local[2]) for the module, with Spark's own Kafka connector loaded
+(``spark.jars``: fetched from Maven Central once), so the differential tests compare both
+sources' rows in the same session. The data source is NOT registered explicitly: Spark
+finds it through the ``pyspark_aiokafka_lead`` module (auto-discovery).
 """
 
 from __future__ import annotations
@@ -10,6 +12,7 @@ import json
 import os
 import sys
 import threading
+import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -21,6 +24,7 @@ from aiokafka_lead import AIOKafkaProducer
 from aiokafka_lead.admin import AdminClient, NewTopic
 from aiokafka_lead.testing.leaders import rotate_leadership
 from aiokafka_lead.testing.oidc import running_oidc_server
+from aiokafka_lead.testing.spark_connector import spark_jars_option
 from tests.integration.conftest import unique
 
 pytestmark = pytest.mark.integration
@@ -39,6 +43,7 @@ def spark() -> Iterator[Any]:
         .config("spark.ui.enabled", "false")
         .config("spark.sql.shuffle.partitions", "2")
         .config("spark.sql.session.timeZone", "UTC")
+        .config("spark.jars", spark_jars_option())
         .getOrCreate()
     )
     session.sparkContext.setLogLevel("ERROR")
@@ -122,6 +127,10 @@ def test_streaming_available_now_restarts_from_its_checkpoint(
 
     first = run_once()
     assert len(first.recentProgress) >= 5  # 30 records, at most 7 per micro-batch
+    # the progress shows the rows read and each partition's latest offset (how far behind)
+    assert sum(progress.numInputRows for progress in first.recentProgress) == 30
+    latest = json.loads(first.recentProgress[-1].sources[0].latestOffset)
+    assert latest == {topic: {"0": 10, "1": 10, "2": 10}}
     produce(bootstrap, topic, [(i % 3, None, f"b{i}".encode()) for i in range(20)])
     run_once()
     rows = spark.read.parquet(str(tmp_path / "out")).collect()
@@ -148,11 +157,31 @@ def test_write_then_read_round_trip_with_headers_and_null_keys(spark: Any, kafka
         (
             bytes(r.key) if r.key is not None else None,
             bytes(r.value),
-            [(h.key, bytes(h.value) if h.value is not None else None) for h in r.headers],
+            [(h.key, bytes(h.value) if h.value is not None else None) for h in r.headers or []],
         )
         for r in rows
     ]
     assert got == data
+
+
+def test_a_record_the_brokers_refuse_fails_the_task_naming_its_partition(
+    spark: Any, kafka_cluster: Any
+) -> None:
+    """The topic takes messages of at most 1,000 bytes; the producer's own limit is higher,
+    so the broker refuses the record and the write fails with the partition and the error."""
+    bootstrap = kafka_cluster.bootstrap()
+    topic = unique("spark-small")
+
+    async def create() -> None:
+        async with AdminClient(bootstrap_servers=bootstrap) as admin:
+            await admin.create_topics([NewTopic(topic, 1, 3, topic_configs={"max.message.bytes": "1000"})])
+
+    anyio.run(create)
+    rows = [(b"ok", b"small"), (b"big", b"x" * 5000)]
+    writer = spark.createDataFrame(rows, "key binary, value binary").coalesce(1).write.format("aiokafka_lead")
+    refused = rf"a record to {topic}-0 was not delivered: MessageTooLargeError"
+    with pytest.raises(Exception, match=refused):
+        writer.option("kafka.bootstrap.servers", bootstrap).option("topic", topic).mode("append").save()
 
 
 def test_leader_moves_during_a_streaming_read_lose_and_duplicate_nothing(
@@ -202,6 +231,159 @@ def test_leader_moves_during_a_streaming_read_lose_and_duplicate_nothing(
     rows = spark.read.parquet(str(tmp_path / "out")).collect()
     assert sorted(r.value for r in rows) == sorted(f"m{i}" for i in range(600))
     assert len({(r.partition, r.offset) for r in rows}) == 600
+
+
+# ------------------------------------------------------------ against Spark's JVM connector
+
+#: the first record's timestamp; each next one 10 ms later. Recent: the brokers delete records
+#: older than retention.ms (7 days) by their timestamps.
+T0 = (int(time.time()) - 3600) * 1000
+PER_PARTITION = 60
+
+
+@pytest.fixture(scope="module")
+def diff_topic(kafka_cluster: Any) -> tuple[str, str]:
+    """3 partitions of 60 records each: keys and null keys, headers (with a null value),
+    create-time timestamps T0 + 10 ms * i."""
+    bootstrap = kafka_cluster.bootstrap()
+    topic = make_topic(bootstrap, 3)
+
+    async def send() -> None:
+        async with AIOKafkaProducer(bootstrap_servers=bootstrap, linger_ms=5) as producer:
+            handles = []
+            for i in range(3 * PER_PARTITION):
+                key = None if i % 4 == 0 else f"k{i}".encode()
+                headers = [("n", str(i).encode()), ("empty", None)] if i % 3 else []
+                handles.append(
+                    await producer.send(
+                        topic, f"v{i}".encode() * (i % 7), key=key, partition=i % 3,
+                        timestamp_ms=T0 + 10 * i, headers=headers,
+                    )
+                )  # fmt: skip
+            for handle in handles:
+                await handle
+
+    anyio.run(send)
+    return bootstrap, topic
+
+
+def canonical(row: Any) -> tuple[Any, ...]:
+    def raw(b: Any) -> bytes | None:
+        return None if b is None else bytes(b)
+
+    headers = getattr(row, "headers", None)
+    return (
+        raw(row.key), raw(row.value), row.topic, row.partition, row.offset, row.timestamp,
+        row.timestampType, None if headers is None else [(h.key, raw(h.value)) for h in headers],
+    )  # fmt: skip
+
+
+def both(spark: Any, bootstrap: str, options: dict[str, str]) -> tuple[Any, Any]:
+    """The same read through Spark's connector and through ours."""
+    frames = []
+    for fmt in ("kafka", "aiokafka_lead"):
+        r = spark.read.format(fmt).option("kafka.bootstrap.servers", bootstrap)
+        for k, v in options.items():
+            r = r.option(k, v)
+        frames.append(r.load())
+    return frames[0], frames[1]
+
+
+def diff_cases(topic: str) -> dict[str, dict[str, str]]:
+    ts = T0 + 10 * 90  # the middle of the topic: partition p has records from offset 30 on
+    return {
+        "everything with headers": {"subscribe": topic, "includeHeaders": "true"},
+        "offset ranges": {
+            "subscribe": topic,
+            "startingOffsets": json.dumps({topic: {"0": 5, "1": -2, "2": 59}}),
+            "endingOffsets": json.dumps({topic: {"0": 17, "1": 40, "2": -1}}),
+        },
+        "startingTimestamp to endingOffsetsByTimestamp": {
+            "subscribe": topic,
+            "startingTimestamp": str(ts),
+            "endingOffsetsByTimestamp": json.dumps({topic: {"0": ts + 300, "1": ts + 301, "2": T0 + 10**9}}),
+        },
+        "startingOffsetsByTimestamp and endingTimestamp": {
+            "assign": json.dumps({topic: [0, 2]}),
+            "startingOffsetsByTimestamp": json.dumps({topic: {"0": T0, "2": ts + 5}}),
+            "endingTimestamp": str(ts + 500),
+            "includeHeaders": "true",
+        },
+        "a start after every record, strategy latest": {
+            "subscribe": topic,
+            "startingTimestamp": str(T0 + 10**9),
+            "startingOffsetsByTimestampStrategy": "latest",
+        },
+        "split partitions (minPartitions)": {
+            "subscribePattern": topic.replace("-", ".") + "$",
+            "minPartitions": "7",
+        },
+        "split partitions (maxRecordsPerPartition)": {
+            "subscribe": topic,
+            "maxRecordsPerPartition": "13",
+            "includeHeaders": "true",
+        },
+    }
+
+
+CASE_NAMES = list(diff_cases("t"))
+
+
+@pytest.mark.parametrize("case", CASE_NAMES)
+def test_the_same_rows_as_sparks_jvm_connector(spark: Any, diff_topic: tuple[str, str], case: str) -> None:
+    bootstrap, topic = diff_topic
+    options = diff_cases(topic)[case]
+    jvm, ours = both(spark, bootstrap, options)
+    assert ours.schema == jvm.schema
+    jvm_rows = sorted((canonical(r) for r in jvm.collect()), key=lambda row: row[2:5])
+    our_rows = sorted((canonical(r) for r in ours.collect()), key=lambda row: row[2:5])
+    assert our_rows == jvm_rows
+    if case == "split partitions (minPartitions)":
+        assert ours.rdd.getNumPartitions() == jvm.rdd.getNumPartitions() > 3
+    if case == "split partitions (maxRecordsPerPartition)":
+        # 60 offsets per partition in tasks of at most 13: five each, as Spark's documentation
+        # says (its connector's batch relation reads each partition in one task regardless)
+        assert ours.rdd.getNumPartitions() == 3 * 5
+    if case != "a start after every record, strategy latest":
+        assert jvm_rows  # each case reads something
+
+
+@pytest.mark.parametrize(
+    "options",
+    [
+        {"subscribe": "t", "minPartitions": "0"},
+        {"subscribe": "t", "maxRecordsPerPartition": "0"},
+        {"subscribe": "t", "startingOffsets": "latest"},
+        {"subscribe": "t", "startingTimestamp": "noon"},
+        {"assign": "[0]"},
+        {},
+    ],
+    ids=lambda o: ",".join(o) or "no strategy",
+)
+def test_bad_options_fail_with_the_jvm_connectors_message(spark: Any, options: dict[str, str]) -> None:
+    """Checked before any connection (the bootstrap address is not reachable)."""
+    jvm, ours = [], []
+    for fmt, messages in (("kafka", jvm), ("aiokafka_lead", ours)):
+        r = spark.read.format(fmt).option("kafka.bootstrap.servers", "127.0.0.1:1")
+        for k, v in options.items():
+            r = r.option(k, v)
+        with pytest.raises(Exception) as raised:
+            r.load().collect()
+        messages.append(str(raised.value))
+    expected = jvm[0].split("IllegalArgumentException: ", 1)[-1].splitlines()[0].strip()
+    assert expected and expected in ours[0]
+
+
+def test_no_timestamp_match_fails_as_the_jvm_connector_does(spark: Any, diff_topic: tuple[str, str]) -> None:
+    bootstrap, topic = diff_topic
+    late = str(T0 + 10**9)
+    messages = []
+    for frame in both(spark, bootstrap, {"subscribe": topic, "startingTimestamp": late}):
+        with pytest.raises(Exception) as raised:
+            frame.collect()
+        messages.append(str(raised.value))
+    assert "No offset matched from request of topic-partition" in messages[0]
+    assert f"No offset matched from request of topic-partition {topic}-0 and timestamp {late}" in messages[1]
 
 
 def test_example_pipeline_runs_end_to_end(kafka_cluster: Any, tmp_path: Path) -> None:

@@ -123,6 +123,7 @@ PRODUCER_OPS: dict[str, Op] = {
 CONSUMER_OPS: dict[str, Op] = {
     "getmany": lambda c, fc: fresh(fc, c.getmany(timeout_ms=5000)),
     "getone": lambda c, fc: fresh(fc, c.getone()),
+    "getmany_batches": lambda c, fc: fresh(fc, c.getmany_batches(timeout_ms=5000)),
     "commit": lambda c, fc: c.commit(),
     "committed": lambda c, fc: c.committed(TP0),
     "position": lambda c, fc: c.position(TP1),

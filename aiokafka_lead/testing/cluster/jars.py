@@ -75,6 +75,10 @@ def _pom(version: str) -> str:
     ]
     if uses_log4j2(version):
         deps.append(_dependency("org.apache.logging.log4j", "log4j-slf4j-impl", log4j2))
+    return _project(deps)
+
+
+def _project(deps: list[str]) -> str:
     return f"""<?xml version="1.0" encoding="UTF-8"?>
 <project xmlns="http://maven.apache.org/POM/4.0.0">
   <modelVersion>4.0.0</modelVersion>
@@ -118,26 +122,43 @@ def _dependency(
 
 
 def provision(version: str = DEFAULT_KAFKA_VERSION, *, quiet: bool = False) -> Path:
-    """Return the libs dir for ``version``, downloading it first if needed.
-
-    The jars are copied into a temp dir next to the cache and renamed into place only
-    when ``mvn`` succeeded, so an interrupted download never leaves a half cache.
-    """
+    """Return the libs dir for ``version``, downloading it first if needed."""
     target = libs_dir(version)
     if is_provisioned(version):
         if not quiet:
             progress(f"Kafka {version} jars already cached in {target}")
         return target
+    _download(_pom(version), target, f"Kafka {version}", must_have="kafka_2.13-")
+    if not quiet:
+        count, size = cache_stats(version)
+        progress(f"cached {count} jars ({size / 1e6:.1f} MB) in {target}")
+    return target
+
+
+def maven_artifact(group: str, artifact: str, version: str) -> Path:
+    """A directory with the jar of ``group:artifact:version`` and its runtime dependencies,
+    fetched from Maven Central once into the per-user cache."""
+    target = cache_root() / "maven" / f"{group}_{artifact}-{version}"
+    if target.is_dir() and any(target.glob(f"{artifact}-{version}.jar")):
+        return target
+    _download(_project([_dependency(group, artifact, version)]), target, f"{artifact} {version}",
+              must_have=f"{artifact}-{version}")  # fmt: skip
+    return target
+
+
+def _download(pom: str, target: Path, what: str, *, must_have: str) -> None:
+    """mvn copies the dependencies of ``pom`` into a temp dir next to the cache, renamed into
+    place only when it succeeded, so an interrupted download never leaves a half cache."""
     mvn = shutil.which("mvn")
     if mvn is None:
-        raise RuntimeError("mvn is not on PATH: it is needed to fetch the Kafka jars")
+        raise RuntimeError(f"mvn is not on PATH: it is needed to fetch the {what} jars")
     target.parent.mkdir(parents=True, exist_ok=True)
     _remove_stale_downloads(target.parent)
     started = time.monotonic()
-    progress(f"downloading Kafka {version} jars from Maven Central with mvn ...")
+    progress(f"downloading the {what} jars from Maven Central with mvn ...")
     with tempfile.TemporaryDirectory(prefix=".provision-", dir=target.parent) as tmp:
         work = Path(tmp)
-        (work / "pom.xml").write_text(_pom(version))
+        (work / "pom.xml").write_text(pom)
         staged = work / "libs"
         cmd = [
             mvn,
@@ -156,21 +177,18 @@ def provision(version: str = DEFAULT_KAFKA_VERSION, *, quiet: bool = False) -> P
         output = _wait_with_progress(proc, started)
         if proc.returncode != 0:
             raise RuntimeError(
-                f"mvn failed (exit {proc.returncode}) fetching Kafka {version}:\n{output[-4000:]}"
+                f"mvn failed (exit {proc.returncode}) fetching {what}:\n{output[-4000:]}"
             )
         jars = sorted(staged.glob("*.jar"))
-        if not any(j.name.startswith("kafka_2.13-") for j in jars):
-            raise RuntimeError(f"mvn succeeded but no kafka_2.13 jar in {staged}")
+        if not any(j.name.startswith(must_have) for j in jars):
+            raise RuntimeError(f"mvn succeeded but no {must_have} jar in {staged}")
         try:
             staged.rename(target)
         except OSError:
             # Another process finished first: its copy is as good as ours.
-            if not is_provisioned(version):
+            if not any(target.glob(f"{must_have}*.jar")):
                 raise
-    if not quiet:
-        count, size = cache_stats(version)
-        progress(f"cached {count} jars ({size / 1e6:.1f} MB) in {target}", started)
-    return target
+    progress(f"{what} jars in {target}", started)
 
 
 def _remove_stale_downloads(parent: Path, max_age: float = 3600.0) -> None:
