@@ -24,6 +24,7 @@ import anyio
 import anyio.abc
 
 from aiokafka_lead.client import TOPIC_MAY_APPEAR, ClientCore, guarded
+from aiokafka_lead.client_telemetry import TelemetryAPI
 from aiokafka_lead.consumer.assignment_api import AssignmentAPI
 from aiokafka_lead.consumer.assignors import PartitionAssignor
 from aiokafka_lead.consumer.buffer import Chunk
@@ -37,6 +38,7 @@ from aiokafka_lead.consumer.fetcher import Fetcher
 from aiokafka_lead.consumer.group_common import GroupMember
 from aiokafka_lead.consumer.group_protocols import create_group_member
 from aiokafka_lead.consumer.keywords import ConsumerKeywords
+from aiokafka_lead.consumer.metrics import ConsumerMetricSource
 from aiokafka_lead.consumer.offsets import PositionManager
 from aiokafka_lead.consumer.positions_api import PositionsAPI
 from aiokafka_lead.consumer.subscription import ResetStrategy, SubscriptionState, SubscriptionType
@@ -85,7 +87,9 @@ def _gc_paused() -> Iterator[None]:
         gc.enable()
 
 
-class AIOKafkaConsumer(ConsumerKeywords[KT, VT], AssignmentAPI, PositionsAPI, ConsumerCompat, ExitOnLeave):
+class AIOKafkaConsumer(
+    ConsumerKeywords[KT, VT], AssignmentAPI, PositionsAPI, ConsumerCompat, TelemetryAPI, ExitOnLeave
+):
     """Asyncio Kafka consumer with aiokafka's constructor keywords and methods.
 
     Positions are KIP-320 aware (every fetch carries the leader epoch, truncation after a
@@ -113,6 +117,7 @@ class AIOKafkaConsumer(ConsumerKeywords[KT, VT], AssignmentAPI, PositionsAPI, Co
             # where the brokers allow it (auto.create.topics.enable)
             allow_auto_topic_creation=config.allow_auto_create_topics,
             refresh_soon=weakly(self._topics_awaited, None),
+            client_type="consumer",
         )
         self._lookup = Lookups(self._core)
         # the background parts get callbacks that do not hold the consumer (runtime.weakly):
@@ -130,6 +135,14 @@ class AIOKafkaConsumer(ConsumerKeywords[KT, VT], AssignmentAPI, PositionsAPI, Co
         self._fetcher = Fetcher(
             self._core, self._subs, self._positions, config, report_error=report_error
         )
+        self._core.metrics.add(
+            ConsumerMetricSource(self._fetcher.stats, self._subs, in_group=config.group_id is not None)
+        )
+        # KIP-714 resource attributes, named as librdkafka's
+        group = [("group_id", config.group_id)] if config.group_id is not None else []
+        if config.group_instance_id is not None:
+            group.append(("group_instance_id", config.group_instance_id))
+        self._core.telemetry_resource = lambda: list(group)
         if config.group_id is not None:
             self._coordinator = create_group_member(
                 config,
@@ -422,7 +435,9 @@ class AIOKafkaConsumer(ConsumerKeywords[KT, VT], AssignmentAPI, PositionsAPI, Co
             if drained:
                 await self._fetcher.send_freed()  # the broker works while we build records
                 with _gc_paused():
-                    return {tp: self._records(tp, chunks) for tp, chunks in drained.items()}
+                    out = {tp: self._records(tp, chunks) for tp, chunks in drained.items()}
+                self._fetcher.stats.records_consumed += sum(map(len, out.values()))
+                return out
             remaining = deadline - time.monotonic()
             if remaining <= 0:
                 return {}
@@ -473,7 +488,8 @@ class AIOKafkaConsumer(ConsumerKeywords[KT, VT], AssignmentAPI, PositionsAPI, Co
         records), ``preferred_read_replicas`` (partition -> the replica it is read from,
         for partitions not read from their leader), ``read_replica_redirects`` and
         ``read_replica_fallbacks`` (reason -> times a partition went back to its leader);
-        connections: ``sasl_reauthentications`` (KIP-368) and ``connections_closed_by_broker``."""
+        connections: ``sasl_reauthentications`` (KIP-368) and ``connections_closed_by_broker``;
+        under ``"kafka"`` the Java client's metrics by group (``kafka_metrics()``)."""
         stats = self._fetcher.stats
         return {
             **self._core.connection_metrics(),
@@ -481,6 +497,7 @@ class AIOKafkaConsumer(ConsumerKeywords[KT, VT], AssignmentAPI, PositionsAPI, Co
             "hints_applied": stats.hints_applied,
             "hints_ignored": stats.hints_ignored,
             **self._fetcher.replicas.metrics(),
+            "kafka": self._core.metrics.read().by_group(),
         }
 
     @property

@@ -19,6 +19,7 @@ import anyio.abc
 
 from aiokafka_lead.arguments import check_topic
 from aiokafka_lead.client import ClientCore, guarded
+from aiokafka_lead.client_telemetry import TelemetryAPI
 from aiokafka_lead.errors import ConsumerStoppedError, IllegalStateError, KafkaError, KafkaTimeoutError
 from aiokafka_lead.metadata import MetadataChange
 from aiokafka_lead.requests.groups import GroupRequests
@@ -34,7 +35,7 @@ from aiokafka_lead.structs import KT, VT, TopicPartition
 log = logging.getLogger(__name__)
 
 
-class AIOKafkaShareConsumer(ShareConsumerKeywords[KT, VT], ExitOnLeave):
+class AIOKafkaShareConsumer(ShareConsumerKeywords[KT, VT], TelemetryAPI, ExitOnLeave):
     """A share-group consumer (brokers with the share APIs and ``share.version`` finalized).
 
     Its keywords are :class:`ShareConsumerKeywords`' (generated from ``ShareConsumerConfig``).
@@ -52,7 +53,12 @@ class AIOKafkaShareConsumer(ShareConsumerKeywords[KT, VT], ExitOnLeave):
         #: set when an error is reported (start() waits on it with the join)
         self._attention = anyio.Event()
         self._callback = config.acknowledgement_commit_callback
-        self._core = ClientCore("AIOKafkaShareConsumer", config, topics=lambda: sorted(self._member.topics))
+        self._core = ClientCore(
+            "AIOKafkaShareConsumer",
+            config,
+            topics=lambda: sorted(self._member.topics),
+            client_type="consumer",
+        )
         self._core.extra_setup = self._setup
         self._ledger = AckLedger(explicit=self._explicit)
         self._member = ShareGroupMember(
