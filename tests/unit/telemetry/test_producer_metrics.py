@@ -8,6 +8,7 @@ import anyio
 import pytest
 
 from aiokafka_lead.error_code import ErrorCode
+from aiokafka_lead.errors import error_for_code
 from aiokafka_lead.producer import AIOKafkaProducer
 from aiokafka_lead.protocol.messages import ProduceResponse
 from aiokafka_lead.records.compression import CompressionType, decompress
@@ -29,9 +30,8 @@ def by_name(metrics: dict[MetricName, float], group: str) -> dict[str, float]:
 
 
 def batch_sizes(fc: FakeCluster) -> list[int]:
-    return [
-        len(p.records) for r in fc.requests.select(PRODUCE) for t in r.request.topic_data for p in t.partition_data
-    ]
+    requests = [r.request for r in fc.requests.select(PRODUCE)]
+    return [len(p.records) for r in requests for t in r.topic_data for p in t.partition_data]
 
 
 def throttled_answer(*_: Any) -> Respond:
@@ -113,7 +113,7 @@ async def test_failed_records_are_counted() -> None:
                 handles = [await producer.send("t", VALUE, partition=0) for _ in range(2)]
                 await producer.flush()
                 for h in handles:
-                    with pytest.raises(Exception):
+                    with pytest.raises(type(error_for_code(ErrorCode.INVALID_RECORD))):
                         await h
                 p = by_name(producer.kafka_metrics(), "producer-metrics")
     assert p["record-error-total"] == 2
