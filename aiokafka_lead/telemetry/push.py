@@ -113,6 +113,7 @@ class TelemetryPusher:
         self.pushes = 0  # answered pushes (for tests and metrics)
         self.refused: list[str] = []  # names of the errors pushes were answered with
         self.ended: str | None = None  # why the loop ended, if it did
+        self._closing = False
 
     async def instance_id(self, timeout_s: float) -> uuid.UUID | None:
         with anyio.move_on_after(timeout_s):
@@ -129,9 +130,9 @@ class TelemetryPusher:
             self._known.set()
 
     async def _loop(self) -> None:
-        while True:
+        while not self._closing:
             sub = await self._subscribe()
-            if sub is None:
+            if sub is None or self._closing:
                 return
             if not sub.prefixes:  # nothing subscribed: ask again after the interval
                 await self._sleep(sub.interval_s)
@@ -266,11 +267,11 @@ class TelemetryPusher:
 
     async def terminate(self, timeout_s: float) -> None:
         """The last push (``terminating``), if there is a subscription; bounded, never raises."""
-        sub = self.subscription
+        self._closing = True
+        self._wake.set()
+        sub, self.subscription = self.subscription, None
         if sub is None or not sub.prefixes:
             return
-        self.subscription = None
-        self._wake.set()
         with anyio.move_on_after(timeout_s, shield=True):
             with contextlib.suppress(_Stop):
                 await self._push(sub, terminating=True)
