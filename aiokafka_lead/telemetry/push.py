@@ -85,7 +85,8 @@ class Subscription:
     prefixes: Sequence[str]
 
     def wants(self, name: str) -> bool:
-        return any(name.startswith(p) for p in self.prefixes)
+        """The empty prefix (KIP-714) and ``*`` (the broker's configuration) mean every metric."""
+        return any(p in ("", "*") or name.startswith(p) for p in self.prefixes)
 
 
 class TelemetryPusher:
@@ -163,8 +164,9 @@ class TelemetryPusher:
                 return None
             assert isinstance(answer, GetTelemetrySubscriptionsResponse)
             if answer.error_code:
+                wait_s = answer.push_interval_ms / 1000 if answer.push_interval_ms > 0 else RETRY_S
                 log.debug("GetTelemetrySubscriptions answered error %d; asking again", answer.error_code)
-                await self._sleep(RETRY_S)
+                await self._sleep(wait_s)
                 continue
             if answer.client_instance_id != ZERO_ID:
                 self._instance_id = answer.client_instance_id
