@@ -63,6 +63,15 @@ def telemetry_name(name: MetricName) -> str:
     return f"{PREFIX}.{group}.{name.name.lower().replace('-', '.')}"
 
 
+def _attribute(key: str, value: str) -> Attribute:
+    """A tag as a data point attribute: Java's snake_case keys, except the node, which is
+    ``node.id`` with the node's number, as librdkafka pushes it (``node-id=node-1`` ->
+    ``node.id=1``)."""
+    if key == "node-id" and value.startswith("node-"):
+        return "node.id", int(value[len("node-") :])
+    return key.replace("-", "_"), value
+
+
 def _unit_and_doc(name: MetricName, client_type: str) -> tuple[str, str]:
     group = name.group
     if group.startswith(client_type + "-"):
@@ -197,7 +206,7 @@ class TelemetryPusher:
             if not sub.wants(full) or math.isnan(read):  # an average of nothing: nothing to report
                 continue
             value = read
-            attributes = tuple((k.replace("-", "_"), v) for k, v in name.tags[1:])
+            attributes = tuple(_attribute(k, v) for k, v in name.tags[1:])
             unit, doc = _unit_and_doc(name, client_type)
             is_sum = name.name.endswith("-total")
             if is_sum and sub.delta:

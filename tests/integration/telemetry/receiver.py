@@ -15,8 +15,9 @@ from aiokafka_lead.testing.cluster.node import java_executable
 
 SOURCE = Path(__file__).with_name("TelemetryFileReceiver.java")
 CLASS = "TelemetryFileReceiver"
-#: the largest push the broker accepts: a narrow subscription fits, every metric does not
-MAX_BYTES = 1024
+#: the largest push the broker accepts, compressed (else TELEMETRY_TOO_LARGE) and decompressed
+#: (else INVALID_RECORD): a narrow subscription fits, every metric of a producer does not
+MAX_BYTES = 4096
 
 
 @dataclass(frozen=True)
