@@ -29,6 +29,7 @@ from aiokafka_lead.share.config import ShareConsumerConfig
 from aiokafka_lead.share.fetcher import ShareFetcher
 from aiokafka_lead.share.keywords import ShareConsumerKeywords
 from aiokafka_lead.share.member import ShareGroupMember
+from aiokafka_lead.share.metrics import ShareMetricSource
 from aiokafka_lead.share.records import AcknowledgeType, ShareConsumerRecord
 from aiokafka_lead.structs import KT, VT, TopicPartition
 
@@ -57,7 +58,7 @@ class AIOKafkaShareConsumer(ShareConsumerKeywords[KT, VT], TelemetryAPI, ExitOnL
             "AIOKafkaShareConsumer",
             config,
             topics=lambda: sorted(self._member.topics),
-            client_type="consumer",
+            client_type="consumer-share",
         )
         self._core.extra_setup = self._setup
         self._ledger = AckLedger(explicit=self._explicit)
@@ -71,6 +72,9 @@ class AIOKafkaShareConsumer(ShareConsumerKeywords[KT, VT], TelemetryAPI, ExitOnL
         self._fetcher = ShareFetcher(
             self._core, self._member, self._ledger, config, on_ack_result=self._ack_result
         )
+        self._core.metrics.add(ShareMetricSource(self._fetcher))
+        group_id = config.group_id
+        self._core.telemetry_resource = lambda: [("group_id", group_id)] if group_id is not None else []
         if topics:
             self.subscribe(topics)
         self._state = "new"

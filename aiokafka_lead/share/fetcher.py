@@ -42,6 +42,7 @@ from aiokafka_lead.share.member import ShareGroupMember
 from aiokafka_lead.share.records import AcknowledgeType, ShareConsumerRecord
 from aiokafka_lead.share.session import FetchSettings, ShareSession
 from aiokafka_lead.structs import TopicPartition
+from aiokafka_lead.telemetry.window import Peak
 
 log = logging.getLogger(__name__)
 
@@ -110,8 +111,10 @@ class ShareFetcher:
         self._wake = anyio.Event()
         self.data = anyio.Event()
         self.closing = False
-        #: answered ShareFetch requests, records acquired (tests and metrics)
+        #: answered ShareFetch requests, their round trips, records acquired (tests and metrics)
         self.fetches = 0
+        self.latency_s = 0.0
+        self.latency_peak = Peak()
         self.acquired = 0
         self._refused = RateLimitedLog(log)
 
@@ -278,6 +281,9 @@ class ShareFetcher:
         session.advance()
         session.partitions = after
         self.fetches += 1
+        latency = time.monotonic() - sent_at
+        self.latency_s += latency
+        self.latency_peak.record(latency)
         lock_s = response.acquisition_lock_timeout_ms / 1000
         self._apply_hints(node_id, response)
         got = 0

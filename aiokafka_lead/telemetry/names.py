@@ -27,7 +27,7 @@ class Spec(NamedTuple):
     doc: str
 
 
-# ``{type}`` is the client's kind: producer, consumer (also the share consumer), admin-client
+# ``{type}`` is the client's kind: producer, consumer, consumer-share, admin-client
 _CONNECTION = "{type}-metrics"
 _NODE = "{type}-node-metrics"
 PRODUCER = "producer-metrics"
@@ -121,7 +121,10 @@ CATALOG: dict[tuple[str, str], Spec] = {
     (COORDINATOR, "rebalance-total"): Spec("rebalances", (), "rebalances completed, in total"),
     **_avg_max(SHARE_FETCH_MANAGER, "fetch-latency", "ms", "ShareFetch request round trip"),
     **_meter(SHARE_FETCH_MANAGER, "fetch", "requests", "ShareFetch requests answered"),
-    **_meter(SHARE_FETCH_MANAGER, "records-consumed", "records", "records handed to the application"),
+    **_meter(SHARE_FETCH_MANAGER, "records-fetched", "records", "records acquired through ShareFetch"),
+    (SHARE_FETCH_MANAGER, "records-per-request-avg"): Spec(
+        "records", (), "records acquired per ShareFetch answer: mean"
+    ),
 }
 
 
