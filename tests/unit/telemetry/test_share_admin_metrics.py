@@ -37,7 +37,10 @@ async def test_share_fetch_manager_metrics() -> None:
 
 async def test_admin_client_metrics() -> None:
     with anyio.fail_after(DEADLINE):
-        async with FakeCluster(brokers=2) as fc, AdminClient(bootstrap_servers=fc.bootstrap, client_id="adm") as admin:
+        async with (
+            FakeCluster(brokers=2) as fc,
+            AdminClient(bootstrap_servers=fc.bootstrap, client_id="adm") as admin,
+        ):
             await admin.list_topics()
             metrics = admin.kafka_metrics()
     a = group(metrics, "admin-client-metrics")
