@@ -135,9 +135,6 @@ class AIOKafkaConsumer(
         self._fetcher = Fetcher(
             self._core, self._subs, self._positions, config, report_error=report_error
         )
-        self._core.metrics.add(
-            ConsumerMetricSource(self._fetcher.stats, self._subs, in_group=config.group_id is not None)
-        )
         # KIP-714 resource attributes, named as librdkafka's
         group = [("group_id", config.group_id)] if config.group_id is not None else []
         if config.group_instance_id is not None:
@@ -153,6 +150,8 @@ class AIOKafkaConsumer(
                 report_error=report_error,
                 last_poll=weakly(self._last_poll_time, 0.0),
             )
+        group_stats = self._coordinator.stats if self._coordinator is not None else None
+        self._core.metrics.add(ConsumerMetricSource(self._fetcher.stats, self._subs, group_stats))
         self._core.topics = functools.partial(topics_needed, self._subs, self._coordinator)
         if topics:
             self._subs.subscribe(topics)

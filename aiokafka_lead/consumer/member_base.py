@@ -21,6 +21,7 @@ from aiokafka_lead.client import ClientCore
 from aiokafka_lead.consumer.commits import CommitIdentity, OffsetCommitter
 from aiokafka_lead.consumer.config import GroupConfig
 from aiokafka_lead.consumer.group_common import ConsumerRebalanceListener, CoordinatorLink
+from aiokafka_lead.consumer.metrics import GroupStats
 from aiokafka_lead.consumer.subscription import SubscriptionState
 from aiokafka_lead.errors import KafkaError
 from aiokafka_lead.ratelog import RateLimitedLog
@@ -68,12 +69,15 @@ class GroupMemberBase:
         self._report_error = report_error
         self._max_poll_interval_s = config.max_poll_interval_ms / 1000
         self._last_poll = last_poll
+        #: commits, heartbeats and rebalances (the consumer-coordinator-metrics group)
+        self.stats = GroupStats()
         self._committer = OffsetCommitter(
             self._link,
             self,
             backoff=core.backoff,
             request_timeout_ms=config.request_timeout_ms,
             consumed_offsets=consumed_offsets,
+            stats=self.stats,
         )
         #: ``commit(offsets, *, only_changed=False, timeout_ms=None)``: commit ``offsets`` (None:
         #: the consumed positions) within ``timeout_ms``

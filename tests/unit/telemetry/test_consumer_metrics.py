@@ -58,12 +58,30 @@ async def test_fetch_manager_metrics() -> None:
     assert legacy["kafka"]["consumer-fetch-manager-metrics,topic=t,partition=0"] == {"records-lag": 4.0}
 
 
-async def test_a_member_reports_its_assigned_partitions() -> None:
+@pytest.mark.parametrize("protocol", ["classic", "consumer"])
+async def test_coordinator_metrics(protocol: str) -> None:
     with anyio.fail_after(DEADLINE):
         async with FakeCluster(brokers=1) as fc:
             fc.create_topic("t", partitions=3, replication_factor=1)
-            async with consumer(fc, group_id="g") as c:
+            interval = {"heartbeat_interval_ms": 100} if protocol == "classic" else {}
+            async with consumer(fc, group_id="g", group_protocol=protocol, **interval) as c:
+                c._core.metrics.window.restart(lambda: 100.0)
                 c.subscribe(["t"])
                 await fc.wait_for(lambda: len(c.assignment()) == 3)
+                await c.commit({T0: 5})
+                await c.commit({T0: 6})
+                member = c._coordinator
+                assert member is not None
+                heartbeats = member.stats.heartbeats
+                await fc.wait_for(lambda: member.stats.heartbeats > heartbeats)
                 metrics = c.kafka_metrics()
-    assert group(metrics, "consumer-coordinator-metrics") == {"assigned-partitions": 3}
+    g = group(metrics, "consumer-coordinator-metrics")
+    assert g["assigned-partitions"] == 3
+    assert g["commit-total"] == 2
+    assert g["commit-rate"] == pytest.approx(2 / 30)
+    assert 0 < g["commit-latency-avg"] <= g["commit-latency-max"]
+    assert g["heartbeat-total"] >= 1
+    assert 0 <= g["last-heartbeat-seconds-ago"] < DEADLINE
+    assert g["rebalance-total"] == 1
+    assert g["rebalance-rate-per-hour"] == pytest.approx(3600 / 30)
+    assert g["rebalance-latency-avg"] == g["rebalance-latency-max"] == g["rebalance-latency-total"] > 0
