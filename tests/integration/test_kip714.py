@@ -17,6 +17,7 @@ import pytest
 from opentelemetry.proto.metrics.v1 import metrics_pb2
 
 from aiokafka_lead.admin import AdminClient, ConfigResource
+from aiokafka_lead.consumer import AIOKafkaConsumer
 from aiokafka_lead.producer import AIOKafkaProducer
 from aiokafka_lead.testing.cluster import KafkaCluster
 from tests.integration.conftest import unique
@@ -210,3 +211,70 @@ async def test_the_metrics_both_push_have_librdkafkas_names_types_and_tags(
         assert attribute_keys(our_metrics[name]) == attribute_keys(their_metrics[name]), name
     # every metric librdkafka pushes for these prefixes, we push too
     assert set(their_metrics) <= set(our_metrics), sorted(set(their_metrics) - set(our_metrics))
+
+
+CONSUMER = "org.apache.kafka.consumer."
+
+
+def librdkafka_consumer_pushes(bootstrap: str, client_id: str, topic: str, received: Path) -> list[Received]:
+    """What a confluent-kafka group consumer pushes (in a worker thread: its calls block)."""
+    import time
+
+    from confluent_kafka import Consumer
+
+    consumer = Consumer({
+        "bootstrap.servers": bootstrap,
+        "client.id": client_id,
+        "group.id": client_id,
+        "auto.offset.reset": "earliest",
+        "enable.metrics.push": True,
+    })  # fmt: skip
+    consumer.subscribe([topic])
+    deadline = time.monotonic() + 30
+    try:
+        while time.monotonic() < deadline and sum(p.client_id == client_id for p in pushes(received)) < 2:
+            consumer.poll(0.1)
+    finally:
+        consumer.close()
+    return [p for p in pushes(received) if p.client_id == client_id]
+
+
+async def test_consumer_metrics_both_push_have_librdkafkas_names_types_and_tags(
+    telemetry_cluster: Cluster,
+) -> None:
+    cluster, received = telemetry_cluster
+    ours_id, theirs_id = unique("kip714-cours"), unique("kip714-crdk")
+    topic = unique("kip714c")
+    suffixes = ("connection.creation.", "node.request.latency.", "coordinator.", "fetch.manager.fetch.")
+    shared = [CONSUMER + s for s in suffixes]
+    for client_id in (ours_id, theirs_id):
+        await subscribe(cluster.bootstrap(), unique("sub"), shared, client_id)
+    bootstrap = cluster.bootstrap()
+    with anyio.fail_after(90):
+        async with AIOKafkaProducer(bootstrap_servers=bootstrap, enable_metrics_push=False) as producer:
+            await producer.send_and_wait(topic, b"x")
+        async with AIOKafkaConsumer(
+            topic,
+            bootstrap_servers=bootstrap,
+            client_id=ours_id,
+            group_id=ours_id,
+            auto_offset_reset="earliest",
+        ) as consumer:
+            instance = await consumer.client_instance_id()
+            await consumer.getone()
+            before = len(pushes(received, instance))  # some went while start() joined the group
+            await eventually(lambda: len(pushes(received, instance)) >= before + 2)
+        rdk = librdkafka_consumer_pushes
+        theirs = await anyio.to_thread.run_sync(rdk, bootstrap, theirs_id, topic, received)
+    ours = pushes(received, instance)
+    assert theirs, "librdkafka pushed nothing"
+    our_metrics = {n: m for p in ours[:-1] for n, m in decode(p.metrics).items()}
+    their_metrics = {n: m for p in theirs for n, m in decode(p.metrics).items()}
+    both = set(our_metrics) & set(their_metrics)
+    assert CONSUMER + "coordinator.assigned.partitions" in both, (sorted(our_metrics), sorted(their_metrics))
+    for name in sorted(both):
+        assert kind(our_metrics[name]) == kind(their_metrics[name]), name
+        assert attribute_keys(our_metrics[name]) == attribute_keys(their_metrics[name]), name
+    # librdkafka pushes an average of nothing as 0, we leave it out (Java's NaN): no commit yet
+    nothing_yet = {CONSUMER + "coordinator.commit.latency.avg", CONSUMER + "coordinator.commit.latency.max"}
+    assert set(their_metrics) - set(our_metrics) <= nothing_yet, sorted(set(their_metrics) - set(our_metrics))
