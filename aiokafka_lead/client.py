@@ -32,7 +32,7 @@ from aiokafka_lead.network.pool import BrokerPool
 from aiokafka_lead.refresher import MetadataRefresher, RefreshSoonFn
 from aiokafka_lead.runtime import ClientFailedError, TaskGroupHost
 from aiokafka_lead.telemetry.otlp import Attribute
-from aiokafka_lead.telemetry.push import TelemetryPusher
+from aiokafka_lead.telemetry.push import TERMINATING_PUSH_S, TelemetryPusher
 from aiokafka_lead.telemetry.registry import MetricsRegistry
 
 log = logging.getLogger(__name__)
@@ -238,7 +238,7 @@ class ClientCore:
         close the connections; the last KIP-714 push (``terminating``) goes before them."""
         telemetry, self.telemetry = self.telemetry, None
         if telemetry is not None and self.host.running:
-            await telemetry.terminate(self.config.request_timeout_ms / 1000)
+            await telemetry.terminate(min(self.config.request_timeout_ms / 1000, TERMINATING_PUSH_S))
         await self.host.stop()
         pool, self._pool = self._pool, None
         if pool is not None:

@@ -45,6 +45,8 @@ ZERO_ID = uuid.UUID(int=0)
 PREFIX = "org.apache.kafka"
 SCOPE = "aiokafka_lead"
 _CODECS = frozenset(int(c) for c in CompressionType)
+#: the longest a close waits for the broker to take the terminating push
+TERMINATING_PUSH_S = 2.0
 #: how long to wait before asking again when the broker gave no usable subscription
 RETRY_S = 30.0
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import itertools
 import logging
+import time
 import uuid
 from typing import Any
 
@@ -15,8 +16,9 @@ from opentelemetry.proto.metrics.v1 import metrics_pb2
 from aiokafka_lead.producer import AIOKafkaProducer
 from aiokafka_lead.records.compression import CompressionType
 from aiokafka_lead.telemetry.names import MetricName
-from aiokafka_lead.telemetry.push import telemetry_name
+from aiokafka_lead.telemetry.push import TERMINATING_PUSH_S, telemetry_name
 from aiokafka_lead.testing.fake import FakeCluster
+from aiokafka_lead.testing.fake.intercept import Drop
 from aiokafka_lead.testing.fake.telemetry import FakeTelemetry, Push
 
 GET_SUBSCRIPTIONS, PUSH = 71, 72
@@ -175,3 +177,19 @@ async def test_a_consumer_names_its_group() -> None:
     assert resource(telemetry.pushes[-1]) == {"group_id": "g1"}
     names = decode(telemetry.pushes[-1])
     assert value(names["org.apache.kafka.consumer.coordinator.assigned.partitions"]) == 2
+
+
+async def test_close_waits_little_for_a_broker_to_take_the_last_push() -> None:
+    telemetry = FakeTelemetry(prefixes=[PRODUCER + "record.send.total"], interval_ms=100)
+    with anyio.fail_after(20):
+        async with FakeCluster(brokers=1, telemetry=telemetry) as fc:
+            producer = AIOKafkaProducer(bootstrap_servers=fc.bootstrap, request_timeout_ms=30_000)
+            await producer.start()
+            try:
+                await fc.wait_for(lambda: len(telemetry.pushes) >= 1)
+                fc.intercept(PUSH, lambda *_: Drop(), times=None)  # never answered
+            finally:
+                started = time.monotonic()
+                await producer.stop()
+    # TERMINATING_PUSH_S (2 s), far from the 30 s request timeout
+    assert TERMINATING_PUSH_S <= time.monotonic() - started < 10
