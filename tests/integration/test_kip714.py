@@ -1,5 +1,6 @@
 """KIP-714 against a real broker with a client telemetry receiver (tests/integration/telemetry/):
-subscriptions set through the admin API's client-metrics resource, the push interval, the
+subscriptions set with kafka-client-metrics.sh and through the admin API's client-metrics
+resource, the push interval, the
 terminating push, a subscription that changes, a payload the broker refuses, a broker without
 a receiver, and what librdkafka (confluent-kafka) pushes to the same broker."""
 
@@ -20,6 +21,7 @@ from aiokafka_lead.admin import AdminClient, ConfigResource
 from aiokafka_lead.consumer import AIOKafkaConsumer
 from aiokafka_lead.producer import AIOKafkaProducer
 from aiokafka_lead.testing.cluster import KafkaCluster
+from aiokafka_lead.testing.cluster.tools import run_tool
 from tests.integration.conftest import unique
 from tests.integration.telemetry.receiver import MAX_BYTES, Received, pushes, receiver_cluster
 from tests.support.waiting import eventually
@@ -28,6 +30,7 @@ pytestmark = pytest.mark.integration
 
 PRODUCER = "org.apache.kafka.producer."
 INTERVAL_MS = 500
+CLIENT_METRICS_COMMAND = "org.apache.kafka.tools.ClientMetricsCommand"  # kafka-client-metrics.sh
 DELTA = metrics_pb2.AGGREGATION_TEMPORALITY_DELTA
 CUMULATIVE = metrics_pb2.AGGREGATION_TEMPORALITY_CUMULATIVE
 
@@ -51,6 +54,25 @@ async def subscribe(bootstrap: str, name: str, metrics: list[str], client_id: st
     }
     async with AdminClient(bootstrap_servers=bootstrap, enable_metrics_push=False) as admin:
         await admin.alter_configs([ConfigResource("CLIENT_METRICS", name, configs)])
+
+
+def subscribe_with_the_tool(cluster: KafkaCluster, name: str, metrics: list[str], client_id: str) -> None:
+    """The same with kafka-client-metrics.sh (its class), as an operator does."""
+    run_tool(
+        cluster.kafka_version,
+        CLIENT_METRICS_COMMAND,
+        "--alter",
+        "--bootstrap-server",
+        cluster.bootstrap(),
+        "--name",
+        name,
+        "--metrics",
+        ",".join(metrics),
+        "--interval",
+        str(INTERVAL_MS),
+        "--match",
+        f"client_id={client_id}",
+    )
 
 
 def decode(data: bytes) -> dict[str, Any]:
@@ -78,7 +100,8 @@ Cluster = tuple[KafkaCluster, Path]
 async def test_subscription_interval_and_terminating_push(telemetry_cluster: Cluster) -> None:
     cluster, received = telemetry_cluster
     client_id = unique("kip714-p")
-    await subscribe(cluster.bootstrap(), unique("sub"), [PRODUCER + "record.send."], client_id)
+    metrics = [PRODUCER + "record.send."]
+    await anyio.to_thread.run_sync(subscribe_with_the_tool, cluster, unique("sub"), metrics, client_id)
     with anyio.fail_after(60):
         async with AIOKafkaProducer(bootstrap_servers=cluster.bootstrap(), client_id=client_id) as producer:
             instance = await producer.client_instance_id()
