@@ -128,6 +128,15 @@ CATALOG: dict[tuple[str, str], Spec] = {
 }
 
 
+def spec_of(group: str, name: str, client_type: str) -> Spec | None:
+    """The declaration of a client's metric: its own group's, or the ``{type}`` group's."""
+    if group.startswith(client_type + "-"):
+        spec = CATALOG.get(("{type}" + group[len(client_type) :], name))
+        if spec is not None:
+            return spec
+    return CATALOG.get((group, name))
+
+
 class MetricSet:
     """The metrics of one read, in catalogue order of emission."""
 
@@ -138,12 +147,9 @@ class MetricSet:
         self.values: dict[MetricName, float] = {}
 
     def add(self, group: str, name: str, value: float, **tags: object) -> None:
-        spec_group = (
-            group.replace(self.client_type, "{type}", 1)
-            if group.startswith(self.client_type + "-")
-            else group
-        )
-        spec = CATALOG.get((spec_group, name)) or CATALOG[(group, name)]
+        spec = spec_of(group, name, self.client_type)
+        if spec is None:
+            raise KeyError(f"{group}/{name} is not in the catalogue")
         if tuple(t.replace("-", "_") for t in spec.tags) != tuple(tags):
             raise ValueError(f"{group}/{name}: tags {tuple(tags)} against {spec.tags}")
         pairs = (("client-id", self.client_id), *((k.replace("_", "-"), str(v)) for k, v in tags.items()))

@@ -35,7 +35,7 @@ from aiokafka_lead.protocol.messages import (
     PushTelemetryResponse,
 )
 from aiokafka_lead.records.compression import CompressionType, compress, require_codec
-from aiokafka_lead.telemetry.names import CATALOG, MetricName
+from aiokafka_lead.telemetry.names import MetricName, spec_of
 from aiokafka_lead.telemetry.otlp import CUMULATIVE, DELTA, Attribute, Point, metrics_data
 from aiokafka_lead.telemetry.registry import MetricsRegistry
 
@@ -72,17 +72,6 @@ def _attribute(key: str, value: str) -> Attribute:
     if key == "node-id" and value.startswith("node-"):
         return "node.id", int(value[len("node-") :])
     return key.replace("-", "_"), value
-
-
-def _unit_and_doc(name: MetricName, client_type: str) -> tuple[str, str]:
-    group = name.group
-    if group.startswith(client_type + "-"):
-        templated = "{type}" + group[len(client_type) :]
-        spec = CATALOG.get((templated, name.name))
-        if spec is not None:
-            return spec.unit, spec.doc
-    spec = CATALOG.get((group, name.name))
-    return (spec.unit, spec.doc) if spec is not None else ("", "")
 
 
 @dataclass(slots=True)
@@ -209,7 +198,8 @@ class TelemetryPusher:
                 continue
             value = read
             attributes = tuple(_attribute(k, v) for k, v in name.tags[1:])
-            unit, doc = _unit_and_doc(name, client_type)
+            spec = spec_of(name.group, name.name, client_type)
+            unit, doc = (spec.unit, spec.doc) if spec is not None else ("", "")
             is_sum = name.name.endswith("-total")
             if is_sum and sub.delta:
                 key = (full, attributes)

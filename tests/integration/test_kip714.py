@@ -187,6 +187,24 @@ async def test_a_broker_without_a_receiver_gets_nothing(
     assert telemetry_logs and all(r.levelno == logging.DEBUG for r in telemetry_logs)
 
 
+def compare(ours: list[Received], theirs: list[Received]) -> tuple[dict[str, Any], dict[str, Any]]:
+    """Every metric in our pushes (the terminating one left out) and in librdkafka's; those
+    both push have the same type (gauge or sum) and attribute keys and value types."""
+    assert theirs, "librdkafka pushed nothing"
+    our_metrics = {n: m for p in ours[:-1] for n, m in decode(p.metrics).items()}
+    their_metrics = {n: m for p in theirs for n, m in decode(p.metrics).items()}
+    both = set(our_metrics) & set(their_metrics)
+    assert both, (sorted(our_metrics), sorted(their_metrics))
+    for name in sorted(both):
+        assert kind(our_metrics[name]) == kind(their_metrics[name]), name
+        assert attribute_keys(our_metrics[name]) == attribute_keys(their_metrics[name]), name
+    return our_metrics, their_metrics
+
+
+def pushed_by(received: Path, client_id: str) -> list[Received]:
+    return [p for p in pushes(received) if p.client_id == client_id]
+
+
 def librdkafka_pushes(bootstrap: str, client_id: str, received: Path) -> list[Received]:
     """What a confluent-kafka producer pushes (runs in a worker thread: librdkafka's calls block)."""
     import time
@@ -199,10 +217,10 @@ def librdkafka_pushes(bootstrap: str, client_id: str, received: Path) -> list[Re
         producer.produce("kip714", b"x")
     producer.flush(10)
     deadline = time.monotonic() + 30
-    while time.monotonic() < deadline and len([p for p in pushes(received) if p.client_id == client_id]) < 2:
+    while time.monotonic() < deadline and len(pushed_by(received, client_id)) < 2:
         producer.poll(0.1)
     producer.flush(10)
-    return [p for p in pushes(received) if p.client_id == client_id]
+    return pushed_by(received, client_id)
 
 
 async def test_the_metrics_both_push_have_librdkafkas_names_types_and_tags(
@@ -223,15 +241,7 @@ async def test_the_metrics_both_push_have_librdkafkas_names_types_and_tags(
             await eventually(lambda: len(pushes(received, instance)) >= 2)
             bootstrap = cluster.bootstrap()
             theirs = await anyio.to_thread.run_sync(librdkafka_pushes, bootstrap, theirs_id, received)
-    ours = pushes(received, instance)
-    assert theirs, "librdkafka pushed nothing"
-    our_metrics = {n: m for p in ours[:-1] for n, m in decode(p.metrics).items()}
-    their_metrics = {n: m for p in theirs for n, m in decode(p.metrics).items()}
-    both = set(our_metrics) & set(their_metrics)
-    assert both, (sorted(our_metrics), sorted(their_metrics))
-    for name in sorted(both):
-        assert kind(our_metrics[name]) == kind(their_metrics[name]), name
-        assert attribute_keys(our_metrics[name]) == attribute_keys(their_metrics[name]), name
+    our_metrics, their_metrics = compare(pushes(received, instance), theirs)
     # every metric librdkafka pushes for these prefixes, we push too
     assert set(their_metrics) <= set(our_metrics), sorted(set(their_metrics) - set(our_metrics))
 
@@ -255,11 +265,11 @@ def librdkafka_consumer_pushes(bootstrap: str, client_id: str, topic: str, recei
     consumer.subscribe([topic])
     deadline = time.monotonic() + 30
     try:
-        while time.monotonic() < deadline and sum(p.client_id == client_id for p in pushes(received)) < 2:
+        while time.monotonic() < deadline and len(pushed_by(received, client_id)) < 2:
             consumer.poll(0.1)
     finally:
         consumer.close()
-    return [p for p in pushes(received) if p.client_id == client_id]
+    return pushed_by(received, client_id)
 
 
 async def test_consumer_metrics_both_push_have_librdkafkas_names_types_and_tags(
@@ -289,15 +299,8 @@ async def test_consumer_metrics_both_push_have_librdkafkas_names_types_and_tags(
             await eventually(lambda: len(pushes(received, instance)) >= before + 2)
         rdk = librdkafka_consumer_pushes
         theirs = await anyio.to_thread.run_sync(rdk, bootstrap, theirs_id, topic, received)
-    ours = pushes(received, instance)
-    assert theirs, "librdkafka pushed nothing"
-    our_metrics = {n: m for p in ours[:-1] for n, m in decode(p.metrics).items()}
-    their_metrics = {n: m for p in theirs for n, m in decode(p.metrics).items()}
-    both = set(our_metrics) & set(their_metrics)
-    assert CONSUMER + "coordinator.assigned.partitions" in both, (sorted(our_metrics), sorted(their_metrics))
-    for name in sorted(both):
-        assert kind(our_metrics[name]) == kind(their_metrics[name]), name
-        assert attribute_keys(our_metrics[name]) == attribute_keys(their_metrics[name]), name
+    our_metrics, their_metrics = compare(pushes(received, instance), theirs)
+    assert CONSUMER + "coordinator.assigned.partitions" in set(our_metrics) & set(their_metrics)
     # librdkafka pushes an average of nothing as 0, we leave it out (Java's NaN): no commit yet
     nothing_yet = {CONSUMER + "coordinator.commit.latency.avg", CONSUMER + "coordinator.commit.latency.max"}
     assert set(their_metrics) - set(our_metrics) <= nothing_yet, sorted(set(their_metrics) - set(our_metrics))

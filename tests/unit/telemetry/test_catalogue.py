@@ -11,7 +11,7 @@ import anyio
 
 from aiokafka_lead.admin import AdminClient
 from aiokafka_lead.producer import AIOKafkaProducer
-from aiokafka_lead.telemetry.names import CATALOG, MetricName
+from aiokafka_lead.telemetry.names import CATALOG, MetricName, spec_of
 from aiokafka_lead.testing.fake import FakeCluster
 from tests.unit.consumer.test_share_consumer_fake import TP0, share, take
 from tests.unit.consumer.util import DEADLINE, consume, consumer, produce
@@ -21,9 +21,11 @@ TYPES = ("producer", "consumer-share", "consumer", "admin-client")
 
 
 def declared(name: MetricName) -> tuple[str, str]:
+    """The catalogue's key of a metric a client reported."""
     for kind in TYPES:
-        if name.group.startswith(kind + "-") and ("{type}" + name.group[len(kind) :], name.name) in CATALOG:
-            return "{type}" + name.group[len(kind) :], name.name
+        spec = spec_of(name.group, name.name, kind)
+        if spec is not None:
+            return next(key for key, s in CATALOG.items() if s is spec and key[1] == name.name)
     return name.group, name.name
 
 
