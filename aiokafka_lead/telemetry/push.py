@@ -49,6 +49,8 @@ _CODECS = frozenset(int(c) for c in CompressionType)
 TERMINATING_PUSH_S = 2.0
 #: how long to wait before asking again when the broker gave no usable subscription
 RETRY_S = 30.0
+#: the shortest wait before asking again after an error answer (whatever interval it names)
+MIN_RETRY_S = 1.0
 
 
 class TelemetryLink(Protocol):
@@ -164,7 +166,8 @@ class TelemetryPusher:
                 return None
             assert isinstance(answer, GetTelemetrySubscriptionsResponse)
             if answer.error_code:
-                wait_s = answer.push_interval_ms / 1000 if answer.push_interval_ms > 0 else RETRY_S
+                interval_s = answer.push_interval_ms / 1000
+                wait_s = max(interval_s, MIN_RETRY_S) if interval_s > 0 else RETRY_S
                 log.debug("GetTelemetrySubscriptions answered error %d; asking again", answer.error_code)
                 await self._sleep(wait_s)
                 continue
@@ -244,9 +247,11 @@ class TelemetryPusher:
         except KafkaError as exc:
             log.debug("PushTelemetry failed: %r", exc)
             return
-        if answer is None:
+        if answer is None:  # a broker that subscribes but takes no pushes
+            self.ended = "the broker does not accept PushTelemetry"
+            log.debug("metrics push off: %s", self.ended)
             self.subscription = None
-            return
+            raise _Stop
         assert isinstance(answer, PushTelemetryResponse)
         if not answer.error_code:
             self.pushes += 1

@@ -13,13 +13,16 @@ import anyio
 import pytest
 from opentelemetry.proto.metrics.v1 import metrics_pb2
 
+from aiokafka_lead.error_code import ErrorCode
 from aiokafka_lead.producer import AIOKafkaProducer
+from aiokafka_lead.protocol.messages import GetTelemetrySubscriptionsResponse
 from aiokafka_lead.records.compression import CompressionType
 from aiokafka_lead.telemetry.names import MetricName
-from aiokafka_lead.telemetry.push import TERMINATING_PUSH_S, telemetry_name
+from aiokafka_lead.telemetry.push import MIN_RETRY_S, TERMINATING_PUSH_S, telemetry_name
 from aiokafka_lead.testing.fake import FakeCluster
-from aiokafka_lead.testing.fake.intercept import Drop
+from aiokafka_lead.testing.fake.intercept import Drop, Respond
 from aiokafka_lead.testing.fake.telemetry import FakeTelemetry, Push
+from tests.support.waiting import eventually
 
 GET_SUBSCRIPTIONS, PUSH = 71, 72
 PRODUCER = "org.apache.kafka.producer."
@@ -193,3 +196,29 @@ async def test_close_waits_little_for_a_broker_to_take_the_last_push() -> None:
                 await producer.stop()
     # TERMINATING_PUSH_S (2 s), far from the 30 s request timeout
     assert TERMINATING_PUSH_S <= time.monotonic() - started < 10
+
+
+async def test_an_error_answer_is_asked_again_no_sooner_than_a_second() -> None:
+    telemetry = FakeTelemetry(prefixes=[PRODUCER + "record.send.total"], interval_ms=100)
+    throttled = ErrorCode.THROTTLING_QUOTA_EXCEEDED
+    refused = GetTelemetrySubscriptionsResponse(error_code=throttled, push_interval_ms=1)
+    with anyio.fail_after(20):
+        async with FakeCluster(brokers=1, telemetry=telemetry) as fc:
+            fc.intercept(GET_SUBSCRIPTIONS, lambda *_: Respond(refused), times=1)
+            async with AIOKafkaProducer(bootstrap_servers=fc.bootstrap):
+                await fc.wait_for(lambda: len(telemetry.pushes) >= 1)
+            asked = [r.time for r in fc.requests.select(GET_SUBSCRIPTIONS)]
+    assert len(asked) == 2
+    assert asked[1] - asked[0] >= MIN_RETRY_S  # not the 1 ms the answer named
+
+
+async def test_a_broker_that_takes_no_pushes_ends_the_loop() -> None:
+    telemetry = FakeTelemetry(prefixes=[PRODUCER + "record.send.total"], interval_ms=100)
+    with anyio.fail_after(20):
+        async with FakeCluster(brokers=1, telemetry=telemetry, max_versions={PUSH: -1}) as fc:
+            async with AIOKafkaProducer(bootstrap_servers=fc.bootstrap) as producer:
+                telemetry_loop = producer._core.telemetry
+                assert telemetry_loop is not None
+                await eventually(lambda: telemetry_loop.ended is not None)  # no request tells
+            assert fc.requests.count(GET_SUBSCRIPTIONS) == 1
+    assert telemetry.pushes == []
