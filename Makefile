@@ -29,11 +29,13 @@ typecheck: $(STAMP)
 
 # Checks protocol/generated/ against the message specs inside the pinned kafka-clients jar
 # (downloaded into the per-user cache with the other Kafka jars, if not there yet), and
-# docs/configuration.md and the constructors' keywords against the option declarations, and
+# docs/configuration.md and the constructors' keywords against the option declarations, the
+# metrics table of docs/observability.md against the metric catalogue, and
 # the error classes and ErrorCode against the error table.
 codegen-check: $(STAMP)
 	$(BIN)/python tools/gen_protocol.py --check
 	$(BIN)/python tools/gen_config_docs.py --check
+	$(BIN)/python tools/gen_metrics_docs.py --check
 	$(BIN)/python tools/gen_keywords.py --check
 	$(BIN)/python tools/gen_error_code.py --check
 

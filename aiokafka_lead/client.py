@@ -23,13 +23,17 @@ import anyio.abc
 
 from aiokafka_lead.backoff import ExponentialBackoff
 from aiokafka_lead.error_code import ErrorCode
-from aiokafka_lead.errors import KafkaConnectionError, KafkaError, KafkaTimeoutError
+from aiokafka_lead.errors import KafkaConnectionError, KafkaError, KafkaTimeoutError, UnsupportedVersionError
 from aiokafka_lead.metadata import MetadataStore
 from aiokafka_lead.network.config import ConnectionConfig
 from aiokafka_lead.network.connection import Connection, ConnectionStats
+from aiokafka_lead.network.metrics import ConnectionMetrics
 from aiokafka_lead.network.pool import BrokerPool
 from aiokafka_lead.refresher import MetadataRefresher, RefreshSoonFn
 from aiokafka_lead.runtime import ClientFailedError, TaskGroupHost
+from aiokafka_lead.telemetry.otlp import Attribute
+from aiokafka_lead.telemetry.push import TERMINATING_PUSH_S, TelemetryPusher
+from aiokafka_lead.telemetry.registry import MetricsRegistry
 
 log = logging.getLogger(__name__)
 
@@ -69,6 +73,22 @@ def guarded(
     return call
 
 
+class _AnyBroker:
+    """The KIP-714 loop's way to a broker: any live connection; None where the broker does
+    not speak the request's API (no telemetry receiver)."""
+
+    def __init__(self, pool: BrokerPool) -> None:
+        self._pool = pool
+
+    async def send(self, request: Any) -> Any | None:
+        conn = await self._pool.any_connection()
+        try:
+            version = conn.version_for(request.API_KEY)
+        except UnsupportedVersionError:
+            return None
+        return await conn.send(request, version=version)
+
+
 class ClientCore:
     """Store + pool + refresher with one lifecycle."""
 
@@ -80,9 +100,11 @@ class ClientCore:
         topics: Callable[[], Collection[str] | None] = lambda: None,
         allow_auto_topic_creation: bool = False,
         refresh_soon: RefreshSoonFn = lambda: None,
+        client_type: str = "admin-client",
     ) -> None:
         """``topics``: what Metadata requests ask for (None: every topic); ``refresh_soon``:
-        why another refresh is wanted at ``retry_backoff_ms`` (None: at ``metadata_max_age_ms``)."""
+        why another refresh is wanted at ``retry_backoff_ms`` (None: at ``metadata_max_age_ms``);
+        ``client_type``: the prefix of the Java metric groups (producer, consumer, admin-client)."""
         self.name = name
         #: the client's whole configuration (every part reads its settings here)
         self.config = config
@@ -98,6 +120,13 @@ class ClientCore:
         self._pool: BrokerPool | None = None
         #: every connection's counters (SASL authentications and re-authentications, closes)
         self.connection_stats = ConnectionStats()
+        #: the Java-named metrics: the connections' here, each client adds its own parts
+        self.metrics = MetricsRegistry(config.client_id or name, client_type)
+        self.metrics.add(ConnectionMetrics(self.connection_stats))
+        #: the KIP-714 loop while the client runs (``enable_metrics_push``), and the resource
+        #: attributes its pushes carry (each client sets its own: group id, transactional id)
+        self.telemetry: TelemetryPusher | None = None
+        self.telemetry_resource: Callable[[], list[Attribute]] = list
         self._refresher: MetadataRefresher | None = None
         # the producer/consumer's own start-up, run after metadata is up (e.g. start the sender)
         self.extra_setup: Callable[[anyio.abc.TaskGroup], Awaitable[None]] | None = None
@@ -166,6 +195,9 @@ class ClientCore:
             ) from exc
         await tg.start(self._refresher.run)
         await tg.start(self._pool.reap_idle)
+        if self.config.enable_metrics_push:
+            self.telemetry = TelemetryPusher(self.metrics, _AnyBroker(self._pool), self.telemetry_resource)
+            await tg.start(self.telemetry.run)
         # used once: the core keeps no reference to the client that owns it (the task tree
         # must not hold the client, so that one dropped unclosed is collected and warns)
         extra_setup, self.extra_setup = self.extra_setup, None
@@ -203,7 +235,10 @@ class ClientCore:
 
     async def close(self) -> None:
         """Cancel the background tasks first (so none of them sees its connection vanish), then
-        close the connections."""
+        close the connections; the last KIP-714 push (``terminating``) goes before them."""
+        telemetry, self.telemetry = self.telemetry, None
+        if telemetry is not None and self.host.running:
+            await telemetry.terminate(min(self.config.request_timeout_ms / 1000, TERMINATING_PUSH_S))
         await self.host.stop()
         pool, self._pool = self._pool, None
         if pool is not None:

@@ -50,6 +50,7 @@ _API_LIST = """
     AlterUserScramCredentials ConsumerGroupHeartbeat ConsumerGroupDescribe
     ShareGroupHeartbeat ShareGroupDescribe ShareFetch ShareAcknowledge
     DescribeShareGroupOffsets AlterShareGroupOffsets DeleteShareGroupOffsets
+    GetTelemetrySubscriptions PushTelemetry
 """
 APIS = tuple(_API_LIST.split())
 DATA_SCHEMAS = ("ConsumerProtocolSubscription", "ConsumerProtocolAssignment")

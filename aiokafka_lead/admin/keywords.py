@@ -36,6 +36,7 @@ class AdminKeywords:
         sasl_oauth_token_provider: AbstractTokenProvider | None = None,
         sasl_kerberos_service_name: str = "kafka",
         sasl_kerberos_domain_name: str | None = None,
+        enable_metrics_push: bool = True,
         **unsupported: Any,
     ) -> None:
         self._configure(AdminConfig.build(options_of(locals()), unsupported))

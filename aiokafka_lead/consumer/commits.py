@@ -21,6 +21,7 @@ import anyio
 from aiokafka_lead.backoff import ExponentialBackoff
 from aiokafka_lead.consumer.config import GroupConfig
 from aiokafka_lead.consumer.group_common import COORDINATOR_MOVED, CoordinatorLink
+from aiokafka_lead.consumer.metrics import GroupStats
 from aiokafka_lead.error_code import ErrorCode
 from aiokafka_lead.errors import KafkaError, KafkaTimeoutError, error_for_code
 from aiokafka_lead.protocol.messages import OffsetCommitRequest
@@ -74,7 +75,9 @@ class OffsetCommitter:
         backoff: ExponentialBackoff,
         config: GroupConfig,
         consumed_offsets: Callable[[], dict[TopicPartition, OffsetAndMetadata]],
+        stats: GroupStats,
     ) -> None:
+        self._stats = stats
         self._link = link
         self._member = member
         self._backoff = backoff
@@ -192,7 +195,9 @@ class OffsetCommitter:
                 for t, ps in by_topic.items()
             ],
         )
+        sent_at = time.monotonic()
         response = await self._link.send(request, version_cap=OFFSET_COMMIT_MAX)
+        self._stats.committed(time.monotonic() - sent_at)
         retry: dict[TopicPartition, OffsetAndMetadata] = {}
         wait_identity = False
         for t in response.topics:

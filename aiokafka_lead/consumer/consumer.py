@@ -35,6 +35,7 @@ from aiokafka_lead.consumer.fetcher import Fetcher
 from aiokafka_lead.consumer.group_common import GroupMember
 from aiokafka_lead.consumer.group_protocols import create_group_member
 from aiokafka_lead.consumer.keywords import ConsumerKeywords
+from aiokafka_lead.consumer.metrics import ConsumerMetricSource
 from aiokafka_lead.consumer.offsets import PositionManager
 from aiokafka_lead.consumer.positions_api import PositionsAPI
 from aiokafka_lead.consumer.subscription import ResetStrategy, SubscriptionState, SubscriptionType
@@ -90,6 +91,7 @@ class AIOKafkaConsumer(ConsumerKeywords[KT, VT], AssignmentAPI, PositionsAPI, Co
             # where the brokers allow it (auto.create.topics.enable)
             allow_auto_topic_creation=config.allow_auto_create_topics,
             refresh_soon=weakly(self._topics_awaited, None),
+            client_type="consumer",
         )
         self._lookup = Lookups(self._core)
         # the background parts get callbacks that do not hold the consumer (runtime.weakly):
@@ -104,7 +106,14 @@ class AIOKafkaConsumer(ConsumerKeywords[KT, VT], AssignmentAPI, PositionsAPI, Co
             report_error=report_error,
             member=weakly(self._offset_fetch_member, None),
         )
-        self._fetcher = Fetcher(self._core, self._subs, self._positions, config, report_error=report_error)
+        self._fetcher = Fetcher(
+            self._core, self._subs, self._positions, config, report_error=report_error
+        )
+        # KIP-714 resource attributes, named as librdkafka's
+        group = [("group_id", config.group_id)] if config.group_id is not None else []
+        if config.group_instance_id is not None:
+            group.append(("group_instance_id", config.group_instance_id))
+        self._core.telemetry_resource = lambda: list(group)
         if config.group_id is not None:
             self._coordinator = create_group_member(
                 config,
@@ -115,6 +124,8 @@ class AIOKafkaConsumer(ConsumerKeywords[KT, VT], AssignmentAPI, PositionsAPI, Co
                 report_error=report_error,
                 last_poll=weakly(self._last_poll_time, 0.0),
             )
+        group_stats = self._coordinator.stats if self._coordinator is not None else None
+        self._core.metrics.add(ConsumerMetricSource(self._fetcher.stats, self._subs, group_stats))
         self._core.topics = functools.partial(topics_needed, self._subs, self._coordinator)
         if topics:
             self._subs.subscribe(topics)
@@ -387,7 +398,9 @@ class AIOKafkaConsumer(ConsumerKeywords[KT, VT], AssignmentAPI, PositionsAPI, Co
     ) -> dict[TopicPartition, list[ConsumerRecord[KT, VT]]]:
         drained = await self._drain(partitions, timeout_ms, max_records)
         with native.gc_paused():
-            return {tp: self._records(tp, chunks) for tp, chunks in drained.items()}
+            out = {tp: self._records(tp, chunks) for tp, chunks in drained.items()}
+        self._fetcher.stats.records_consumed += sum(map(len, out.values()))
+        return out
 
     async def _drain(
         self, partitions: tuple[TopicPartition, ...], timeout_ms: float, max_records: int | None
@@ -421,9 +434,11 @@ class AIOKafkaConsumer(ConsumerKeywords[KT, VT], AssignmentAPI, PositionsAPI, Co
         self._require_started()
         self._last_poll = time.monotonic()
         try:
-            return await self._drain(partitions, timeout_ms, max_records)
+            drained = await self._drain(partitions, timeout_ms, max_records)
         finally:
             self._last_poll = time.monotonic()
+        self._fetcher.stats.records_consumed += sum(len(c[0]) for chunks in drained.values() for c in chunks)
+        return drained
 
     @guarded
     async def getone(self, *partitions: TopicPartition) -> ConsumerRecord[KT, VT]:
@@ -469,7 +484,8 @@ class AIOKafkaConsumer(ConsumerKeywords[KT, VT], AssignmentAPI, PositionsAPI, Co
         records), ``preferred_read_replicas`` (partition -> the replica it is read from,
         for partitions not read from their leader), ``read_replica_redirects`` and
         ``read_replica_fallbacks`` (reason -> times a partition went back to its leader);
-        connections: ``sasl_reauthentications`` (KIP-368) and ``connections_closed_by_broker``."""
+        connections: ``sasl_reauthentications`` (KIP-368) and ``connections_closed_by_broker``;
+        under ``"kafka"`` the Java client's metrics by group (``kafka_metrics()``)."""
         stats = self._fetcher.stats
         return {
             **self._core.connection_metrics(),
@@ -477,6 +493,7 @@ class AIOKafkaConsumer(ConsumerKeywords[KT, VT], AssignmentAPI, PositionsAPI, Co
             "hints_applied": stats.hints_applied,
             "hints_ignored": stats.hints_ignored,
             **self._fetcher.replicas.metrics(),
+            "kafka": self._core.metrics.read().by_group(),
         }
 
     @property

@@ -223,6 +223,7 @@ class ConsumerGroupMember(GroupMemberBase, HeartbeatErrors):
         self._error_answers = 0
         self._warn.clear("heartbeat")
         self.heartbeats += 1
+        self.stats.heartbeat()
         if response.member_id:
             self.member_id = response.member_id
         if response.heartbeat_interval_ms > 0:
@@ -323,8 +324,10 @@ class ConsumerGroupMember(GroupMemberBase, HeartbeatErrors):
             if step is None:
                 if self.in_group and self._target is not None and not self._unresolved:
                     self._assignment_in_place()
+                    self.stats.rebalance_done()
                 await self._reconcile_wake.wait()
                 continue
+            self.stats.rebalance_started()
             await self._reconcile(*step)
 
     def _next_step(self) -> tuple[set[TopicPartition], set[TopicPartition]] | None:

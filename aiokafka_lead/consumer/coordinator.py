@@ -211,6 +211,7 @@ class GroupCoordinator(GroupMemberBase):
         ).encode_with_version(SUBSCRIPTION_VERSION)
 
     async def _join_and_sync(self) -> None:
+        self.stats.rebalance_started()
         if self._subs.kind == SubscriptionType.AUTO_PATTERN:
             self._subs.match_pattern(self._core.store.topics())
         elif any(self._core.store.partitions_for_topic(t) is None for t in self._subs.topics):
@@ -431,6 +432,7 @@ class GroupCoordinator(GroupMemberBase):
             await call_listener(self.listener.on_partitions_assigned, added)
         self._assignment_in_place()
         if not self._need_rejoin:
+            self.stats.rebalance_done()
             self._stable = True
             self.stable_event.set()
         self._wake.set()
@@ -484,6 +486,8 @@ class GroupCoordinator(GroupMemberBase):
                 self._coordinator_dead("heartbeat: coordinator moved")
                 continue
             break
+        if not code:
+            self.stats.heartbeat()
         if not code or generation != self.generation_id:
             return
         if code == ErrorCode.REBALANCE_IN_PROGRESS:

@@ -33,6 +33,7 @@ from aiokafka_lead.protocol.messages import FetchResponse
 from aiokafka_lead.ratelog import RateLimitedLog
 from aiokafka_lead.records import MemoryRecords
 from aiokafka_lead.structs import TopicPartition
+from aiokafka_lead.telemetry.window import Peak
 
 log = logging.getLogger(__name__)
 #: fetches of a partition failing in a row before an operator is warned
@@ -56,6 +57,17 @@ class FetchStats:
     move_first_fetch_s: list[float] = field(default_factory=list)
     moved_at: dict[TopicPartition, float] = field(default_factory=dict)
     answered: set[TopicPartition] = field(default_factory=set)
+    #: Fetch answers and their round trips (seconds), record bytes fetched, records handed out
+    answers: int = 0
+    latency_s: float = 0.0
+    latency_peak: Peak = field(default_factory=Peak)
+    bytes_fetched: int = 0
+    records_consumed: int = 0
+
+    def answered_in(self, seconds: float) -> None:
+        self.answers += 1
+        self.latency_s += seconds
+        self.latency_peak.record(seconds)
 
 
 @dataclass(slots=True, eq=False)
@@ -279,6 +291,7 @@ class FetchResponseHandler:
                 st.failures = 0  # a long poll that found nothing: all is well
             return False
         raw = bytes(data)
+        self.stats.bytes_fetched += len(raw)
         if not self._progresses(tp, s.fetch_offset, raw, source, owed_whole):
             return False
         st.failures = 0

@@ -325,6 +325,7 @@ class Fetcher:
             if session is not None:
                 session.reset()
             raise
+        self.stats.answered_in(time.monotonic() - sent_at)
         if session is not None:
             session.on_response(plan, response.error_code, response.session_id)
         if response.error_code:  # a failure like any other (counted by the caller)

@@ -22,6 +22,7 @@ from typing import Any, Protocol
 import anyio.abc
 
 from aiokafka_lead.abc import ConsumerRebalanceListener
+from aiokafka_lead.consumer.metrics import GroupStats
 from aiokafka_lead.error_code import COORDINATOR_MOVED
 from aiokafka_lead.requests.coordinator import CoordinatorLink
 from aiokafka_lead.structs import OffsetAndMetadata, TopicPartition
@@ -68,6 +69,8 @@ class GroupMember(Protocol):
 
     #: True once the first assignment is in place (start() waits for it, as aiokafka's)
     assignment_done: bool
+    #: commits, heartbeats and rebalances (the consumer-coordinator-metrics group)
+    stats: GroupStats
 
     @property
     def coordinator_id(self) -> int | None: ...

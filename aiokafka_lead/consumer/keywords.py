@@ -57,6 +57,7 @@ class ConsumerKeywords(Generic[KT, VT]):
         sasl_oauth_token_provider: AbstractTokenProvider | None = None,
         sasl_kerberos_service_name: str = "kafka",
         sasl_kerberos_domain_name: str | None = None,
+        enable_metrics_push: bool = True,
         client_rack: str | None = None,
         group_protocol: str = "classic",
         group_remote_assignor: str | None = None,

@@ -21,6 +21,7 @@ from aiokafka_lead.client import ClientCore
 from aiokafka_lead.consumer.commits import CommitIdentity, OffsetCommitter
 from aiokafka_lead.consumer.config import GroupConfig
 from aiokafka_lead.consumer.group_common import ConsumerRebalanceListener, CoordinatorLink
+from aiokafka_lead.consumer.metrics import GroupStats
 from aiokafka_lead.consumer.subscription import SubscriptionState
 from aiokafka_lead.errors import KafkaError
 from aiokafka_lead.ratelog import RateLimitedLog
@@ -60,12 +61,15 @@ class GroupMemberBase:
         self._consumed_offsets = consumed_offsets
         self._report_error = report_error
         self._last_poll = last_poll
+        #: commits, heartbeats and rebalances (the consumer-coordinator-metrics group)
+        self.stats = GroupStats()
         self._committer = OffsetCommitter(
             self._link,
             self,
             backoff=core.backoff,
             config=config,
             consumed_offsets=consumed_offsets,
+            stats=self.stats,
         )
         #: ``commit(offsets, *, only_changed=False, timeout_ms=None)``: commit ``offsets`` (None:
         #: the consumed positions) within ``timeout_ms``

@@ -90,6 +90,11 @@ class ConnectionConfig(Options):
     api_version: str | None = option(
         "auto", None, "accepted as aiokafka's; versions are always negotiated per broker"
     )
+    enable_metrics_push: bool = option(
+        True,
+        None,
+        "push the client's metrics to a broker that subscribes to them (KIP-714; Java's enable.metrics.push)",
+    )
     # settings of the connections that no client constructor takes
     connect_timeout_ms: int = option(10_000, POSITIVE, "TCP + TLS connect timeout", keyword=False)
     max_in_flight: int = option(5, None, "requests waiting on one connection at once", keyword=False)

@@ -60,6 +60,7 @@ from aiokafka_lead.protocol.messages import (
 )
 from aiokafka_lead.protocol.versions import ApiVersionTable, negotiate
 from aiokafka_lead.runtime import unwrap_group
+from aiokafka_lead.telemetry.window import Peak
 
 log = logging.getLogger(__name__)
 
@@ -100,6 +101,29 @@ class ConnectionStats:
     reauthentications: int = 0
     #: connections the broker closed (end of stream) while we still used them
     closed_by_broker: int = 0
+    #: connections whose stream opened, and those of them closed since
+    created: int = 0
+    closed: int = 0
+    failed_authentications: int = 0
+    failed_reauthentications: int = 0
+    requests: int = 0
+    responses: int = 0
+    #: per node id (-1 and below: bootstrap addresses): bytes sent, bytes received
+    bytes_out: dict[int, int] = field(default_factory=dict)
+    bytes_in: dict[int, int] = field(default_factory=dict)
+    #: per node id: answered requests' round trips (sum, count and window peak, seconds)
+    latency_sum: dict[int, float] = field(default_factory=dict)
+    latency_count: dict[int, int] = field(default_factory=dict)
+    latency_peak: dict[int, Peak] = field(default_factory=dict)
+
+    def answered(self, node_id: int, seconds: float) -> None:
+        self.responses += 1
+        self.latency_sum[node_id] = self.latency_sum.get(node_id, 0.0) + seconds
+        self.latency_count[node_id] = self.latency_count.get(node_id, 0) + 1
+        peak = self.latency_peak.get(node_id)
+        if peak is None:
+            peak = self.latency_peak[node_id] = Peak()
+        peak.record(seconds)
 
 
 class _TLSFailed(Exception):
@@ -183,6 +207,7 @@ class Connection:
         try:
             with anyio.fail_after(self._config.connect_timeout_ms / 1000):
                 self._stream = await self._open_stream()
+            self.stats.created += 1
         except Exception as exc:  # of any kind (an OverflowError for a bad port): this node only
             if isinstance(exc, _TLSFailed):
                 what = (
@@ -265,7 +290,11 @@ class Connection:
             raise UnsupportedVersionError(f"broker at {self.host}:{self.port} is too old: {too_old}")
         self.finalized_features = {f.name: f.max_version_level for f in response.finalized_features or ()}
         if self._config.uses_sasl:
-            await self._authenticate()
+            try:
+                await self._authenticate()
+            except Exception:
+                self.stats.failed_authentications += 1
+                raise
             self.stats.authentications += 1
 
     async def _authenticate(self, mechanism: SaslMechanism | None = None) -> None:
@@ -287,6 +316,7 @@ class Connection:
             try:
                 await self._reauthenticate()
             except Exception as exc:  # of any kind: this connection only
+                self.stats.failed_reauthentications += 1
                 if not self._closed.is_set():
                     log.warning("%s: re-authentication failed, closing the connection: %s", self.broker, exc)
                     reason = exc if isinstance(exc, KafkaError) else KafkaConnectionError(repr(exc))
@@ -343,6 +373,8 @@ class Connection:
             return
         self._close_reason = reason
         self._closed.set()
+        if self._stream is not None:
+            self.stats.closed += 1
         pending, self._pending = self._pending, {}
         for waiter in pending.values():
             waiter.error = KafkaConnectionError(
@@ -414,6 +446,9 @@ class Connection:
                                 pending.sent_at = time.monotonic()
                             written = True
                             await stream.send(frame)
+                        stats = self.stats
+                        stats.requests += 1
+                        stats.bytes_out[self.node_id] = stats.bytes_out.get(self.node_id, 0) + len(frame)
                         if pending is None:
                             return None
                         await pending.done.wait()
@@ -434,8 +469,10 @@ class Connection:
                     raise
             if pending.error is not None:
                 raise pending.error
+            latency = time.monotonic() - pending.sent_at
+            self.stats.answered(self.node_id, latency)
             if self._on_latency is not None:
-                self._on_latency(self.node_id, request.API_KEY, time.monotonic() - pending.sent_at)
+                self._on_latency(self.node_id, request.API_KEY, latency)
             return pending.response
         finally:
             if gated:
@@ -463,6 +500,8 @@ class Connection:
                 if len(self._first_bytes) < 8:
                     self._first_bytes += data[: 8 - len(self._first_bytes)]
                 self._unanswered_bytes += len(data)
+                received = self.stats.bytes_in
+                received[self.node_id] = received.get(self.node_id, 0) + len(data)
                 for frame in self._reader.feed(data):
                     self._unanswered_bytes -= len(frame) + 4
                     if len(frame) >= THREAD_DECODE_BYTES:

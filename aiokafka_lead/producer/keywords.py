@@ -52,6 +52,7 @@ class ProducerKeywords:
         sasl_oauth_token_provider: AbstractTokenProvider | None = None,
         sasl_kerberos_service_name: str = "kafka",
         sasl_kerberos_domain_name: str | None = None,
+        enable_metrics_push: bool = True,
         enable_leader_hints: bool = True,
         connections_per_broker: int = 1,
         loop: Any = None,

@@ -19,6 +19,7 @@ import anyio.lowlevel
 
 from aiokafka_lead.arguments import check_headers, check_partition, check_timestamp, check_topic
 from aiokafka_lead.client import ClientCore, guarded
+from aiokafka_lead.client_telemetry import TelemetryAPI
 from aiokafka_lead.errors import (
     IllegalOperation,
     KafkaTimeoutError,
@@ -38,7 +39,7 @@ from aiokafka_lead.producer.compat import ProducerCompat
 from aiokafka_lead.producer.config import ACKS_UNSET, ProducerConfig
 from aiokafka_lead.producer.idempotence import IdempotenceState
 from aiokafka_lead.producer.keywords import ProducerKeywords
-from aiokafka_lead.producer.metrics import ProducerMetrics
+from aiokafka_lead.producer.metrics import ProducerMetrics, ProducerMetricSource
 from aiokafka_lead.producer.partitioner import DefaultPartitioner, Partitioner
 from aiokafka_lead.producer.sender import Sender
 from aiokafka_lead.producer.transaction import TransactionContext, TransactionManager
@@ -118,7 +119,7 @@ class BatchBuilder:
         return self._builder.size_in_bytes()
 
 
-class AIOKafkaProducer(ProducerKeywords, ProducerCompat, ExitOnLeave):
+class AIOKafkaProducer(ProducerKeywords, ProducerCompat, TelemetryAPI, ExitOnLeave):
     """Asyncio Kafka producer (aiokafka-compatible)."""
 
     def _configure(self, config: ProducerConfig) -> None:
@@ -139,9 +140,19 @@ class AIOKafkaProducer(ProducerKeywords, ProducerCompat, ExitOnLeave):
         topics = self._topics
         # what the background tasks get holds no reference to the producer (runtime.weakly)
         self._core = ClientCore(
-            "AIOKafkaProducer", config, topics=lambda: topics, allow_auto_topic_creation=True
+            "AIOKafkaProducer",
+            config,
+            topics=lambda: topics,
+            allow_auto_topic_creation=True,
+            client_type="producer",
         )
         self._acc = RecordAccumulator(config, on_batch_closed=weakly(self._batch_closed, None))
+        acc = self._acc
+        tid = config.transactional_id
+        self._core.telemetry_resource = lambda: [("transactional_id", tid)] if tid is not None else []
+        self._core.metrics.add(
+            ProducerMetricSource(self._metrics, lambda: acc.buffer_used, config.buffer_memory)
+        )
         self._ids: IdempotenceState | None = None
         self._txn: TransactionManager | None = None
         self._appended = 0
@@ -478,7 +489,8 @@ class AIOKafkaProducer(ProducerKeywords, ProducerCompat, ExitOnLeave):
     # ----------------------------------------------------------------- insight
     def metrics(self) -> dict[str, Any]:
         """Counters: records, retries, leader hints applied/ignored by reason, refreshes by reason,
-        SASL re-authentications (KIP-368) and connections closed by brokers."""
+        SASL re-authentications (KIP-368) and connections closed by brokers; under ``"kafka"``
+        the Java client's metrics by group (``kafka_metrics()``, docs/observability.md)."""
         store = self._core.store
         m = self._metrics
         return {
@@ -507,6 +519,7 @@ class AIOKafkaProducer(ProducerKeywords, ProducerCompat, ExitOnLeave):
             "producer_epoch": self._ids.producer_epoch if self._ids else -1,
             "epoch_bumps": self._ids.epoch_bumps if self._ids else 0,
             **(self._txn.metrics() if self._txn is not None else {}),
+            "kafka": self._core.metrics.read().by_group(),
         }
 
 

@@ -197,6 +197,7 @@ class Sender:
             batch.last_failure = now
         batch.retry_at = now + decision.delay_s
         self._metrics.batches_retried += 1
+        self._metrics.records_retried += batch.record_count
         self._metrics.errors[type(error).__name__] += 1
         self._acc.requeue(batch)
 
@@ -213,10 +214,17 @@ class Sender:
 
     def _request(self, batches: list[ProducerBatch]) -> ProduceRequest:
         topics: dict[str, list[ProduceRequest.PartitionProduceData]] = {}
+        metrics = self._metrics
+        now = time.monotonic()
+        records = 0
         for batch in batches:
+            payload = batch.payload()
+            metrics.drained(now - batch.created_at, len(payload), batch.builder.compression_ratio)
+            records += batch.record_count
             topics.setdefault(batch.tp.topic, []).append(
-                ProduceRequest.PartitionProduceData(index=batch.tp.partition, records=batch.payload())
+                ProduceRequest.PartitionProduceData(index=batch.tp.partition, records=payload)
             )
+        metrics.records_requested += records
         return ProduceRequest(
             transactional_id=self._txn.transactional_id if self._txn is not None else None,
             acks=self._config.acks_code,
@@ -330,6 +338,7 @@ class Sender:
 
     def _handle_response(self, node_id: int, batches: list[ProducerBatch], response: ProduceResponse) -> None:
         store = self._core.store
+        self._metrics.throttled(response.throttle_time_ms)
         by_tp: dict[tuple[str, int], Any] = {
             (t.name, p.index): p for t in response.responses for p in t.partition_responses
         }

@@ -19,6 +19,7 @@ import anyio.abc
 
 from aiokafka_lead.arguments import check_topic
 from aiokafka_lead.client import ClientCore, guarded
+from aiokafka_lead.client_telemetry import TelemetryAPI
 from aiokafka_lead.errors import ConsumerStoppedError, IllegalStateError, KafkaError, KafkaTimeoutError
 from aiokafka_lead.metadata import MetadataChange
 from aiokafka_lead.requests.groups import GroupRequests
@@ -29,6 +30,7 @@ from aiokafka_lead.share.config import ShareConsumerConfig
 from aiokafka_lead.share.fetcher import ShareFetcher
 from aiokafka_lead.share.keywords import ShareConsumerKeywords
 from aiokafka_lead.share.member import ShareGroupMember
+from aiokafka_lead.share.metrics import ShareMetricSource
 from aiokafka_lead.share.records import AcknowledgeType, ShareConsumerRecord
 from aiokafka_lead.share.session import NodeSessions
 from aiokafka_lead.structs import KT, VT, TopicPartition
@@ -36,7 +38,7 @@ from aiokafka_lead.structs import KT, VT, TopicPartition
 log = logging.getLogger(__name__)
 
 
-class AIOKafkaShareConsumer(ShareConsumerKeywords[KT, VT], ExitOnLeave):
+class AIOKafkaShareConsumer(ShareConsumerKeywords[KT, VT], TelemetryAPI, ExitOnLeave):
     """A share-group consumer (brokers with the share APIs and ``share.version`` finalized).
 
     Its keywords are :class:`ShareConsumerKeywords`' (generated from ``ShareConsumerConfig``).
@@ -49,7 +51,12 @@ class AIOKafkaShareConsumer(ShareConsumerKeywords[KT, VT], ExitOnLeave):
         self._errors: list[KafkaError] = []
         #: set when an error is reported (start() waits on it with the join)
         self._attention = anyio.Event()
-        self._core = ClientCore("AIOKafkaShareConsumer", config, topics=lambda: sorted(self._member.topics))
+        self._core = ClientCore(
+            "AIOKafkaShareConsumer",
+            config,
+            topics=lambda: sorted(self._member.topics),
+            client_type="consumer-share",
+        )
         self._core.extra_setup = self._setup
         self._ledger = AckLedger(explicit=config.explicit)
         self._member = ShareGroupMember(
@@ -69,6 +76,9 @@ class AIOKafkaShareConsumer(ShareConsumerKeywords[KT, VT], ExitOnLeave):
                 on_ack_result=None if config.acknowledgement_commit_callback is None else self._ack_result,
             )
         )
+        self._core.metrics.add(ShareMetricSource(self._fetcher))
+        group_id = config.group_id
+        self._core.telemetry_resource = lambda: [("group_id", group_id)] if group_id is not None else []
         if topics:
             self.subscribe(topics)
         self._state = "new"

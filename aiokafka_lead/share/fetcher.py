@@ -40,6 +40,7 @@ from aiokafka_lead.share.buffer import ShareBuffer
 from aiokafka_lead.share.runs import Acks
 from aiokafka_lead.share.session import ShareSession
 from aiokafka_lead.structs import TopicPartition
+from aiokafka_lead.telemetry.window import Peak
 
 log = logging.getLogger(__name__)
 
@@ -57,8 +58,10 @@ class ShareFetcher:
         self._busy: set[int] = set()
         self._backoff = KeyedBackoff(parts.core.backoff)
         self.closing = False
-        #: answered ShareFetch requests, records acquired (tests and metrics)
+        #: answered ShareFetch requests, their round trips, records acquired (tests and metrics)
         self.fetches = 0
+        self.latency_s = 0.0
+        self.latency_peak = Peak()
         self.acquired = 0
         self._refused = RateLimitedLog(log)
 
@@ -155,6 +158,9 @@ class ShareFetcher:
         session.advance()
         session.partitions = after
         self.fetches += 1
+        latency = time.monotonic() - sent_at
+        self.latency_s += latency
+        self.latency_peak.record(latency)
         lock_s = response.acquisition_lock_timeout_ms / 1000
         apply_hints(self._core, node_id, response)
         got = 0

@@ -45,6 +45,7 @@ class ShareConsumerKeywords(Generic[KT, VT]):
         sasl_oauth_token_provider: AbstractTokenProvider | None = None,
         sasl_kerberos_service_name: str = "kafka",
         sasl_kerberos_domain_name: str | None = None,
+        enable_metrics_push: bool = True,
         client_rack: str | None = None,
         acknowledgement_commit_callback: AckResult | None = None,
         **unsupported: Any,

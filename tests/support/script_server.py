@@ -1,6 +1,7 @@
 """A scripted single-broker server for connection-level tests, and wire-level faults.
 
-It answers ApiVersions itself (advertising what the client supports) and hands every
+It answers ApiVersions itself (advertising what the client supports, except the KIP-714
+telemetry APIs: a broker without a receiver plugin) and hands every
 other request to a handler, which returns a response, ``None`` (never answer), raw
 bytes to write as they are (to send malformed frames), or a :class:`Hangup` (bytes, then a
 closed connection). The fault transforms at the end
@@ -36,12 +37,17 @@ class Hangup:
     data: bytes = b""
 
 
+#: GetTelemetrySubscriptions, PushTelemetry
+TELEMETRY_APIS = frozenset({71, 72})
+
+
 def api_versions_response() -> ApiVersionsResponse:
     return ApiVersionsResponse(
         error_code=0,
         api_keys=[
             ApiVersionsResponse.ApiVersion(api_key=k, min_version=lo, max_version=hi)
             for k, (lo, hi) in sorted(CLIENT_VERSIONS.items())
+            if k not in TELEMETRY_APIS
         ],
     )
 

@@ -88,6 +88,12 @@ from aiokafka_lead.protocol.generated.fetch_request import FetchRequest
 from aiokafka_lead.protocol.generated.fetch_response import FetchResponse
 from aiokafka_lead.protocol.generated.find_coordinator_request import FindCoordinatorRequest
 from aiokafka_lead.protocol.generated.find_coordinator_response import FindCoordinatorResponse
+from aiokafka_lead.protocol.generated.get_telemetry_subscriptions_request import (
+    GetTelemetrySubscriptionsRequest,
+)
+from aiokafka_lead.protocol.generated.get_telemetry_subscriptions_response import (
+    GetTelemetrySubscriptionsResponse,
+)
 from aiokafka_lead.protocol.generated.heartbeat_request import HeartbeatRequest
 from aiokafka_lead.protocol.generated.heartbeat_response import HeartbeatResponse
 from aiokafka_lead.protocol.generated.incremental_alter_configs_request import (
@@ -126,6 +132,8 @@ from aiokafka_lead.protocol.generated.offset_for_leader_epoch_response import (
 )
 from aiokafka_lead.protocol.generated.produce_request import ProduceRequest
 from aiokafka_lead.protocol.generated.produce_response import ProduceResponse
+from aiokafka_lead.protocol.generated.push_telemetry_request import PushTelemetryRequest
+from aiokafka_lead.protocol.generated.push_telemetry_response import PushTelemetryResponse
 from aiokafka_lead.protocol.generated.sasl_authenticate_request import SaslAuthenticateRequest
 from aiokafka_lead.protocol.generated.sasl_authenticate_response import SaslAuthenticateResponse
 from aiokafka_lead.protocol.generated.sasl_handshake_request import SaslHandshakeRequest
@@ -201,6 +209,8 @@ __all__ = [
     "FetchResponse",
     "FindCoordinatorRequest",
     "FindCoordinatorResponse",
+    "GetTelemetrySubscriptionsRequest",
+    "GetTelemetrySubscriptionsResponse",
     "HeartbeatRequest",
     "HeartbeatResponse",
     "IncrementalAlterConfigsRequest",
@@ -227,6 +237,8 @@ __all__ = [
     "OffsetForLeaderEpochResponse",
     "ProduceRequest",
     "ProduceResponse",
+    "PushTelemetryRequest",
+    "PushTelemetryResponse",
     "REQUEST_CLASSES",
     "RESPONSE_CLASSES",
     "SaslAuthenticateRequest",
@@ -286,6 +298,8 @@ REQUEST_CLASSES: dict[int, type[Request]] = {
     60: DescribeClusterRequest,
     68: ConsumerGroupHeartbeatRequest,
     69: ConsumerGroupDescribeRequest,
+    71: GetTelemetrySubscriptionsRequest,
+    72: PushTelemetryRequest,
     76: ShareGroupHeartbeatRequest,
     77: ShareGroupDescribeRequest,
     78: ShareFetchRequest,
@@ -333,6 +347,8 @@ RESPONSE_CLASSES: dict[int, type[Response]] = {
     60: DescribeClusterResponse,
     68: ConsumerGroupHeartbeatResponse,
     69: ConsumerGroupDescribeResponse,
+    71: GetTelemetrySubscriptionsResponse,
+    72: PushTelemetryResponse,
     76: ShareGroupHeartbeatResponse,
     77: ShareGroupDescribeResponse,
     78: ShareFetchResponse,
@@ -379,6 +395,8 @@ AlterUserScramCredentialsRequest.RESPONSE_CLASS = AlterUserScramCredentialsRespo
 DescribeClusterRequest.RESPONSE_CLASS = DescribeClusterResponse
 ConsumerGroupHeartbeatRequest.RESPONSE_CLASS = ConsumerGroupHeartbeatResponse
 ConsumerGroupDescribeRequest.RESPONSE_CLASS = ConsumerGroupDescribeResponse
+GetTelemetrySubscriptionsRequest.RESPONSE_CLASS = GetTelemetrySubscriptionsResponse
+PushTelemetryRequest.RESPONSE_CLASS = PushTelemetryResponse
 ShareGroupHeartbeatRequest.RESPONSE_CLASS = ShareGroupHeartbeatResponse
 ShareGroupDescribeRequest.RESPONSE_CLASS = ShareGroupDescribeResponse
 ShareFetchRequest.RESPONSE_CLASS = ShareFetchResponse

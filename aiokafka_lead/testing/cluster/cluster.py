@@ -84,6 +84,7 @@ class KafkaCluster:
         kerberos_keytab: str | os.PathLike[str] | None = None,
         kerberos_principal: str | None = None,
         jvm_properties: dict[str, str] | None = None,
+        classpath: Iterable[str | os.PathLike[str]] = (),
     ) -> None:
         """``profile`` names the broker settings on top of Kafka's defaults
         (``config.PROFILES``); ``extra_properties`` override single settings on every node,
@@ -98,7 +99,9 @@ class KafkaCluster:
         unsecured validator takes unsigned tokens. With "GSSAPI": the broker's
         ``kerberos_keytab`` and ``kerberos_principal`` (``service/host@REALM``); the KDC is
         found through ``jvm_properties`` (``{"java.security.krb5.conf": path}``), system
-        properties given to every node's JVM."""
+        properties given to every node's JVM. ``classpath``: more directories or jars for the
+        brokers' JVMs (a broker plugin, e.g. a client telemetry receiver named in
+        ``extra_properties``)."""
         if brokers < 1:
             raise ValueError("a cluster needs at least one node")
         self.directory = Path(directory).resolve()
@@ -125,6 +128,7 @@ class KafkaCluster:
         self.kerberos_keytab = None if kerberos_keytab is None else Path(kerberos_keytab)
         self.kerberos_principal = kerberos_principal
         self.jvm_properties: dict[str, str] = dict(jvm_properties or {})
+        self.classpath = [str(Path(p).resolve()) for p in classpath]
         self.cluster_id = _new_cluster_id()
         self.ca_file: Path | None = None
         self._keystore: Path | None = None
@@ -505,7 +509,7 @@ class KafkaCluster:
             *([f"-D{config.OAUTH_ALLOWED_URLS}={self.oauth_jwks_url}"] if self.oauth_jwks_url else []),
             *(f"-D{key}={value}" for key, value in self.jvm_properties.items()),
             "-cp",
-            node.classpath(self.libs),
+            os.pathsep.join([node.classpath(self.libs), *self.classpath]),
             "kafka.Kafka",
             str(ndir / "node.properties"),
         ]

@@ -29,8 +29,11 @@ from aiokafka_lead.testing.fake.intercept import InterceptFn, Interceptor, Inter
 from aiokafka_lead.testing.fake.log import RequestLog, RequestRecord
 from aiokafka_lead.testing.fake.partition import Partition
 from aiokafka_lead.testing.fake.share_groups import ShareCoordinator
+from aiokafka_lead.testing.fake.telemetry import FakeTelemetry
 from aiokafka_lead.testing.fake.transactions import TxnCoordinator
 from aiokafka_lead.testing.fake.view import MetadataView, ReplicaSelector
+
+GET_TELEMETRY_SUBSCRIPTIONS, PUSH_TELEMETRY = 71, 72
 
 HINT_MODES = ("current", "none", "stale", "same_epoch", "unknown_node", "endpoints_only")
 
@@ -54,12 +57,18 @@ class FakeCluster(ExitOnLeave):
         strict: bool = True,
         auto_create_topics: bool = False,
         default_partitions: int = 1,
+        telemetry: FakeTelemetry | None = None,
     ) -> None:
         if brokers < 1:
             raise ValueError("a cluster needs at least one broker")
         self.cluster_id = cluster_id
+        #: the KIP-714 receiver; without one the brokers advertise neither telemetry API
+        self.telemetry = telemetry
+        caps = dict(max_versions or {})
+        if telemetry is None:
+            caps.update({GET_TELEMETRY_SUBSCRIPTIONS: -1, PUSH_TELEMETRY: -1})
         self.brokers: dict[int, FakeBroker] = {
-            node_id: FakeBroker(self, node_id, host, dict(max_versions or {}))
+            node_id: FakeBroker(self, node_id, host, dict(caps))
             for node_id in range(1, brokers + 1)
         }
         self.topics: dict[str, Topic] = {}

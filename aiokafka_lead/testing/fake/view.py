@@ -20,6 +20,7 @@ from aiokafka_lead.testing.fake.intercept import Interceptors
 from aiokafka_lead.testing.fake.log import RequestRecord
 from aiokafka_lead.testing.fake.partition import Partition
 from aiokafka_lead.testing.fake.share_groups import ShareCoordinator
+from aiokafka_lead.testing.fake.telemetry import FakeTelemetry
 from aiokafka_lead.testing.fake.transactions import TxnCoordinator
 
 #: KIP-392: a broker's ``replica.selector``,
@@ -63,6 +64,7 @@ class ClusterView(ClusterCore, Protocol):
     auto_create_topics: bool
     default_partitions: int
     replica_selector: ReplicaSelector | None
+    telemetry: FakeTelemetry | None
 
     @property
     def brokers(self) -> Mapping[int, Node]: ...

@@ -40,6 +40,10 @@ from aiokafka_lead.testing.fake.handlers.share_groups import (
     handle_share_fetch,
     handle_share_group_heartbeat,
 )
+from aiokafka_lead.testing.fake.handlers.telemetry import (
+    handle_get_telemetry_subscriptions,
+    handle_push_telemetry,
+)
 from aiokafka_lead.testing.fake.handlers.transactions import (
     handle_add_offsets_to_txn,
     handle_add_partitions_to_txn,
@@ -72,6 +76,8 @@ _BY_REQUEST: dict[type[Request], Handler] = {
     msg.ShareGroupHeartbeatRequest: handle_share_group_heartbeat,
     msg.ShareFetchRequest: handle_share_fetch,
     msg.ShareAcknowledgeRequest: handle_share_acknowledge,
+    msg.GetTelemetrySubscriptionsRequest: handle_get_telemetry_subscriptions,
+    msg.PushTelemetryRequest: handle_push_telemetry,
 }
 
 #: api key -> handler
