@@ -32,7 +32,7 @@ from aiokafka_lead.protocol.messages import (
     ListGroupsRequest,
     ShareGroupDescribeResponse,
 )
-from aiokafka_lead.requests.base import check_answered, raise_item_errors
+from aiokafka_lead.requests.base import answer_error, answered_by, check_answered, raise_item_errors
 from aiokafka_lead.requests.groups import GroupRequests
 from aiokafka_lead.structs import OffsetAndMetadata, TopicPartition
 
@@ -49,7 +49,7 @@ class GroupCore(GroupRequests):
             async def attempt(node_id: int = node_id) -> None:
                 response = await self._core.send(node_id, ListGroupsRequest())
                 if response.error_code:
-                    raise error_for_code(response.error_code, f"ListGroups on node {node_id}")
+                    raise answer_error(response.error_code, "ListGroups")
                 for g in response.groups:
                     found[g.group_id] = g
 
@@ -86,12 +86,12 @@ class GroupCore(GroupRequests):
                 check_answered(f"DeleteGroups from node {node}", "results", [group_id], answered)
                 for r in response.results:
                     if r.error_code and error_for_code(r.error_code).retriable:
-                        raise error_for_code(r.error_code, f"DeleteGroups {group_id}")
+                        raise answer_error(r.error_code, f"DeleteGroups {group_id}", r.error_message)
                     if r.error_code:
-                        failures.append((r.group_id, r.error_code, r.error_message))
+                        failures.append((f"{r.group_id} at {answered_by()}", r.error_code, r.error_message))
 
             await self._retrying(f"{method}({group_id})", attempt, None)
-        raise_item_errors("DeleteGroups", failures)
+        raise_item_errors("DeleteGroups", failures, broker="each group's coordinator")
 
 
 class GroupsMixin(GroupCore):
@@ -138,7 +138,7 @@ class GroupsMixin(GroupCore):
         if g.error_code in (ErrorCode.GROUP_ID_NOT_FOUND, ErrorCode.UNSUPPORTED_VERSION):
             return None  # UNSUPPORTED_VERSION: advertised but not run (Kafka 3.x), as Java falls back
         if g.error_code:
-            raise error_for_code(g.error_code, g.error_message or f"ConsumerGroupDescribe {group_id}")
+            raise answer_error(g.error_code, f"ConsumerGroupDescribe {group_id}", g.error_message)
         return GroupDescription(
             group_id=g.group_id,
             state=g.group_state,
@@ -170,7 +170,7 @@ class GroupsMixin(GroupCore):
         check_answered(f"DescribeGroups from node {node}", "groups", [group_id], answered)
         g = response.groups[0]
         if g.error_code:
-            raise error_for_code(g.error_code, g.error_message or f"DescribeGroups {group_id}")
+            raise answer_error(g.error_code, f"DescribeGroups {group_id}", g.error_message)
         return GroupDescription(
             group_id=g.group_id,
             state=g.group_state,

@@ -26,7 +26,7 @@ from aiokafka_lead.protocol.messages import (
     ShareGroupDescribeRequest,
     ShareGroupDescribeResponse,
 )
-from aiokafka_lead.requests.base import raise_item_errors
+from aiokafka_lead.requests.base import answer_error, answered_by, raise_item_errors
 from aiokafka_lead.structs import TopicPartition
 
 SHARE = "share"
@@ -88,7 +88,7 @@ class ShareGroupsMixin(GroupCore):
                     return  # a broker without group types has no share groups
                 response = await conn.send(ListGroupsRequest(types_filter=[SHARE]), version=version)
                 if response.error_code:
-                    raise error_for_code(response.error_code, f"ListGroups on node {node_id}")
+                    raise answer_error(response.error_code, "ListGroups")
                 for g in response.groups:
                     if g.group_type.lower() == SHARE:
                         found[g.group_id] = ShareGroupListing(g.group_id, g.group_state)
@@ -109,16 +109,14 @@ class ShareGroupsMixin(GroupCore):
                 response = await self._core.send(node, ShareGroupDescribeRequest(group_ids=[group_id]))
                 for g in response.groups:
                     if g.error_code and error_for_code(g.error_code).retriable:
-                        raise error_for_code(
-                            g.error_code, g.error_message or f"ShareGroupDescribe {group_id}"
-                        )
+                        raise answer_error(g.error_code, f"ShareGroupDescribe {group_id}", g.error_message)
                     if g.error_code:
-                        failures.append((g.group_id, g.error_code, g.error_message))
+                        failures.append((f"{g.group_id} at {answered_by()}", g.error_code, g.error_message))
                         continue
                     out.append(_description(g))
 
             await self._retrying(f"describe_share_groups({group_id})", attempt, None)
-        raise_item_errors("ShareGroupDescribe", failures)
+        raise_item_errors("ShareGroupDescribe", failures, broker="each group's coordinator")
         return out
 
     @guarded
@@ -155,9 +153,7 @@ class ShareGroupsMixin(GroupCore):
             response = await self._core.send(node, request)
             for g in response.groups:
                 if g.error_code:
-                    err = error_for_code(
-                        g.error_code, g.error_message or f"DescribeShareGroupOffsets {group_id}"
-                    )
+                    err = answer_error(g.error_code, f"DescribeShareGroupOffsets {group_id}", g.error_message)
                     if err.retriable:
                         raise err
                     failures.append((group_id, g.error_code, g.error_message))
@@ -244,7 +240,7 @@ class ShareGroupsMixin(GroupCore):
             node = await self.find_coordinator(group_id)
             response = await self._core.send(node, request)
             if response.error_code:
-                err = error_for_code(response.error_code, response.error_message or f"{api} {group_id}")
+                err = answer_error(response.error_code, f"{api} {group_id}", response.error_message)
                 if err.retriable:
                     raise err
                 failures.append((group_id, response.error_code, response.error_message))
