@@ -282,6 +282,7 @@ class TopicsCore(RequestBase):
             topics=[MetadataRequest.MetadataRequestTopic(name=t) for t in topics],
             allow_auto_topic_creation=False,
         )
+        asked = set(topics)
         lagging: list[int] = []
         try:
             with anyio.fail_after(timeout_ms / 1000):
@@ -293,7 +294,10 @@ class TopicsCore(RequestBase):
                             response = await self._core.send(node.node_id, request)
                         except KafkaError:
                             continue  # an unreachable broker cannot hold anyone up
-                        if not all(done(t) for t in response.topics):
+                        # only the topics asked for count (an answer may name others); one
+                        # it leaves out is not shown yet
+                        shown = {t.name: t for t in response.topics if t.name in asked}
+                        if len(shown) < len(asked) or not all(done(t) for t in shown.values()):
                             lagging.append(node.node_id)
                     if not lagging:
                         break
