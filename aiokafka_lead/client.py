@@ -161,7 +161,7 @@ class ClientCore:
                 f"{self.name}: no metadata from {self._bootstrap} within {self.config.request_timeout_ms} ms"
             ) from None
         except KafkaConnectionError as exc:
-            raise KafkaConnectionError(
+            raise type(exc)(
                 f"{self.name}: unable to bootstrap from {self._bootstrap}: {exc}"
             ) from exc
         await tg.start(self._refresher.run)
