@@ -50,6 +50,7 @@ from aiokafka_lead.network.authenticate import (
 from aiokafka_lead.network.config import ConnectionConfig
 from aiokafka_lead.network.sasl import SaslMechanism
 from aiokafka_lead.protocol.framing import (
+    THREAD_DECODE_BYTES,
     FrameReader,
     decode_response,
     encode_request,
@@ -64,8 +65,6 @@ from aiokafka_lead.runtime import unwrap_group
 
 log = logging.getLogger(__name__)
 
-#: frames at least this big are decoded in a worker thread (~20 ms of decoding on the loop)
-THREAD_DECODE_BYTES = 256 * 1024
 API_VERSIONS_MAX = 4
 # Brokers validate these against [a-zA-Z0-9](?:[a-zA-Z0-9\-.]*[a-zA-Z0-9])? (KIP-511):
 # an underscore makes ApiVersions fail with INVALID_REQUEST.
