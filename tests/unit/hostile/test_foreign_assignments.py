@@ -11,13 +11,14 @@ from typing import Any
 import anyio
 import pytest
 
+from aiokafka_lead.consumer.subscription import ResetStrategy, SubscriptionState
 from aiokafka_lead.protocol.messages import ConsumerGroupHeartbeatResponse, ConsumerProtocolAssignment
 from aiokafka_lead.structs import TopicPartition
 from aiokafka_lead.testing.fake import FakeCluster, Rewrite
 from tests.support.waiting import eventually
 from tests.unit.consumer.util import DEADLINE, consume, consumer, produce
 
-FETCH, SYNC_GROUP, CONSUMER_GROUP_HEARTBEAT = 1, 14, 68
+FETCH, METADATA, SYNC_GROUP, CONSUMER_GROUP_HEARTBEAT = 1, 3, 14, 68
 
 
 def fetched_topics(fc: FakeCluster) -> set[str]:
@@ -103,3 +104,41 @@ async def test_a_kip848_member_refuses_partitions_beyond_the_topics_count(
                 )
                 assert TopicPartition("t", 7) not in c.assignment()
             assert warnings_naming(caplog, "7", "'t'", "partition")
+
+
+async def test_a_kip848_partition_the_metadata_does_not_show_yet_is_taken_once_it_does(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    """A topic that just grew: the assignment names a partition the client's metadata does
+    not show yet. It waits (refused meanwhile), and is taken once a refresh shows it."""
+
+    def hide_partition_1(response: Any, _frame: bytes) -> Any:
+        for topic in response.topics:
+            topic.partitions = [p for p in topic.partitions if p.partition_index != 1]
+        return response
+
+    caplog.set_level(logging.WARNING, logger="aiokafka_lead")
+    with anyio.fail_after(DEADLINE):
+        async with FakeCluster(brokers=1) as fc:
+            fc.create_topic("t", partitions=2)
+            lag = fc.intercept(METADATA, lambda *_: Rewrite(hide_partition_1), times=None)
+            async with consumer(
+                fc, group_id="g", group_protocol="consumer", enable_auto_commit=False, metadata_max_age_ms=300
+            ) as c:
+                c.subscribe(["t"])
+                await eventually(lambda: bool(warnings_naming(caplog, "partition 1 of 't'")))
+                assert c.assignment() == {TopicPartition("t", 0)}
+                lag.remove()
+                await eventually(lambda: c.assignment() == {TopicPartition("t", 0), TopicPartition("t", 1)})
+                produce(fc, TopicPartition("t", 1), [b"grown"])
+                assert [r.value for r in await consume(c, 1)] == [b"grown"]
+
+
+def test_what_a_subscription_lets_a_group_assign() -> None:
+    subs = SubscriptionState(ResetStrategy.EARLIEST)
+    subs.subscribe(["t"])
+    assert subs.wants("t") and not subs.wants("secret")
+    subs.subscribe(pattern="t.*")  # a pattern: every topic it matches, internal ones excepted
+    assert subs.wants("t") and subs.wants("t-new") and not subs.wants("secret")
+    subs.subscribe(pattern=".*")
+    assert not subs.wants("__consumer_offsets")
