@@ -5,17 +5,21 @@ The cluster (Kafka 4.4 from the harness's jars) has a PLAINTEXT listener and a
 SASL_PLAINTEXT one with OAUTHBEARER, whose tokens come from the harness's OIDC provider
 (short tokens, short ``connections.max.reauth.ms``). The load, all in this process:
 
-* idempotent producers (acks=all, PLAINTEXT) writing numbered records to ``soak-data``,
+* idempotent producers (acks=all, PLAINTEXT through Toxiproxy) writing numbered records to ``soak-data``,
   each partition's records numbered 0, 1, 2, ...;
 * a transactional copy over SASL/OAUTHBEARER: a read_committed consumer of ``soak-data``
   and a transactional producer writing each record to ``soak-copy`` with its offsets
   (exactly once);
 * a classic group and a KIP-848 group of several members reading ``soak-data``
-  (end-to-end latency).
+  (end-to-end latency);
+* a share group of two members reading ``soak-data``.
 
-Faults on a schedule (periods scaled by ``--scale``): every leader moved (Kafka's own
-election through the harness), one broker SIGKILLed and restarted, a rolling restart of
-all three, a group member joining and another leaving, the token endpoint down.
+The producers and the classic group and share group members reach the brokers through
+Toxiproxy (the harness's), so one broker can be cut off from them. Faults on a schedule
+(periods scaled by ``--scale``): every leader moved (Kafka's own election through the
+harness), one broker SIGKILLed and restarted, a rolling restart of all three, a member of
+each group joining and leaving, the token endpoint down, one broker cut off from the
+clients (a network partition).
 
 Checked and reported: per partition of ``soak-data``, acknowledged records missing from the
 log, records in it twice, records out of order; on ``soak-copy``, every source record up to
@@ -27,8 +31,6 @@ error the application saw, by type. A JSON report and, with matplotlib, plots.
     python benchmarks/soak.py --minutes 60                 # the schedule's own periods
     python benchmarks/soak.py --minutes 5 --scale 0.1      # every period a tenth as long
     python benchmarks/soak.py --short                      # every fault once (the test's run)
-
-Not covered yet: a share group, and a network partition of one broker (Toxiproxy).
 """
 
 from __future__ import annotations
@@ -58,10 +60,13 @@ from aiokafka_lead.auth.oidc import OIDCTokenProvider  # noqa: E402
 from aiokafka_lead.bench.plot import NO_PLOT, can_plot  # noqa: E402
 from aiokafka_lead.bench.stats import percentile  # noqa: E402
 from aiokafka_lead.errors import KafkaError  # noqa: E402
+from aiokafka_lead.share import AIOKafkaShareConsumer  # noqa: E402
 from aiokafka_lead.structs import OffsetAndMetadata, TopicPartition  # noqa: E402
 from aiokafka_lead.testing.chaos import ChaosOp, ChaosRunner, ChaosStep  # noqa: E402
 from aiokafka_lead.testing.cluster import KafkaCluster  # noqa: E402
+from aiokafka_lead.testing.netem import LinkConditions, Toxiproxy, proxy_cluster, toxiproxy_server  # noqa: E402
 from aiokafka_lead.testing.oidc import AUDIENCE, OIDCServer, running_oidc_server  # noqa: E402
+from aiokafka_lead.testing.share_cluster import SHARE_TEST_PROPERTIES  # noqa: E402
 
 DATA, COPY = "soak-data", "soak-copy"
 PARTITIONS = 6
@@ -73,8 +78,12 @@ PERIODS = {
     "rolling_restart": 1200.0,
     "members": 120.0,
     "token_down": 900.0,
+    "partition": 600.0,
 }
 TOKEN_DOWN_S = 30.0
+PARTITION_S = 10.0
+#: the clients' link through Toxiproxy while it is up: no delay, no bandwidth limit to speak of
+OPEN_LINK = LinkConditions(latency_ms=0, jitter_ms=0, bandwidth_kb_s=1_000_000)
 WINDOW_S = 300.0
 SAMPLE_S = 5.0
 
@@ -109,6 +118,7 @@ class Ledger:
     produce_ms: list[tuple[float, float]] = field(default_factory=list)  # (t, latency)
     e2e_ms: list[tuple[float, float]] = field(default_factory=list)
     copied: int = 0
+    shared: int = 0  # records the share group acquired
     aborted: Counter[str] = field(default_factory=Counter)
     faults: list[tuple[float, float, str]] = field(default_factory=list)  # (start, end, what)
     samples: list[dict[str, Any]] = field(default_factory=list)
@@ -224,6 +234,19 @@ async def group_member(
                     ledger.e2e_ms.append((ledger.now(), now_ms - r.timestamp))
 
 
+async def share_member(bootstrap: str, ledger: Ledger, stop: anyio.Event) -> None:
+    """A member of the share group reading soak-data (implicit acknowledgement)."""
+    async with AIOKafkaShareConsumer(bootstrap_servers=bootstrap, group_id="soak-share") as consumer:
+        consumer.subscribe([DATA])
+        while not stop.is_set():
+            try:
+                batch = await consumer.getmany(timeout_ms=200)
+            except KafkaError as exc:
+                ledger.error("share member", exc)
+                continue
+            ledger.shared += sum(len(records) for records in batch.values())
+
+
 # ---------------------------------------------------------------------------- the probes
 async def loop_lag(ledger: Ledger, stop: anyio.Event) -> None:
     tick = 0.01
@@ -280,9 +303,10 @@ async def sample(
 class Faults:
     """The fault schedule; one fault that changes the cluster at a time."""
 
-    def __init__(self, cluster: KafkaCluster, oidc: OIDCServer, ledger: Ledger, settings: Settings) -> None:
-        self.cluster = cluster
-        self.oidc = oidc
+    def __init__(self, site: Site, ledger: Ledger, settings: Settings) -> None:
+        self.cluster = site.cluster
+        self.oidc = site.oidc
+        self.toxiproxy = site.toxiproxy
         self.ledger = ledger
         self.settings = settings
         self.lock = anyio.Lock()
@@ -321,6 +345,19 @@ class Faults:
 
         await self.timed(f"token endpoint down for {seconds:.0f} s", down)
 
+    async def partition(self, node: int, seconds: float) -> None:
+        """The clients' link to one broker cut (Toxiproxy), then restored."""
+
+        async def cut() -> None:
+            name = f"broker-{node}"
+            await anyio.to_thread.run_sync(self.toxiproxy.set_enabled, name, False)
+            try:
+                await anyio.sleep(seconds)
+            finally:
+                await anyio.to_thread.run_sync(self.toxiproxy.set_enabled, name, True)
+
+        await self.timed(f"broker {node} cut off from the clients for {seconds:.0f} s", cut)
+
 
 # ------------------------------------------------------------------------------ the checks
 async def read_all(bootstrap: str, topic: str) -> dict[int, list[tuple[int, bytes]]]:
@@ -332,6 +369,7 @@ async def read_all(bootstrap: str, topic: str) -> dict[int, list[tuple[int, byte
         tps = [TopicPartition(topic, p) for p in range(PARTITIONS)]
         consumer.assign(tps)
         ends = await consumer.end_offsets(tps)
+
         async def behind() -> bool:
             return any([await consumer.position(tp) < ends[tp] for tp in tps])
 
@@ -393,8 +431,21 @@ def windows(points: list[tuple[float, float]], width: float) -> list[dict[str, f
 
 
 # -------------------------------------------------------------------------------- the run
+@dataclass
+class Site:
+    """Where the soak runs: the cluster, its identity provider, the proxies in front of it."""
+
+    cluster: KafkaCluster
+    oidc: OIDCServer
+    toxiproxy: Toxiproxy
+    proxied: str  # the bootstrap servers through the proxies
+
+
 async def soak(settings: Settings) -> dict[str, Any]:
     ledger = Ledger()
+    binary, why = await anyio.to_thread.run_sync(toxiproxy_server)
+    if binary is None:
+        raise RuntimeError(f"the soak cuts a broker off with Toxiproxy: {why}")
     with (
         running_oidc_server(clients={CLIENT_ID: CLIENT_SECRET}, lifetime_s=settings.token_s) as oidc,
         tempfile.TemporaryDirectory(prefix="soak-") as tmp,
@@ -407,19 +458,25 @@ async def soak(settings: Settings) -> dict[str, Any]:
             oauth_jwks_url=oidc.jwks_url,
             oauth_audience=AUDIENCE,
             oauth_issuer=oidc.issuer,
-            extra_properties={"connections.max.reauth.ms": str(settings.reauth_ms)},
+            extra_properties={"connections.max.reauth.ms": str(settings.reauth_ms), **SHARE_TEST_PROPERTIES},
             profile="testing",
+            proxied=True,
             stop_at_exit=True,
         )
         print("starting a 3-broker cluster ...", flush=True)
         await anyio.to_thread.run_sync(lambda: cluster.up(timeout=180))
+        toxiproxy = Toxiproxy(binary, Path(tmp) / "toxiproxy.log")
         try:
-            return await _run(settings, cluster, oidc, ledger)
+            await anyio.to_thread.run_sync(toxiproxy.start)
+            proxied = await anyio.to_thread.run_sync(proxy_cluster, toxiproxy, cluster, OPEN_LINK)
+            return await _run(settings, Site(cluster, oidc, toxiproxy, proxied), ledger)
         finally:
+            await anyio.to_thread.run_sync(toxiproxy.stop)
             await anyio.to_thread.run_sync(cluster.down)
 
 
-async def _run(settings: Settings, cluster: KafkaCluster, oidc: OIDCServer, ledger: Ledger) -> dict[str, Any]:
+async def _run(settings: Settings, site: Site, ledger: Ledger) -> dict[str, Any]:
+    cluster, oidc = site.cluster, site.oidc
     plain = cluster.bootstrap("PLAINTEXT")
     sasl = {
         "bootstrap_servers": cluster.bootstrap("SASL_PLAINTEXT"),
@@ -430,9 +487,10 @@ async def _run(settings: Settings, cluster: KafkaCluster, oidc: OIDCServer, ledg
     async with AdminClient(bootstrap_servers=plain) as admin:
         await admin.create_topics([NewTopic(DATA, PARTITIONS, 3), NewTopic(COPY, PARTITIONS, 3)])
     stop_load, stop_probes = anyio.Event(), anyio.Event()
-    faults = Faults(cluster, oidc, ledger, settings)
+    faults = Faults(site, ledger, settings)
     producers = [
-        AIOKafkaProducer(bootstrap_servers=plain, acks="all", linger_ms=5) for _ in range(settings.producers)
+        AIOKafkaProducer(bootstrap_servers=site.proxied, acks="all", linger_ms=5)
+        for _ in range(settings.producers)
     ]
     copier = AIOKafkaProducer(transactional_id="soak-copy", **sasl)
     source = AIOKafkaConsumer(
@@ -447,7 +505,9 @@ async def _run(settings: Settings, cluster: KafkaCluster, oidc: OIDCServer, ledg
     clients: list[Any] = [*producers, copier, source]
 
     def classic() -> AIOKafkaConsumer[bytes, bytes]:
-        c = AIOKafkaConsumer(bootstrap_servers=plain, group_id="soak-classic", auto_offset_reset="latest")
+        c = AIOKafkaConsumer(
+            bootstrap_servers=site.proxied, group_id="soak-classic", auto_offset_reset="latest"
+        )
         clients.append(c)
         return c
 
@@ -477,6 +537,8 @@ async def _run(settings: Settings, cluster: KafkaCluster, oidc: OIDCServer, ledg
             for i in range(settings.members):
                 load.start_soon(group_member, classic, ledger, stop_load, f"classic member {i}")
                 load.start_soon(group_member, kip848, ledger, stop_load, f"KIP-848 member {i}")
+            for _ in range(2):
+                load.start_soon(share_member, site.proxied, ledger, stop_load)
             await anyio.sleep(5)  # warm up
             members = Members(load, classic, kip848, stop_load)
             if settings.short:
@@ -529,6 +591,7 @@ async def _every_fault_once(faults: Faults, members: Members) -> None:
     await faults.kill(2)
     await members.churn(faults.ledger)
     await faults.token_down(max(faults.settings.token_s * 1.5, 5))
+    await faults.partition(3, 6)
     await faults.rolling_restart()
 
 
@@ -555,6 +618,8 @@ async def _schedule(faults: Faults, members: Members, started: float) -> None:
             await members.churn(faults.ledger)
         elif name == "token_down":
             await faults.token_down(TOKEN_DOWN_S * settings.scale)
+        elif name == "partition":
+            await faults.partition(1 + kills % 3, PARTITION_S * settings.scale)
         due[name] = time.monotonic() + period[name]
 
 
@@ -605,6 +670,7 @@ def _report(
         "copied": sum(copied_to.values()),
         **check_copy(data, copy, copied_to),
         "copy_aborts": dict(ledger.aborted),
+        "share_group_records": ledger.shared,
         "faults": [{"start_s": round(a, 1), "end_s": round(b, 1), "what": w} for a, b, w in ledger.faults],
         "errors_by_type": dict(Counter(e.split(":")[0] for _, _, e in ledger.errors)),
         "errors": [{"t": round(t, 1), "where": w, "error": e} for t, w, e in ledger.errors[:200]],

@@ -1,7 +1,8 @@
 """The soak's short run (``benchmarks/soak.py --short``): a 3-broker cluster with a PLAINTEXT
-and a SASL/OAUTHBEARER listener, idempotent producers, a transactional copy, a classic and a
-KIP-848 group, and every fault of the schedule once (every leader moved, a broker SIGKILLed
-and restarted, members joining and leaving, the token endpoint down, a rolling restart).
+and a SASL/OAUTHBEARER listener, idempotent producers, a transactional copy, a classic, a
+KIP-848 and a share group, and every fault of the schedule once (every leader moved, a
+broker SIGKILLed and restarted, members joining and leaving, the token endpoint down, a
+broker cut off from the clients through Toxiproxy, a rolling restart).
 Nothing acknowledged is lost, nothing is written twice or out of order, and the copy holds
 every source record exactly once."""
 
@@ -31,8 +32,9 @@ def test_the_soaks_short_run_loses_nothing(tmp_path: Path) -> None:
     assert run.returncode == 0, run.stdout[-4000:] + run.stderr[-4000:]
     report = json.loads(out.read_text())
     faults = [f["what"] for f in report["faults"]]
-    assert len(faults) == 5, faults
+    assert len(faults) == 6, faults
     assert report["acknowledged"] > 1000, report["acknowledged"]
     assert (report["lost"], report["duplicated"], report["reordered"]) == (0, 0, 0), report
     assert report["copied"] == report["acknowledged"], (report["copied"], report["acknowledged"])
     assert (report["copy_missing"], report["copy_duplicated"], report["copy_not_in_source"]) == (0, 0, 0)
+    assert report["share_group_records"] > 0
