@@ -430,6 +430,23 @@ def windows(points: list[tuple[float, float]], width: float) -> list[dict[str, f
     return out
 
 
+def growth(samples: list[dict[str, Any]], settle_s: float) -> dict[str, float | None]:
+    """Percent change of RSS, descriptors, tasks and connections from the first sample after
+    ``settle_s`` (the first 10 minutes of a long run) to the last one (the target: under 5%)."""
+    later = [s for s in samples if s["t"] >= settle_s]
+    if len(later) < 2:
+        return {}
+
+    def value(sample: dict[str, Any], key: str) -> float:
+        return float(sum(sample[key].values()) if key == "connections" else sample[key])
+
+    out: dict[str, float | None] = {}
+    for key in ("rss_mib", "fds", "tasks", "connections"):
+        first, last = value(later[0], key), value(later[-1], key)
+        out[key] = round((last - first) / first * 100, 1) if first else None
+    return out
+
+
 # -------------------------------------------------------------------------------- the run
 @dataclass
 class Site:
@@ -660,6 +677,7 @@ def _report(
     settings: Settings, ledger: Ledger, *, data: Any, copy: Any, copied_to: dict[int, int], seconds: float
 ) -> dict[str, Any]:
     lag = sorted(v for _, v in ledger.loop_lag_ms)
+    width = 30.0 if settings.short else WINDOW_S
     report: dict[str, Any] = {
         "settings": {k: str(v) if isinstance(v, Path) else v for k, v in vars(settings).items()},
         "seconds": round(seconds, 1),
@@ -674,9 +692,11 @@ def _report(
         "faults": [{"start_s": round(a, 1), "end_s": round(b, 1), "what": w} for a, b, w in ledger.faults],
         "errors_by_type": dict(Counter(e.split(":")[0] for _, _, e in ledger.errors)),
         "errors": [{"t": round(t, 1), "where": w, "error": e} for t, w, e in ledger.errors[:200]],
-        "produce_ms": windows(ledger.produce_ms, WINDOW_S if not settings.short else 30),
-        "end_to_end_ms": windows(ledger.e2e_ms, WINDOW_S if not settings.short else 30),
+        "produce_ms": windows(ledger.produce_ms, width),
+        "end_to_end_ms": windows(ledger.e2e_ms, width),
         "loop_lag_ms_p99.9": round(percentile(lag, 99.9), 1) if lag else None,
+        "loop_lag_ms": windows(ledger.loop_lag_ms, width),
+        "growth_after_warm_up": growth(ledger.samples, settle_s=60.0 if settings.short else 600.0),
         "samples": ledger.samples,
     }
     return report
