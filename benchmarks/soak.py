@@ -36,15 +36,12 @@ error the application saw, by type. A JSON report and, with matplotlib, plots.
 from __future__ import annotations
 
 import argparse
-import asyncio
 import json
-import os
 import sys
 import tempfile
 import time
-from collections import Counter, defaultdict
 from collections.abc import Awaitable, Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -58,18 +55,28 @@ from aiokafka_lead import AIOKafkaConsumer, AIOKafkaProducer  # noqa: E402
 from aiokafka_lead.admin import AdminClient, NewTopic  # noqa: E402
 from aiokafka_lead.auth.oidc import OIDCTokenProvider  # noqa: E402
 from aiokafka_lead.bench.plot import NO_PLOT, can_plot  # noqa: E402
-from aiokafka_lead.bench.stats import percentile  # noqa: E402
+from aiokafka_lead.bench.soak_load import (  # noqa: E402
+    COPY,
+    DATA,
+    PARTITIONS,
+    Ledger,
+    copy_exactly_once,
+    group_member,
+    loop_lag,
+    produce,
+    progress,
+    sample,
+    share_member,
+)
+from aiokafka_lead.bench.soak_report import build_report, plot, read_all  # noqa: E402
 from aiokafka_lead.errors import KafkaError  # noqa: E402
-from aiokafka_lead.share import AIOKafkaShareConsumer  # noqa: E402
-from aiokafka_lead.structs import OffsetAndMetadata, TopicPartition  # noqa: E402
+from aiokafka_lead.structs import TopicPartition  # noqa: E402
 from aiokafka_lead.testing.chaos import ChaosOp, ChaosRunner, ChaosStep  # noqa: E402
 from aiokafka_lead.testing.cluster import KafkaCluster  # noqa: E402
 from aiokafka_lead.testing.netem import LinkConditions, Toxiproxy, proxy_cluster, toxiproxy_server  # noqa: E402
 from aiokafka_lead.testing.oidc import AUDIENCE, OIDCServer, running_oidc_server  # noqa: E402
 from aiokafka_lead.testing.share_cluster import SHARE_TEST_PROPERTIES  # noqa: E402
 
-DATA, COPY = "soak-data", "soak-copy"
-PARTITIONS = 6
 CLIENT_ID, CLIENT_SECRET = "soak-client", "soak-secret"
 #: the schedule's periods at --scale 1 (seconds)
 PERIODS = {
@@ -84,8 +91,6 @@ TOKEN_DOWN_S = 30.0
 PARTITION_S = 10.0
 #: the clients' link through Toxiproxy while it is up: no delay, no bandwidth limit to speak of
 OPEN_LINK = LinkConditions(latency_ms=0, jitter_ms=0, bandwidth_kb_s=1_000_000)
-WINDOW_S = 300.0
-SAMPLE_S = 5.0
 
 
 @dataclass
@@ -104,199 +109,6 @@ class Settings:
     def short_run(cls, out: Path) -> Settings:
         """Every fault once, in a few minutes (the test suite's run)."""
         return cls(minutes=0, rate=200.0, members=2, token_s=6.0, reauth_ms=3000, short=True, out=out)
-
-
-@dataclass
-class Ledger:
-    """What the load did, for the checks and the report."""
-
-    started: float = field(default_factory=time.monotonic)
-    next_seq: dict[int, int] = field(default_factory=lambda: defaultdict(int))
-    acked: dict[int, dict[int, int]] = field(default_factory=lambda: defaultdict(dict))  # p -> seq -> offset
-    failed: Counter[str] = field(default_factory=Counter)
-    errors: list[tuple[float, str, str]] = field(default_factory=list)  # (t, where, error)
-    produce_ms: list[tuple[float, float]] = field(default_factory=list)  # (t, latency)
-    e2e_ms: list[tuple[float, float]] = field(default_factory=list)
-    copied: int = 0
-    shared: int = 0  # records the share group acquired
-    aborted: Counter[str] = field(default_factory=Counter)
-    faults: list[tuple[float, float, str]] = field(default_factory=list)  # (start, end, what)
-    samples: list[dict[str, Any]] = field(default_factory=list)
-    loop_lag_ms: list[tuple[float, float]] = field(default_factory=list)
-
-    def now(self) -> float:
-        return time.monotonic() - self.started
-
-    def error(self, where: str, exc: BaseException) -> None:
-        self.errors.append((self.now(), where, f"{type(exc).__name__}: {exc}"[:300]))
-
-
-def encode(partition: int, seq: int) -> bytes:
-    return f"{partition}:{seq}".encode()
-
-
-def decode(value: bytes) -> tuple[int, int]:
-    partition, seq = value.split(b":")
-    return int(partition), int(seq)
-
-
-# ------------------------------------------------------------------------------- the load
-async def produce(
-    producer: AIOKafkaProducer, partitions: list[int], ledger: Ledger, rate: float, stop: anyio.Event
-) -> None:
-    """Numbered records, round-robin over this producer's own ``partitions`` (one writer per
-    partition, so its order is the log's), paced at ``rate`` records/s."""
-    n = 0
-    t0 = time.monotonic()
-    async with anyio.create_task_group() as tg:
-        while not stop.is_set():
-            partition = partitions[n % len(partitions)]
-            seq = ledger.next_seq[partition]
-            ledger.next_seq[partition] += 1
-            sent = time.monotonic()
-            try:
-                handle = await producer.send(DATA, encode(partition, seq), partition=partition)
-            except KafkaError as exc:
-                ledger.error("produce", exc)
-                ledger.failed[type(exc).__name__] += 1
-                continue
-            tg.start_soon(_acked, handle, partition, seq, sent, ledger)
-            n += 1
-            ahead = t0 + n / rate - time.monotonic()
-            if ahead > 0:
-                await anyio.sleep(ahead)
-
-
-async def _acked(handle: Any, partition: int, seq: int, sent: float, ledger: Ledger) -> None:
-    try:
-        metadata = await handle
-    except KafkaError as exc:
-        ledger.error("delivery", exc)
-        ledger.failed[type(exc).__name__] += 1
-        return
-    ledger.acked[partition][seq] = metadata.offset
-    ledger.produce_ms.append((ledger.now(), (time.monotonic() - sent) * 1000))
-
-
-async def copy_exactly_once(
-    consumer: AIOKafkaConsumer[bytes, bytes], producer: AIOKafkaProducer, ledger: Ledger, stop: anyio.Event
-) -> None:
-    """read_committed -> transactional producer, each poll's records and offsets one transaction."""
-    while not stop.is_set():
-        try:
-            batch = await consumer.getmany(timeout_ms=200, max_records=500)
-        except KafkaError as exc:
-            ledger.error("copy poll", exc)
-            continue
-        if not batch:
-            continue
-        try:
-            async with producer.transaction():
-                for tp, records in batch.items():
-                    for r in records:
-                        await producer.send(COPY, r.value, partition=tp.partition)
-                offsets = {tp: OffsetAndMetadata(rs[-1].offset + 1, "") for tp, rs in batch.items()}
-                await producer.send_offsets_to_transaction(offsets, "soak-copy")
-            ledger.copied += sum(len(rs) for rs in batch.values())
-        except KafkaError as exc:
-            ledger.aborted[type(exc).__name__] += 1
-            ledger.error("copy transaction", exc)
-            for tp in batch:  # read the aborted records again
-                committed = await _committed(consumer, tp)
-                consumer.seek(tp, committed)
-
-
-async def _committed(consumer: AIOKafkaConsumer[bytes, bytes], tp: TopicPartition) -> int:
-    for _ in range(100):
-        try:
-            offset = await consumer.committed(tp)
-            return offset if offset is not None else 0
-        except KafkaError:
-            await anyio.sleep(0.2)
-    raise RuntimeError(f"no committed offset for {tp}")
-
-
-async def group_member(
-    make: Callable[[], AIOKafkaConsumer[bytes, bytes]], ledger: Ledger, stop: anyio.Event, where: str
-) -> None:
-    """A group member reading soak-data until ``stop``: end-to-end latency."""
-    async with make() as consumer:
-        consumer.subscribe([DATA])
-        while not stop.is_set():
-            try:
-                batch = await consumer.getmany(timeout_ms=200)
-            except KafkaError as exc:
-                ledger.error(where, exc)
-                continue
-            now_ms = time.time() * 1000
-            for records in batch.values():
-                for r in records[-5:]:  # a sample per batch keeps the ledger small
-                    ledger.e2e_ms.append((ledger.now(), now_ms - r.timestamp))
-
-
-async def share_member(bootstrap: str, ledger: Ledger, stop: anyio.Event) -> None:
-    """A member of the share group reading soak-data (implicit acknowledgement)."""
-    async with AIOKafkaShareConsumer(bootstrap_servers=bootstrap, group_id="soak-share") as consumer:
-        consumer.subscribe([DATA])
-        while not stop.is_set():
-            try:
-                batch = await consumer.getmany(timeout_ms=200)
-            except KafkaError as exc:
-                ledger.error("share member", exc)
-                continue
-            ledger.shared += sum(len(records) for records in batch.values())
-
-
-# ---------------------------------------------------------------------------- the probes
-async def loop_lag(ledger: Ledger, stop: anyio.Event) -> None:
-    tick = 0.01
-    while not stop.is_set():
-        before = time.monotonic()
-        await anyio.sleep(tick)
-        ledger.loop_lag_ms.append((ledger.now(), max(time.monotonic() - before - tick, 0.0) * 1000))
-
-
-def _fds() -> int:
-    return len(os.listdir("/proc/self/fd"))
-
-
-def _rss_mib() -> float:
-    for line in Path("/proc/self/status").read_text().splitlines():
-        if line.startswith("VmRSS:"):
-            return int(line.split()[1]) / 1024
-    return float("nan")
-
-
-def _connections(clients: list[Any]) -> dict[str, int]:
-    per_node: Counter[str] = Counter()
-    for client in clients:
-        try:
-            nodes = client._core.pool._nodes
-        except KafkaError:  # a member that left, or not started yet
-            continue
-        for state in nodes.values():
-            conn = state.conn
-            if conn is not None and not conn.closed:
-                per_node[f"node {conn.node_id}" if conn.node_id >= 0 else "bootstrap"] += 1
-    return dict(sorted(per_node.items()))
-
-
-async def sample(
-    ledger: Ledger, clients: list[Any], producers: list[AIOKafkaProducer], stop: anyio.Event
-) -> None:
-    while not stop.is_set():
-        ledger.samples.append(
-            {
-                "t": round(ledger.now(), 1),
-                "rss_mib": round(_rss_mib(), 1),
-                "fds": _fds(),
-                "tasks": len(asyncio.all_tasks()),
-                "connections": _connections(clients),
-                "buffered_bytes": sum(p.metrics()["buffer_used"] for p in producers),
-            }
-        )
-        with anyio.move_on_after(SAMPLE_S):
-            await stop.wait()
 
 
 # ---------------------------------------------------------------------------- the faults
@@ -357,94 +169,6 @@ class Faults:
                 await anyio.to_thread.run_sync(self.toxiproxy.set_enabled, name, True)
 
         await self.timed(f"broker {node} cut off from the clients for {seconds:.0f} s", cut)
-
-
-# ------------------------------------------------------------------------------ the checks
-async def read_all(bootstrap: str, topic: str) -> dict[int, list[tuple[int, bytes]]]:
-    """Every committed record of ``topic``: partition -> [(offset, value)]."""
-    out: dict[int, list[tuple[int, bytes]]] = defaultdict(list)
-    async with AIOKafkaConsumer(
-        bootstrap_servers=bootstrap, isolation_level="read_committed", auto_offset_reset="earliest"
-    ) as consumer:
-        tps = [TopicPartition(topic, p) for p in range(PARTITIONS)]
-        consumer.assign(tps)
-        ends = await consumer.end_offsets(tps)
-
-        async def behind() -> bool:
-            return any([await consumer.position(tp) < ends[tp] for tp in tps])
-
-        while await behind():
-            for tp, records in (await consumer.getmany(timeout_ms=500)).items():
-                out[tp.partition].extend((r.offset, r.value) for r in records if r.value is not None)
-    return out
-
-
-def check_data(ledger: Ledger, log: dict[int, list[tuple[int, bytes]]]) -> dict[str, int]:
-    lost = duplicated = reordered = 0
-    for partition in range(PARTITIONS):
-        seen: Counter[int] = Counter()
-        last = -1
-        for _, value in log.get(partition, []):
-            p, seq = decode(value)
-            assert p == partition, (p, partition)
-            seen[seq] += 1
-            reordered += seq < last
-            last = max(last, seq)
-        duplicated += sum(n - 1 for n in seen.values() if n > 1)
-        lost += sum(1 for seq in ledger.acked[partition] if seq not in seen)
-    return {"lost": lost, "duplicated": duplicated, "reordered": reordered}
-
-
-def check_copy(
-    data: dict[int, list[tuple[int, bytes]]],
-    copy: dict[int, list[tuple[int, bytes]]],
-    copied_to: dict[int, int],
-) -> dict[str, int]:
-    """Every source record below the copy's committed position exactly once in the copy."""
-    missing = duplicated = extra = 0
-    for partition in range(PARTITIONS):
-        wanted = Counter(v for o, v in data.get(partition, []) if o < copied_to.get(partition, 0))
-        got = Counter(v for _, v in copy.get(partition, []))
-        missing += sum(1 for v in wanted if v not in got)
-        duplicated += sum(n - 1 for n in got.values() if n > 1)
-        extra += sum(1 for v in got if v not in wanted)
-    return {"copy_missing": missing, "copy_duplicated": duplicated, "copy_not_in_source": extra}
-
-
-def windows(points: list[tuple[float, float]], width: float) -> list[dict[str, float]]:
-    out = []
-    by: dict[int, list[float]] = defaultdict(list)
-    for t, v in points:
-        by[int(t // width)].append(v)
-    for w in sorted(by):
-        values = sorted(by[w])
-        out.append(
-            {
-                "window_start_s": w * width,
-                "count": len(values),
-                "p50": round(percentile(values, 50), 2),
-                "p99": round(percentile(values, 99), 2),
-                "p99.9": round(percentile(values, 99.9), 2),
-            }
-        )
-    return out
-
-
-def growth(samples: list[dict[str, Any]], settle_s: float) -> dict[str, float | None]:
-    """Percent change of RSS, descriptors, tasks and connections from the first sample after
-    ``settle_s`` (the first 10 minutes of a long run) to the last one (the target: under 5%)."""
-    later = [s for s in samples if s["t"] >= settle_s]
-    if len(later) < 2:
-        return {}
-
-    def value(sample: dict[str, Any], key: str) -> float:
-        return float(sum(sample[key].values()) if key == "connections" else sample[key])
-
-    out: dict[str, float | None] = {}
-    for key in ("rss_mib", "fds", "tasks", "connections"):
-        first, last = value(later[0], key), value(later[-1], key)
-        out[key] = round((last - first) / first * 100, 1) if first else None
-    return out
 
 
 # -------------------------------------------------------------------------------- the run
@@ -575,7 +299,7 @@ async def _run(settings: Settings, site: Site, ledger: Ledger) -> dict[str, Any]
         await ChaosRunner(cluster, [DATA, COPY]).heal()
     data = await read_all(plain, DATA)
     copy = await read_all(plain, COPY)
-    return _report(
+    return build_report(
         settings, ledger, data=data, copy=copy, copied_to=copied_to, seconds=time.monotonic() - started
     )
 
@@ -659,76 +383,6 @@ async def _copy_caught_up(plain: str) -> dict[int, int]:
                     break
                 await anyio.sleep(0.5)
     return positions
-
-
-async def progress(ledger: Ledger, stop: anyio.Event) -> None:
-    while not stop.is_set():
-        with anyio.move_on_after(10):
-            await stop.wait()
-        acked = sum(len(v) for v in ledger.acked.values())
-        print(
-            f"[{ledger.now():7.1f} s] acknowledged {acked}, copied {ledger.copied}, "
-            f"errors {len(ledger.errors)}, RSS {_rss_mib():.0f} MiB",
-            flush=True,
-        )
-
-
-def _report(
-    settings: Settings, ledger: Ledger, *, data: Any, copy: Any, copied_to: dict[int, int], seconds: float
-) -> dict[str, Any]:
-    lag = sorted(v for _, v in ledger.loop_lag_ms)
-    width = 30.0 if settings.short else WINDOW_S
-    report: dict[str, Any] = {
-        "settings": {k: str(v) if isinstance(v, Path) else v for k, v in vars(settings).items()},
-        "seconds": round(seconds, 1),
-        "load_avg": os.getloadavg(),
-        "acknowledged": sum(len(v) for v in ledger.acked.values()),
-        "failed_by_error": dict(ledger.failed),
-        **check_data(ledger, data),
-        "copied": sum(copied_to.values()),
-        **check_copy(data, copy, copied_to),
-        "copy_aborts": dict(ledger.aborted),
-        "share_group_records": ledger.shared,
-        "faults": [{"start_s": round(a, 1), "end_s": round(b, 1), "what": w} for a, b, w in ledger.faults],
-        "errors_by_type": dict(Counter(e.split(":")[0] for _, _, e in ledger.errors)),
-        "errors": [{"t": round(t, 1), "where": w, "error": e} for t, w, e in ledger.errors[:200]],
-        "produce_ms": windows(ledger.produce_ms, width),
-        "end_to_end_ms": windows(ledger.e2e_ms, width),
-        "loop_lag_ms_p99.9": round(percentile(lag, 99.9), 1) if lag else None,
-        "loop_lag_ms": windows(ledger.loop_lag_ms, width),
-        "growth_after_warm_up": growth(ledger.samples, settle_s=60.0 if settings.short else 600.0),
-        "samples": ledger.samples,
-    }
-    return report
-
-
-def plot(report: dict[str, Any], path: Path) -> Path:
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    samples = report["samples"]
-    ts = [s["t"] / 60 for s in samples]
-    fig, axes = plt.subplots(4, 1, figsize=(11, 11), sharex=True)
-    for key, ax in zip(("rss_mib", "fds", "tasks"), axes[:3], strict=False):
-        ax.plot(ts, [s[key] for s in samples])
-        ax.set_ylabel(key)
-    for series, label in (("produce_ms", "produce p99"), ("end_to_end_ms", "end-to-end p99")):
-        rows = report[series]
-        axes[3].plot(
-            [r["window_start_s"] / 60 for r in rows], [r["p99"] for r in rows], marker="o", label=label
-        )
-    axes[3].set_ylabel("ms")
-    axes[3].legend()
-    for ax in axes:
-        for fault in report["faults"]:
-            ax.axvspan(fault["start_s"] / 60, fault["end_s"] / 60, color="red", alpha=0.1)
-    axes[3].set_xlabel("minutes (faults shaded)")
-    fig.suptitle(f"soak: {report['seconds'] / 60:.0f} min, load average {report['load_avg'][0]:.1f}")
-    fig.tight_layout()
-    fig.savefig(path, dpi=110)
-    return path
 
 
 def main() -> None:
