@@ -190,7 +190,7 @@ class ClientCore:
                 f"within {self.config.request_timeout_ms} ms"
             ) from None
         except KafkaConnectionError as exc:
-            raise KafkaConnectionError(
+            raise type(exc)(
                 f"{self.name}: unable to bootstrap from {self.config.bootstrap_servers}: {exc}"
             ) from exc
         await tg.start(self._refresher.run)

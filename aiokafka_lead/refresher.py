@@ -19,6 +19,7 @@ from collections.abc import Callable, Collection
 
 import anyio
 import anyio.abc
+import anyio.to_thread
 
 from aiokafka_lead.backoff import ExponentialBackoff
 from aiokafka_lead.errors import (
@@ -44,6 +45,10 @@ log = logging.getLogger(__name__)
 
 # Metadata below v9 carries no reliable leader epochs (guide section 2).
 RELIABLE_EPOCHS_VERSION = 9
+
+#: an answer with at least this many partitions is turned into the store's terms in a worker
+#: thread (~10 ms of work on the loop)
+THREAD_TERMS_PARTITIONS = 20_000
 
 TopicsFn = Callable[[], Collection[str] | None]
 #: why the client wants another refresh soon (None: the periodic one will do)
@@ -173,5 +178,10 @@ class MetadataRefresher:
             raise error_for_code(response.error_code, f"Metadata from {conn!r}")
         self.refreshes += 1
         source = f"Metadata v{version} from {conn.broker}"
-        snapshot = snapshot_from_response(response, version, requested, source)
+        if sum(len(t.partitions) for t in response.topics) < THREAD_TERMS_PARTITIONS:
+            snapshot = snapshot_from_response(response, version, requested, source)
+        else:  # a huge topic's partitions: turned into the store's terms off the loop too
+            snapshot = await anyio.to_thread.run_sync(
+                snapshot_from_response, response, version, requested, source
+            )
         return self._store.apply_metadata(snapshot, reason=reason)

@@ -43,11 +43,14 @@ async def call_with_retries(
     timeout_ms: float,
     backoff: ExponentialBackoff,
     refresh: Callable[[str], Awaitable[object]] | None = None,
+    waiting_on: Callable[[], str | None] | None = None,
 ) -> T:
-    """Run ``attempt`` until it returns, fails for good, or ``timeout_ms`` runs out."""
+    """Run ``attempt`` until it returns, fails for good, or ``timeout_ms`` runs out;
+    ``waiting_on()`` names the broker an attempt cut by the deadline was waiting on."""
     deadline = time.monotonic() + timeout_ms / 1000
     failures = 0
     last: KafkaError | None = None
+    unanswered = ""
     while True:
         remaining = deadline - time.monotonic()
         if remaining <= 0:
@@ -56,6 +59,8 @@ async def call_with_retries(
             with anyio.fail_after(remaining):
                 return await attempt()
         except TimeoutError:
+            broker = waiting_on() if waiting_on is not None else None
+            unanswered = f"; no answer from {broker}" if broker else ""
             break
         except KafkaError as exc:
             if not exc.retriable:
@@ -73,4 +78,4 @@ async def call_with_retries(
                 log.debug("%s: metadata refresh failed: %r", what, exc)
     detail = f"; last error: {last!r}" if last is not None else ""
     _warn.warning(what, "%s: giving up after %d attempt(s) in %.0f ms%s", what, failures, timeout_ms, detail)
-    raise KafkaTimeoutError(f"{what} did not complete within {timeout_ms:.0f} ms{detail}")
+    raise KafkaTimeoutError(f"{what} did not complete within {timeout_ms:.0f} ms{unanswered}{detail}")

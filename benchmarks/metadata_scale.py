@@ -1,14 +1,25 @@
 """A Metadata answer with a million partitions: memory and event-loop blocking of a client.
 
-A fake broker answers every Metadata request with the same pre-encoded answer: the
-client's topic (``topic-0``, real on the fake, so records can be sent) plus
-``--topics - 1`` others of ``--partitions`` partitions each, whatever was asked for. A
-producer of ``topic-0`` starts, sends and waits for 100 records; a consumer reads them.
-Measured in a fresh process: the resident set size before and after (and its peak), the
-longest event-loop block (a 10 ms ticker's lateness) and the time to the first delivery.
+A fake broker answers every Metadata request with the same pre-encoded answer, whatever was
+asked for. Two layouts:
+
+* ``--layout many-topics`` (the default): the client's topic (``topic-0``) plus
+  ``--topics - 1`` others, each of ``--partitions`` partitions; the client skips the others.
+* ``--layout one-topic``: ``topic-0`` alone, with ``--partitions`` partitions, which the
+  client really uses (the goal: a million of them decoded without blocking the event loop
+  for more than 100 ms).
+
+``topic-0``'s partition 0 is real on the fake, so records can be sent: a producer of
+``topic-0`` starts, sends and waits for 100 records; a consumer reads them. Measured in a
+fresh process: the resident set size before and after (and its peak), the longest
+event-loop block (a 10 ms ticker's lateness, a loop-lag probe) and the time to the first
+delivery. ``--phases`` also times, in this process and one after the other, the steps a
+refresh runs on the answer (decoding, the store's terms, the store's merge, twice: a first
+and a repeated answer), each of which holds the event loop if run on it.
 
     python benchmarks/metadata_scale.py                       # 1000 topics x 1000 partitions
     python benchmarks/metadata_scale.py --topics 100 --partitions 10000
+    python benchmarks/metadata_scale.py --layout one-topic --partitions 1000000 --phases
 """
 
 from __future__ import annotations
@@ -21,6 +32,7 @@ import sys
 import tempfile
 import time
 from pathlib import Path
+from typing import Any
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
@@ -34,7 +46,8 @@ def rss_mb() -> float:
 
 
 def build(path: Path, topics: int, partitions: int, version: int) -> None:
-    """The answer's body at ``version`` (everything after the response header)."""
+    """The answer's body at ``version`` (everything after the response header): ``topics``
+    topics of ``partitions`` partitions each."""
     import uuid
 
     from aiokafka_lead.protocol.messages import MetadataResponse
@@ -120,30 +133,74 @@ def child(path: Path, version: int) -> None:
     print(json.dumps(anyio.run(main)))
 
 
+def phases(path: Path, version: int) -> dict[str, float]:
+    """Seconds of each step a refresh runs on the answer, run one after the other (what each
+    would hold the event loop for, if run on it)."""
+    from aiokafka_lead.metadata.decode import metadata_decoder
+    from aiokafka_lead.metadata.store import MetadataStore
+    from aiokafka_lead.protocol.messages import MetadataResponse
+    from aiokafka_lead.refresher import snapshot_from_response
+
+    # the broker's port (0 in the file) made usable, so the merge sees a led topic
+    marker = b"127.0.0.1" + (0).to_bytes(4, "big")
+    body = path.read_bytes().replace(marker, b"127.0.0.1" + (9092).to_bytes(4, "big"), 1)
+    head = (0).to_bytes(4, "big") + (b"\x00" if MetadataResponse.is_flexible(version) else b"")
+    out: dict[str, float] = {}
+
+    def timed(name: str, step: Any) -> Any:
+        print(f"  {name} ...", file=sys.stderr, flush=True)
+        started = time.perf_counter()
+        result = step()
+        out[f"{name}_s"] = time.perf_counter() - started
+        return result
+
+    response = timed("decode", lambda: metadata_decoder(version, ["topic-0"])(head + body))
+    snapshot = timed("store_terms", lambda: snapshot_from_response(response, version, {"topic-0"}))
+    store = MetadataStore()
+    timed("store_merge_first", lambda: store.apply_metadata(snapshot))
+    timed("store_merge_again", lambda: store.apply_metadata(snapshot))
+    timed("partitions_for_topic", lambda: store.partitions_for_topic("topic-0"))
+    return out
+
+
 def main() -> None:
-    parser = argparse.ArgumentParser()
-    parser.add_argument("--topics", type=int, default=1000)
-    parser.add_argument("--partitions", type=int, default=1000)
-    parser.add_argument("--version", type=int, default=12)
-    parser.add_argument("--child", type=Path)
+    parser = argparse.ArgumentParser(
+        description=__doc__.split("\n\n")[0] if __doc__ else None,
+        epilog="Measures, for one huge Metadata answer served by the in-process fake cluster: the "
+        "longest event-loop block while a producer and a consumer of topic-0 start and work, their "
+        "memory, and with --phases the time of each step of a refresh. Prints JSON.",
+    )
+    parser.add_argument("--layout", choices=("many-topics", "one-topic"), default="many-topics")
+    parser.add_argument("--topics", type=int, default=1000, help="many-topics: how many topics")
+    parser.add_argument("--partitions", type=int, default=1000, help="partitions per topic")
+    parser.add_argument("--version", type=int, default=12, help="the Metadata version answered")
+    parser.add_argument("--phases", action="store_true", help="also time each step of a refresh")
+    parser.add_argument("--child", type=Path, help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.child is not None:
         child(args.child, args.version)
         return
+    topics = 1 if args.layout == "one-topic" else args.topics
     with tempfile.TemporaryDirectory() as tmp:
         path = Path(tmp) / "answer.bin"
         t = time.monotonic()
-        build(path, args.topics, args.partitions, args.version)
+        print(f"building an answer of {topics} x {args.partitions} partitions ...", file=sys.stderr)
+        build(path, topics, args.partitions, args.version)
         size_mb = path.stat().st_size / 1e6
         print(f"built a {size_mb:.0f} MB answer in {time.monotonic() - t:.0f} s", file=sys.stderr)
+        print("running a producer and a consumer against it (a fresh process) ...", file=sys.stderr)
         out = subprocess.run(
             [sys.executable, __file__, "--child", str(path), "--version", str(args.version)],
             check=True,
             capture_output=True,
             text=True,
         )
-    result = json.loads(out.stdout.strip().splitlines()[-1])
-    result["partitions"] = args.topics * args.partitions
+        result = json.loads(out.stdout.strip().splitlines()[-1])
+        if args.phases:
+            print("timing each step of a refresh ...", file=sys.stderr)
+            result["phases"] = phases(path, args.version)
+    result["layout"] = args.layout
+    result["partitions"] = topics * args.partitions
     print(json.dumps(result, indent=2))
 
 

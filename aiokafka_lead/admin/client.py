@@ -197,7 +197,7 @@ class AIOKafkaAdminClient(
                     for res in response.results
                 ],
             )
-            for response in await self._describe_configs(config_resources, include_synonyms)
+            for _, response in await self._describe_configs(config_resources, include_synonyms)
         ]
 
     @guarded

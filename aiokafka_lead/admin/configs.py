@@ -59,8 +59,9 @@ class ConfigsCore(RequestBase):
 
     async def _describe_configs(
         self, resources: Sequence[ConfigResource], include_synonyms: bool
-    ) -> list[Any]:
-        """One DescribeConfigs response per node asked (see :func:`by_node`)."""
+    ) -> list[tuple[str, Any]]:
+        """One DescribeConfigs response per node asked (see :func:`by_node`), each with the
+        broker that answered it."""
         out = []
         for node, group in by_node(resources):
             request = DescribeConfigsRequest(
@@ -76,12 +77,12 @@ class ConfigsCore(RequestBase):
             )
             response = await self._send_config_request("DescribeConfigs", node, request)
             check_answered(
-                f"DescribeConfigs from {f'node {node}' if node is not None else self.answered_by}",
+                f"DescribeConfigs from {self.answered_by}",
                 "results",
                 [(r.type_code, str(r.name)) for r in group],
                 [(r.resource_type, r.resource_name) for r in response.results],
             )
-            out.append(response)
+            out.append((self.answered_by, response))
         return out
 
     async def _alter_configs_whole(self, resources: Sequence[ConfigResource]) -> list[Any]:
@@ -105,7 +106,14 @@ class ConfigsCore(RequestBase):
                 ],
                 validate_only=False,
             )
-            out.append(await self._send_config_request("AlterConfigs", node, request))
+            response = await self._send_config_request("AlterConfigs", node, request)
+            check_answered(
+                f"AlterConfigs from {self.answered_by}",
+                "responses",
+                [(r.resource_type, r.resource_name) for r in request.resources],
+                [(r.resource_type, r.resource_name) for r in response.responses],
+            )
+            out.append(response)
         return out
 
 
@@ -118,10 +126,11 @@ class ConfigsMixin(ConfigsCore):
     ) -> dict[tuple[int, str], dict[str, ConfigEntry]]:
         """Describe configs; returns {(resource_type, name): {config name: ConfigEntry}}."""
         out: dict[tuple[int, str], dict[str, ConfigEntry]] = {}
-        for response in await self._describe_configs(config_resources, include_synonyms):
+        for broker, response in await self._describe_configs(config_resources, include_synonyms):
             raise_item_errors(
                 "DescribeConfigs",
                 [(r.resource_name, r.error_code, r.error_message) for r in response.results if r.error_code],
+                broker=broker,
             )
             for r in response.results:
                 out[(r.resource_type, r.resource_name)] = {
@@ -155,6 +164,12 @@ class ConfigsMixin(ConfigsCore):
                 validate_only=False,
             )
             response = await self._send_config_request("IncrementalAlterConfigs", node, request)
+            check_answered(
+                f"IncrementalAlterConfigs from {self.answered_by}",
+                "responses",
+                [(r.resource_type, r.resource_name) for r in request.resources],
+                [(r.resource_type, r.resource_name) for r in response.responses],
+            )
             raise_item_errors(
                 "IncrementalAlterConfigs",
                 [

@@ -22,7 +22,7 @@ from typing import Any
 from aiokafka_lead.admin.types import GroupDescription, GroupListing, MemberDescription
 from aiokafka_lead.client import guarded
 from aiokafka_lead.error_code import ErrorCode
-from aiokafka_lead.errors import DecodeError, UnsupportedVersionError, error_for_code
+from aiokafka_lead.errors import DecodeError, UnsupportedVersionError
 from aiokafka_lead.protocol.messages import (
     ConsumerGroupDescribeRequest,
     ConsumerGroupDescribeResponse,
@@ -32,7 +32,7 @@ from aiokafka_lead.protocol.messages import (
     ListGroupsRequest,
     ShareGroupDescribeResponse,
 )
-from aiokafka_lead.requests.base import check_answered, note_item_error, raise_item_errors
+from aiokafka_lead.requests.base import answer_error, check_answered, note_item_error, raise_item_errors
 from aiokafka_lead.requests.groups import GroupRequests
 from aiokafka_lead.structs import OffsetAndMetadata, TopicPartition
 
@@ -60,7 +60,7 @@ class GroupCore(GroupRequests):
                     return
                 response = await conn.send(ListGroupsRequest(types_filter=types or []), version=version)
                 if response.error_code:
-                    raise error_for_code(response.error_code, f"ListGroups on node {node_id}")
+                    raise answer_error(response.error_code, "ListGroups")
                 for g in response.groups:
                     found[g.group_id] = g
 
@@ -108,11 +108,16 @@ class GroupCore(GroupRequests):
                 for r in response.results:
                     if r.error_code:
                         note_item_error(
-                            failures, r.group_id, r.error_code, r.error_message, f"DeleteGroups {group_id}"
+                            failures,
+                            r.group_id,
+                            r.error_code,
+                            r.error_message,
+                            f"DeleteGroups {group_id}",
+                            name_broker=True,
                         )
 
             await self._at_coordinator(method, group_id, DeleteGroupsRequest(groups_names=[group_id]), handle)
-        raise_item_errors("DeleteGroups", failures)
+        raise_item_errors("DeleteGroups", failures, broker="each group's coordinator")
 
 
 class GroupsMixin(GroupCore):
@@ -159,7 +164,7 @@ class GroupsMixin(GroupCore):
         if g.error_code in (ErrorCode.GROUP_ID_NOT_FOUND, ErrorCode.UNSUPPORTED_VERSION):
             return None  # UNSUPPORTED_VERSION: advertised but not run (Kafka 3.x), as Java falls back
         if g.error_code:
-            raise error_for_code(g.error_code, g.error_message or f"ConsumerGroupDescribe {group_id}")
+            raise answer_error(g.error_code, f"ConsumerGroupDescribe {group_id}", g.error_message)
         return GroupDescription(
             group_id=g.group_id,
             state=g.group_state,
@@ -191,7 +196,7 @@ class GroupsMixin(GroupCore):
         check_answered(f"DescribeGroups from node {node}", "groups", [group_id], answered)
         g = response.groups[0]
         if g.error_code:
-            raise error_for_code(g.error_code, g.error_message or f"DescribeGroups {group_id}")
+            raise answer_error(g.error_code, f"DescribeGroups {group_id}", g.error_message)
         return GroupDescription(
             group_id=g.group_id,
             state=g.group_state,

@@ -11,14 +11,13 @@ from collections.abc import Iterable, Mapping, Sequence
 from aiokafka_lead.admin.types import ElectionResult, ElectionType, PartitionReassignment
 from aiokafka_lead.client import guarded
 from aiokafka_lead.error_code import ErrorCode
-from aiokafka_lead.errors import error_for_code
 from aiokafka_lead.mappings import group_by_topic
 from aiokafka_lead.protocol.messages import (
     AlterPartitionReassignmentsRequest,
     ElectLeadersRequest,
     ListPartitionReassignmentsRequest,
 )
-from aiokafka_lead.requests.base import RequestBase, check_answered, raise_item_errors
+from aiokafka_lead.requests.base import RequestBase, answer_error, check_answered, raise_item_errors
 from aiokafka_lead.structs import TopicPartition
 
 
@@ -68,7 +67,7 @@ class LeadersMixin(RequestBase):
         async def attempt() -> dict[TopicPartition, ElectionResult]:
             response = await self._send_to_controller(request)
             if response.error_code:
-                raise error_for_code(response.error_code, f"ElectLeaders from {self.answered_by}")
+                raise answer_error(response.error_code, "ElectLeaders")
             results = {
                 TopicPartition(r.topic, p.partition_id): ElectionResult(
                     TopicPartition(r.topic, p.partition_id), p.error_code, p.error_message
@@ -77,7 +76,7 @@ class LeadersMixin(RequestBase):
                 for p in r.partition_result
             }
             if any(res.error_code == ErrorCode.NOT_CONTROLLER for res in results.values()):
-                raise error_for_code(ErrorCode.NOT_CONTROLLER, "ElectLeaders")
+                raise answer_error(ErrorCode.NOT_CONTROLLER, "ElectLeaders")
             if partitions is not None:
                 what = f"ElectLeaders from {self.answered_by}"
                 check_answered(what, "replica_election_results", asked, results)
@@ -114,9 +113,7 @@ class LeadersMixin(RequestBase):
         async def attempt() -> None:
             response = await self._send_to_controller(request)
             if response.error_code:
-                raise error_for_code(
-                    response.error_code, response.error_message or "AlterPartitionReassignments"
-                )
+                raise answer_error(response.error_code, "AlterPartitionReassignments", response.error_message)
             raise_item_errors(
                 "AlterPartitionReassignments",
                 [
@@ -150,9 +147,7 @@ class LeadersMixin(RequestBase):
         async def attempt() -> dict[TopicPartition, PartitionReassignment]:
             response = await self._send_to_controller(request)
             if response.error_code:
-                raise error_for_code(
-                    response.error_code, response.error_message or "ListPartitionReassignments"
-                )
+                raise answer_error(response.error_code, "ListPartitionReassignments", response.error_message)
             return {
                 TopicPartition(t.name, p.partition_index): PartitionReassignment(
                     tuple(p.replicas), tuple(p.adding_replicas), tuple(p.removing_replicas)

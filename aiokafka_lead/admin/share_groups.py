@@ -91,13 +91,15 @@ class ShareGroupsMixin(GroupCore):
                 for g in response.groups:
                     if g.error_code:
                         what = f"ShareGroupDescribe {group_id}"
-                        note_item_error(failures, g.group_id, g.error_code, g.error_message, what)
+                        note_item_error(
+                            failures, g.group_id, g.error_code, g.error_message, what, name_broker=True
+                        )
                     else:
                         out.append(_description(g))
 
             request = ShareGroupDescribeRequest(group_ids=[group_id])
             await self._at_coordinator("describe_share_groups", group_id, request, handle)
-        raise_item_errors("ShareGroupDescribe", failures)
+        raise_item_errors("ShareGroupDescribe", failures, broker="each group's coordinator")
         return out
 
     @guarded

@@ -34,9 +34,9 @@ from aiokafka_lead.errors import (
     KafkaProtocolError,
     KafkaTimeoutError,
     UnknownTopicOrPartitionError,
-    error_for_code,
 )
 from aiokafka_lead.metadata.model import TopicMetadata
+from aiokafka_lead.network.connection import request_broker
 from aiokafka_lead.protocol.messages import (
     CreatePartitionsRequest,
     CreateTopicsRequest,
@@ -45,7 +45,7 @@ from aiokafka_lead.protocol.messages import (
     MetadataRequest,
 )
 from aiokafka_lead.refresher import topics_from_response
-from aiokafka_lead.requests.base import RequestBase, raise_item_errors
+from aiokafka_lead.requests.base import RequestBase, answer_error, raise_item_errors
 
 UNKNOWN_TOPIC = UnknownTopicOrPartitionError.errno
 #: one topic's outcome: (name, error code, error message)
@@ -90,7 +90,7 @@ class TopicsCore(RequestBase):
                 else:
                     settled[outcome[0]] = outcome
             if redo:
-                raise error_for_code(ErrorCode.NOT_CONTROLLER, f"{what} {', '.join(redo)}")
+                raise answer_error(ErrorCode.NOT_CONTROLLER, f"{what} {', '.join(redo)}")
 
         await self._retrying(what, attempt, timeout_ms)
         return [settled[n] for n in names if n in settled]
@@ -250,7 +250,7 @@ class TopicsCore(RequestBase):
         async def attempt() -> ClusterDescription:
             response = await self._send_any(DescribeClusterRequest())
             if response.error_code:
-                raise error_for_code(response.error_code, response.error_message or "DescribeCluster")
+                raise answer_error(response.error_code, "DescribeCluster", response.error_message)
             return ClusterDescription(
                 cluster_id=response.cluster_id,
                 controller_id=response.controller_id,
@@ -267,11 +267,22 @@ class TopicsCore(RequestBase):
     ) -> None:
         """Wait until EVERY broker's metadata shows the change (KRaft brokers learn it
         asynchronously), so the caller can use the topic on any broker at once. Bounded by
-        ``timeout_ms``; the change itself has already succeeded, so running out only warns."""
+        ``timeout_ms``; the change itself has already succeeded, so running out only warns.
+        Errors go on naming the broker that answered the change, not those asked here."""
+        answered = request_broker.get()
+        try:
+            await self._await_every_broker(what, topics, done, timeout_ms)
+        finally:
+            request_broker.set(answered)
+
+    async def _await_every_broker(
+        self, what: str, topics: list[str], done: Callable[[Any], bool], timeout_ms: float
+    ) -> None:
         request = MetadataRequest(
             topics=[MetadataRequest.MetadataRequestTopic(name=t) for t in topics],
             allow_auto_topic_creation=False,
         )
+        asked = set(topics)
         lagging: list[int] = []
         try:
             with anyio.fail_after(timeout_ms / 1000):
@@ -283,7 +294,10 @@ class TopicsCore(RequestBase):
                             response = await self._core.send(node.node_id, request)
                         except KafkaError:
                             continue  # an unreachable broker cannot hold anyone up
-                        if not all(done(t) for t in response.topics):
+                        # only the topics asked for count (an answer may name others); one
+                        # it leaves out is not shown yet
+                        shown = {t.name: t for t in response.topics if t.name in asked}
+                        if len(shown) < len(asked) or not all(done(t) for t in shown.values()):
                             lagging.append(node.node_id)
                     if not lagging:
                         break

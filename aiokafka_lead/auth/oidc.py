@@ -5,7 +5,9 @@ OAuth 2 client-credentials grant (RFC 6749 4.4: ``grant_type=client_credentials`
 client authenticated with HTTP Basic, as Kafka's Java client does) and caches the access
 token until 80% of its lifetime (``expires_in``, else the JWT's ``exp``) has passed; then the
 next ``token()`` fetches a new one. Transient failures (no answer, 5xx, 408, 429) are retried
-with exponential backoff; a refusal (400, 401, 403, ...) is not, as in Java. While a
+with exponential backoff, and when they last, the error is retriable
+(``TokenEndpointUnavailableError``: the connection that needed the token is tried again
+within its caller's deadline); a refusal (400, 401, 403, ...) is not retried, as in Java. While a
 refresh fails, the cached token is used until it expires. Errors name the endpoint, the
 client id, the HTTP status and the endpoint's ``error`` / ``error_description``; the
 secret and the tokens are never shown.
@@ -34,7 +36,7 @@ import anyio.to_thread
 
 from aiokafka_lead.abc import AbstractTokenProvider
 from aiokafka_lead.backoff import ExponentialBackoff
-from aiokafka_lead.errors import KafkaError
+from aiokafka_lead.errors import KafkaConnectionError, KafkaError
 
 log = logging.getLogger(__name__)
 
@@ -51,6 +53,13 @@ RETRIABLE_STATUSES = frozenset({
 
 class TokenEndpointError(KafkaError):
     """The token endpoint did not give a token (after retries where a retry could help)."""
+
+
+class TokenEndpointUnavailableError(TokenEndpointError, KafkaConnectionError):
+    """The token endpoint could not be reached or kept failing (no answer, 5xx, 408, 429),
+    even after retries. Retriable: a connection that needs a token is tried again with the
+    reconnect backoff, within the deadline of whatever waits for it (a delivery, a request),
+    like a broker that cannot be reached."""
 
 
 class OIDCTokenProvider(AbstractTokenProvider):
@@ -144,7 +153,7 @@ class OIDCTokenProvider(AbstractTokenProvider):
                 return await anyio.to_thread.run_sync(self._fetch, abandon_on_cancel=True)
             except _Retriable as exc:
                 if attempt >= self._retries:
-                    raise TokenEndpointError(
+                    raise TokenEndpointUnavailableError(
                         f"{self._who()}: no token after {attempt + 1} attempts: {exc}"
                     ) from None
                 delay = self._backoff.delay_s(attempt)
@@ -296,4 +305,9 @@ def _jwt_expiry(token: str) -> float | None:
     return float(exp) if isinstance(exp, int | float) and not isinstance(exp, bool) else None
 
 
-__all__ = ["JWTBearerTokenProvider", "OIDCTokenProvider", "TokenEndpointError"]
+__all__ = [
+    "JWTBearerTokenProvider",
+    "OIDCTokenProvider",
+    "TokenEndpointError",
+    "TokenEndpointUnavailableError",
+]

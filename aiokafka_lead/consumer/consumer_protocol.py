@@ -73,6 +73,10 @@ class ConsumerGroupMember(GroupMemberBase, HeartbeatErrors):
         self._target: dict[uuid.UUID, frozenset[int]] | None = None
         self._topic_ids: dict[str, uuid.UUID] = {}
         self._unresolved: set[uuid.UUID] = set()
+        #: target partitions beyond their topic's partition count (left out), and those of
+        #: them a refresh has confirmed (refused with a warning)
+        self._beyond: set[TopicPartition] = set()
+        self._refused: set[TopicPartition] = set()
         #: partitions must be given up (fenced, poll timeout) before the member may rejoin
         self._fenced = False
         self._fatal: KafkaError | None = None
@@ -124,7 +128,7 @@ class ConsumerGroupMember(GroupMemberBase, HeartbeatErrors):
         pattern = self._subs.kind == SubscriptionType.AUTO_PATTERN
         if pattern and self._subs.match_pattern(self._core.store.topics()) and not self._broker_regex():
             self._wake.set()  # the client-side match changed: send the new topic names
-        if self._unresolved:
+        if self._unresolved or self._beyond:
             self._reconcile_wake.set()
 
     def on_poll(self) -> None:
@@ -321,6 +325,9 @@ class ConsumerGroupMember(GroupMemberBase, HeartbeatErrors):
                 self._wake.set()
                 continue
             step = self._next_step()
+            if not self._beyond <= self._refused:
+                await self._refuse_beyond_count()
+                continue
             if step is None:
                 if self.in_group and self._target is not None and not self._unresolved:
                     self._assignment_in_place()
@@ -334,23 +341,65 @@ class ConsumerGroupMember(GroupMemberBase, HeartbeatErrors):
         """(to revoke, to add) towards the target, or None when there is nothing to do."""
         if self._target is None or not self.in_group:
             return None
-        target: set[TopicPartition] = set()
-        unresolved = set()
-        for topic_id, partitions in self._target.items():
-            name = self._core.store.topic_name(topic_id)
-            if name is None:
-                unresolved.add(topic_id)
-                continue
-            self._topic_ids[name] = topic_id
-            target.update(TopicPartition(name, p) for p in partitions)
-        if unresolved and unresolved != self._unresolved:
-            self._core.store.request_refresh(f"group {self.group_id}: assigned unknown topic ids")
-        self._unresolved = unresolved
+        target = self._resolve_target(self._target)
         owned = self._subs.assigned()
         revoke, add = owned - target, target - owned
         if not revoke and not add:
             return None
         return revoke, add
+
+    def _resolve_target(self, assigned: dict[uuid.UUID, frozenset[int]]) -> set[TopicPartition]:
+        """The target's partitions by topic name. Topic ids the metadata does not know yet
+        wait for a refresh (``_unresolved``); partitions beyond their topic's count are left
+        out (``_beyond``): the topic may have just grown, or the answer lies."""
+        store = self._core.store
+        target: set[TopicPartition] = set()
+        beyond: set[TopicPartition] = set()
+        unresolved = set()
+        for topic_id, partitions in assigned.items():
+            name = store.topic_name(topic_id)
+            if name is None:
+                unresolved.add(topic_id)
+                continue
+            self._topic_ids[name] = topic_id
+            known = store.partitions_for_topic(name) or set()
+            for p in partitions:
+                (target if p in known else beyond).add(TopicPartition(name, p))
+        if unresolved and unresolved != self._unresolved:
+            store.request_refresh(f"group {self.group_id}: assigned unknown topic ids")
+        self._unresolved = unresolved
+        self._beyond = beyond
+        if not beyond:
+            self._refused.clear()
+        return target
+
+    async def _refuse_beyond_count(self) -> None:
+        """New partitions beyond their topic's count: one metadata refresh (a topic that just
+        grew shows them), then those still beyond it are refused with a warning, never
+        fetched; a later refresh that shows them lets them in."""
+        try:
+            with anyio.move_on_after(self._config.request_timeout_ms / 1000):
+                await self._core.refresh_metadata(
+                    f"group {self.group_id}: assigned partitions beyond the topic's count"
+                )
+        except KafkaError as exc:
+            log.debug("group %s: metadata refresh failed: %r", self.group_id, exc)
+        if self._target is not None:
+            self._resolve_target(self._target)
+        self._refused |= self._beyond
+        if self._beyond:
+            store = self._core.store
+            self._warn.warning(
+                "beyond count",
+                "group %s epoch %d: %s assigns %d partition(s) beyond their topic's partition count "
+                "(%s); refused, not fetched",
+                self.group_id, self.member_epoch, self._where(), len(self._beyond),
+                ", ".join(
+                    f"partition {tp.partition} of {tp.topic!r} "
+                    f"({len(store.partitions_for_topic(tp.topic) or ())} partitions)"
+                    for tp in sorted(self._beyond)[:10]
+                ),
+            )  # fmt: skip
 
     async def _reconcile(self, revoke: set[TopicPartition], add: set[TopicPartition]) -> None:
         incarnation = self._incarnation

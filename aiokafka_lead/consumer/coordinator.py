@@ -277,7 +277,7 @@ class GroupCoordinator(GroupMemberBase):
             self._need_rejoin = True
             self._join_error(response.error_code, "SyncGroup")
         given = self._assignment_given(response.assignment, assignments)
-        assigned = set(given.partitions)
+        assigned = self._subscribed_only(given.partitions)
         self.rebalances += 1
         for assignor in self._assignors:
             if assignor.name == self.protocol_name:
@@ -328,6 +328,22 @@ class GroupCoordinator(GroupMemberBase):
             TopicPartition(t.topic, p) for t in decoded.assigned_partitions for p in t.partitions
         )
         return MemberAssignment(partitions, decoded.user_data, version)
+
+    def _subscribed_only(self, partitions: Sequence[TopicPartition]) -> set[TopicPartition]:
+        """The assigned partitions of topics this member subscribed to. A leader's plan names
+        only topics its member subscribed to, so others (a subscription changed since the
+        join, or a lying leader or broker) are refused with a warning and never fetched; a
+        changed subscription has asked for a rejoin already."""
+        foreign = sorted({tp for tp in partitions if not self._subs.wants(tp.topic)})
+        if foreign:
+            self._warn.warning(
+                "foreign assignment",
+                "group %s gen %d: SyncGroup from node %s assigns %d partition(s) of topics outside "
+                "this member's subscription (%s); refused, not fetched",
+                self.group_id, self.generation_id, self._link.node_id, len(foreign),
+                ", ".join(f"{tp.topic}-{tp.partition}" for tp in foreign[:10]),
+            )  # fmt: skip
+        return set(partitions).difference(foreign)
 
     def _join_error(self, code: int, what: str) -> None:
         err = error_for_code(code, f"{what} for group {self.group_id} from node {self._link.node_id}")

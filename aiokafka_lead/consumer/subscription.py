@@ -102,15 +102,21 @@ class SubscriptionState:
         """For a pattern subscription: refresh the matched topics; True if they changed."""
         if self.pattern is None:
             return False
-        pattern = self.pattern
-        # re.match, as aiokafka (and Java's Pattern.matcher().matches() would be fullmatch):
-        # "topic-" matches every topic that starts with it
-        matched = frozenset(t for t in available if pattern.match(t) and not t.startswith("__"))
+        matched = frozenset(t for t in available if self.wants(t))
         if matched == self.topics:
             return False
         self.topics = matched
         self.notify()
         return True
+
+    def wants(self, topic: str) -> bool:
+        """Whether a group may assign this topic's partitions to this member: a subscribed
+        topic, or one the subscribed pattern matches (internal topics excepted)."""
+        if self.pattern is not None:
+            # re.match, as aiokafka (and Java's Pattern.matcher().matches() would be fullmatch):
+            # "topic-" matches every topic that starts with it
+            return bool(self.pattern.match(topic)) and not topic.startswith("__")
+        return topic in self.topics
 
     def assign_from_user(self, partitions: Iterable[TopicPartition]) -> None:
         if self.kind in (SubscriptionType.AUTO_TOPICS, SubscriptionType.AUTO_PATTERN):

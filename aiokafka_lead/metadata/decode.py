@@ -7,7 +7,10 @@ the encoded body (walked by schema, :mod:`aiokafka_lead.protocol.skim`) before t
 generated decoder builds objects: memory follows what the client uses, not the cluster's
 size. The walk gives the event loop a turn every ``SLICE_S`` (a thread would not: the
 loop would wait for the interpreter lock at every system call), so even an answer of a
-million partitions never holds the loop long; a single topic of that size still does.
+million partitions never holds the loop long. What is kept is decoded in a worker thread
+when it is big (``THREAD_DECODE_BYTES``), as the connection decodes other big answers; the
+store's merge of a huge topic still runs on the loop (``benchmarks/metadata_scale.py
+--layout one-topic --phases`` times each step).
 """
 
 from __future__ import annotations
@@ -16,8 +19,9 @@ import time
 from collections.abc import Callable, Collection
 
 import anyio.lowlevel
+import anyio.to_thread
 
-from aiokafka_lead.protocol.framing import decode_response
+from aiokafka_lead.protocol.framing import THREAD_DECODE_BYTES, decode_response
 from aiokafka_lead.protocol.messages import MetadataResponse
 from aiokafka_lead.protocol.skim import iter_keep_array_items, keep_array_items, read_name
 
@@ -61,6 +65,14 @@ def metadata_decoder(
     return decode
 
 
+async def _decode_kept(frame: memoryview | bytes, version: int) -> MetadataResponse:
+    """The generated decoder on what is kept: in a worker thread when it is big."""
+    if len(frame) < THREAD_DECODE_BYTES:
+        return decode_response(frame, MetadataResponse, version)[1]
+    decoded = await anyio.to_thread.run_sync(decode_response, frame, MetadataResponse, version)
+    return decoded[1]
+
+
 async def decode_metadata(
     frame: memoryview | bytes, version: int, wanted: Collection[str] | None
 ) -> MetadataResponse:
@@ -68,7 +80,7 @@ async def decode_metadata(
     view = memoryview(frame)
     plan = _skim_plan(view, version, None if wanted is None else frozenset(wanted))
     if plan is None:
-        return decode_response(frame, MetadataResponse, version)[1]
+        return await _decode_kept(frame, version)
     header, keep = plan
     walk = iter_keep_array_items(MetadataResponse, view[header:], version, "topics", keep)
     turn_at = time.monotonic() + SLICE_S
@@ -81,4 +93,4 @@ async def decode_metadata(
         if time.monotonic() >= turn_at:
             await anyio.lowlevel.checkpoint()
             turn_at = time.monotonic() + SLICE_S
-    return decode_response(bytes(view[:header]) + body, MetadataResponse, version)[1]
+    return await _decode_kept(bytes(view[:header]) + body, version)

@@ -22,6 +22,7 @@ import itertools
 import logging
 import time
 from collections.abc import Callable
+from contextvars import ContextVar
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -49,6 +50,7 @@ from aiokafka_lead.network.authenticate import (
 from aiokafka_lead.network.config import ConnectionConfig
 from aiokafka_lead.network.sasl import SaslMechanism
 from aiokafka_lead.protocol.framing import (
+    THREAD_DECODE_BYTES,
     FrameReader,
     decode_response,
     encode_request,
@@ -64,12 +66,14 @@ from aiokafka_lead.telemetry.window import Peak
 
 log = logging.getLogger(__name__)
 
-#: frames at least this big are decoded in a worker thread (~20 ms of decoding on the loop)
-THREAD_DECODE_BYTES = 256 * 1024
 API_VERSIONS_MAX = 4
 # Brokers validate these against [a-zA-Z0-9](?:[a-zA-Z0-9\-.]*[a-zA-Z0-9])? (KIP-511):
 # an underscore makes ApiVersions fail with INVALID_REQUEST.
 CLIENT_SOFTWARE_NAME = "aiokafka-lead"
+#: the broker the current task last sent a request to, as errors name it (``Connection.broker``):
+#: an operation that ends without an answer, or with per-item errors, says which broker it was.
+#: Per task, so concurrent calls of one client never mix their brokers.
+request_broker: ContextVar[str | None] = ContextVar("aiokafka_lead_request_broker", default=None)
 
 
 def _api_name(response_cls: Any) -> str:
@@ -417,6 +421,7 @@ class Connection:
         after ``timeout_ms`` (default request_timeout_ms; the connection is then closed).
         """
         timeout_s = (timeout_ms if timeout_ms is not None else self._config.request_timeout_ms) / 1000
+        request_broker.set(self.broker)
         if gated:
             if self._gate is not None:  # re-authenticating: wait for the gate to open
                 await self._pass_gate(request, timeout_s)

@@ -225,6 +225,7 @@ class BrokerPool:
     async def any_connection(self) -> Connection:
         """A connection to any reachable broker; re-bootstraps when no known broker answers."""
         errors: list[str] = []
+        kinds: set[type[KafkaConnectionError]] = set()
         for node_id in self._candidates():
             state = self._nodes.get(node_id)
             if state is not None and state.next_attempt > time.monotonic() and state.conn is None:
@@ -234,11 +235,14 @@ class BrokerPool:
                 conn = await self.connection(node_id)
             except KafkaConnectionError as exc:
                 errors.append(str(exc))
+                kinds.add(type(exc))
                 continue
             if node_id < 0:
                 self._rebootstrap = False
             return conn
-        raise KafkaConnectionError("no broker reachable: " + "; ".join(errors))
+        # one cause behind every failure (a token endpoint that is down): its class is kept
+        kind = kinds.pop() if len(kinds) == 1 else KafkaConnectionError
+        raise kind("no broker reachable: " + "; ".join(errors))
 
     async def send(self, node_id: int, request: Any, **kwargs: Any) -> Any:
         conn = await self.connection(node_id)

@@ -40,6 +40,8 @@ from aiokafka_lead.protocol.schema import (
 
 MiB = 1024 * 1024
 R = TypeVar("R", bound=Response)
+#: answers at least this big are decoded in a worker thread (~20 ms of decoding on the loop)
+THREAD_DECODE_BYTES = 256 * 1024
 _REQ_HEAD = struct.Struct(">hhi")
 
 

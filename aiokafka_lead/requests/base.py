@@ -15,32 +15,56 @@ from aiokafka_lead.errors import (
     UnknownTopicOrPartitionError,
     error_for_code,
 )
+from aiokafka_lead.network.connection import request_broker
 from aiokafka_lead.retry import call_with_retries
 from aiokafka_lead.structs import TopicPartition
 
 T = TypeVar("T")
 
 
-def raise_item_errors(what: str, failures: Sequence[tuple[str, int, str | None]]) -> None:
-    """Raise the first failure's error class, naming every failed item."""
+def answered_by() -> str:
+    """The broker the current task's last request went to (``request_broker``), for errors."""
+    return request_broker.get() or "a broker"
+
+
+def answer_error(code: int, what: str, message: str | None = None) -> KafkaError:
+    """The error of an error code in an answer, naming the API and item (``what``), the broker
+    that answered (the current task's last request) and the broker's own message."""
+    return error_for_code(code, f"{what} from {answered_by()}{f': {message}' if message else ''}")
+
+
+def raise_item_errors(
+    what: str, failures: Sequence[tuple[str, int, str | None]], *, broker: str | None = None
+) -> None:
+    """Raise the first failure's error class, naming every failed item and the broker that
+    answered (default: the one the current task's last request went to)."""
     if not failures:
         return
     detail = "; ".join(
         f"{name}: {type(error_for_code(code)).__name__}{f' ({msg})' if msg else ''}"
         for name, code, msg in failures
     )
-    raise error_for_code(failures[0][1], f"{what} failed for {detail}")
+    raise error_for_code(failures[0][1], f"{what} from {broker or answered_by()} failed for {detail}")
 
 
 def note_item_error(
-    failures: list[tuple[str, int, str | None]], item: str, code: int, message: str | None, what: str
+    failures: list[tuple[str, int, str | None]],
+    item: str,
+    code: int,
+    message: str | None,
+    what: str,
+    *,
+    name_broker: bool = False,
 ) -> None:
     """An item's error code in an answer: a retriable one is raised (the attempt is made
-    again), any other kept in ``failures`` (for :func:`raise_item_errors` once all was asked)."""
-    err = error_for_code(code, message or what)
+    again, the error naming the broker that answered), any other kept in ``failures`` (for
+    :func:`raise_item_errors` once all was asked); ``name_broker`` names the answering
+    broker beside the item (items answered by different brokers, such as groups at their
+    coordinators)."""
+    err = answer_error(code, what, message)
     if err.retriable:
         raise err
-    failures.append((item, code, message))
+    failures.append((f"{item} at {answered_by()}" if name_broker else item, code, message))
 
 
 def check_answered(what: str, field: str, asked: Iterable[object], answered: Iterable[object]) -> None:
@@ -79,20 +103,23 @@ class RequestBase:
         return self._core.config.request_timeout_ms
 
     async def _retrying(self, what: str, attempt: Callable[[], Awaitable[T]], timeout_ms: float | None) -> T:
+        request_broker.set(None)  # the brokers this operation's errors name are its own
         return await call_with_retries(
             what,
             attempt,
             timeout_ms=self._request_timeout_ms if timeout_ms is None else timeout_ms,
             backoff=self._backoff,
             refresh=self._core.refresh_metadata,
+            waiting_on=request_broker.get,
         )
 
-    #: the broker the last ``_send_any`` / ``_send_to_controller`` answer came from (for errors)
-    answered_by: str = "a broker"
+    @property
+    def answered_by(self) -> str:
+        """The broker the current task's last request went to (for errors)."""
+        return answered_by()
 
     async def _send_any(self, request: Any) -> Any:
         conn = await self._core.any_connection()
-        self.answered_by = conn.broker
         return await conn.send(request)
 
     async def _send_to_controller(self, request: Any) -> Any:
@@ -100,7 +127,6 @@ class RequestBase:
         node = self._core.store.controller_id
         if node < 0 or self._core.store.node(node) is None:
             return await self._send_any(request)
-        self.answered_by = f"node {node}"
         return await self._core.send(node, request)
 
     def _group_by_leader(self, partitions: Sequence[TopicPartition]) -> dict[int, list[TopicPartition]]:

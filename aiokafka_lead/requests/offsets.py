@@ -116,7 +116,7 @@ class OffsetsRequests(RequestBase):
                     errors.append(err)
                 else:
                     fatal.append((f"{tp.topic}-{tp.partition}", p.error_code, None))
-        raise_item_errors(f"ListOffsets from node {node_id}", fatal)
+        raise_item_errors("ListOffsets", fatal)
         return errors
 
 

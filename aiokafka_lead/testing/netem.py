@@ -153,6 +153,12 @@ class Toxiproxy:
             )  # fmt: skip
 
 
+    def set_enabled(self, name: str, enabled: bool) -> None:
+        """Cut the proxy ``name`` (its connections closed, new ones refused) or restore it:
+        a network partition between the clients and that broker."""
+        self._call("POST", f"/proxies/{name}", {"enabled": enabled})
+
+
 def proxy_cluster(toxiproxy: Toxiproxy, cluster: Any, link: LinkConditions) -> str:
     """A proxy per node of a ``KafkaCluster(proxied=True)``; returns the bootstrap string
     through the proxies."""

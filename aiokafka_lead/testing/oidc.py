@@ -50,6 +50,8 @@ class OIDCServer:
         self.requests = 0
         #: tokens issued
         self.issued = 0
+        #: when the last token issued expires (its ``exp``, seconds since the epoch)
+        self.last_expiry = 0.0
         self._server = ThreadingHTTPServer(("127.0.0.1", 0), self._handler())
         self._server.daemon_threads = True
         self._thread: threading.Thread | None = None
@@ -155,6 +157,7 @@ class OIDCServer:
         token = self.token_for(client_id)
         with self._lock:
             self.issued += 1
+            self.last_expiry = float(jwt.decode(token, options={"verify_signature": False})["exp"])
         return 200, {"access_token": token, "token_type": "Bearer", "expires_in": int(self.lifetime_s)}
 
     def _jwt_bearer(self, assertion: str) -> tuple[int, dict[str, Any]]:

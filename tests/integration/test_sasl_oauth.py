@@ -28,6 +28,7 @@ from aiokafka_lead.testing.cluster.config import free_ports
 from aiokafka_lead.testing.oidc import AUDIENCE, OIDCServer, running_oidc_server
 from tests.integration.conftest import unique
 from tests.integration.test_admin import run_cli
+from tests.support.waiting import eventually
 
 pytestmark = [pytest.mark.integration, pytest.mark.security_listeners]
 
@@ -210,6 +211,38 @@ async def test_token_endpoint_500_is_retried(auth_cluster: KafkaCluster, oidc: O
         await admin.start()
     await admin.close()
     oidc.fail_next(0, 500)
+
+
+async def test_a_token_endpoint_down_at_a_reconnect_is_retried_until_it_is_back(
+    auth_cluster: KafkaCluster, oidc: OIDCServer, topic: str
+) -> None:
+    """A producer's token expires while the endpoint fails (503), and its connections are cut
+    (as a broker restart would): a record sent meanwhile waits (the endpoint is asked again
+    and again, within the delivery timeout) and is delivered once the endpoint is back."""
+    lifetime_s, oidc.lifetime_s = oidc.lifetime_s, 2.0  # tokens of 1-2 s (exp is in seconds)
+    provider = oidc_provider(oidc, retries=0)  # each connect attempt asks the endpoint once
+    try:
+        with anyio.fail_after(60):
+            async with AIOKafkaProducer(
+                **sasl(auth_cluster, "OAUTHBEARER", provider), delivery_timeout_ms=40_000
+            ) as producer:
+                await producer.send_and_wait(topic, b"before", partition=0)
+                oidc.fail_next(1_000_000, 503)
+                await eventually(lambda: time.time() > oidc.last_expiry)  # the cached token is no use
+                for conn in _live_connections(producer):
+                    await conn.close()
+                asked = oidc.requests
+                handle = await producer.send(topic, b"while down", partition=0)
+                await eventually(lambda: handle.done() or oidc.requests >= asked + 3)
+                if handle.done():
+                    await handle  # raises what failed it
+                    raise AssertionError("delivered while the endpoint was down")
+                oidc.fail_next(0, 503)  # the endpoint is back
+                assert (await handle).partition == 0
+                assert producer.metrics()["records_failed"] == 0
+    finally:
+        oidc.lifetime_s = lifetime_s
+        oidc.fail_next(0, 503)
 
 
 # ------------------------------------------------------------ re-authentication

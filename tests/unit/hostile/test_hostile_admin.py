@@ -10,12 +10,13 @@ from typing import Any
 
 import pytest
 
+from aiokafka_lead.error_code import ErrorCode
 from aiokafka_lead.errors import KafkaProtocolError, KafkaTimeoutError
 from aiokafka_lead.protocol.generated import REQUEST_CLASSES
 from aiokafka_lead.protocol.versions import CLIENT_VERSIONS
 from tests.support.lies import EVERY, cases, lie
 from tests.support.script_server import WIRE_FAULTS, wire_fault
-from tests.unit.hostile.harness import check_error
+from tests.unit.hostile.harness import BROKER, check_error
 from tests.unit.hostile.scenarios_admin import ADMIN_SCENARIOS
 
 
@@ -50,8 +51,12 @@ async def test_a_fault_on_the_wire(api: str, fault: str) -> None:
 
 
 def check_admin_error(error: BaseException | None) -> None:
+    """Every error names the broker (or, for an operation that got no answer, the broker it
+    waited on) and the API; an operation that ran out of time names the operation instead."""
     timed_out = isinstance(error, KafkaTimeoutError)
-    check_error(error, named=not timed_out, broker=isinstance(error, KafkaProtocolError))
+    check_error(error, named=not timed_out)
+    if timed_out:
+        assert BROKER.search(str(error)), f"the error does not name the broker: {error!r}"
 
 
 def test_every_api_has_cases() -> None:
@@ -66,3 +71,32 @@ async def test_a_deletion_answered_for_another_group_is_an_error(api: str) -> No
     assert applied == [1]
     assert isinstance(report.error, KafkaProtocolError), report.error
     assert "DeleteGroups" in str(report.error)
+
+
+@pytest.mark.parametrize("api", ["AlterConfigs", "IncrementalAlterConfigs"])
+async def test_an_alteration_answered_without_the_resource_is_an_error(api: str) -> None:
+    applied: list[int] = []
+    report = await ADMIN_SCENARIOS[api][1](lie(("responses",), [], applied))
+    assert applied == [1]
+    assert isinstance(report.error, KafkaProtocolError), report.error
+    assert api in str(report.error) and BROKER.search(str(report.error)), report.error
+
+
+@pytest.mark.parametrize(
+    ("api", "path", "code"),
+    [
+        ("CreateTopics", ("topics", EVERY, "error_code"), ErrorCode.TOPIC_ALREADY_EXISTS),
+        ("DescribeConfigs", ("results", EVERY, "error_code"), ErrorCode.UNKNOWN_SERVER_ERROR),
+        ("DeleteGroups", ("results", EVERY, "error_code"), ErrorCode.GROUP_ID_NOT_FOUND),
+    ],
+)
+async def test_a_per_item_error_names_the_broker(api: str, path: tuple[str, ...], code: int) -> None:
+    report = await ADMIN_SCENARIOS[api][1](lie(path, code))
+    assert report.error is not None and BROKER.search(str(report.error)), report.error
+
+
+@pytest.mark.parametrize("api", ["DescribeConfigs", "AlterConfigs", "DescribeCluster", "DeleteGroups"])
+async def test_an_operation_without_an_answer_names_the_broker_it_waited_on(api: str) -> None:
+    report = await ADMIN_SCENARIOS[api][1](wire_fault("stall"))
+    assert isinstance(report.error, KafkaTimeoutError), report.error
+    assert BROKER.search(str(report.error)), report.error

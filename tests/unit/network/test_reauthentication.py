@@ -14,8 +14,14 @@ from aiokafka_lead.network.config import ConnectionConfig
 from aiokafka_lead.network.connection import Connection
 from aiokafka_lead.protocol.framing import RequestHeader
 from aiokafka_lead.protocol.messages import (
+    HeartbeatRequest,
+    HeartbeatResponse,
+    JoinGroupRequest,
+    JoinGroupResponse,
     MetadataRequest,
     MetadataResponse,
+    ProduceRequest,
+    ProduceResponse,
     SaslAuthenticateRequest,
     SaslAuthenticateResponse,
     SaslHandshakeRequest,
@@ -171,3 +177,70 @@ async def test_a_token_that_cannot_be_had_lets_the_request_in_flight_finish() ->
             await conn._closed.wait()
             assert answered and "identity provider down" in str(conn._close_reason)
             assert names(server) == ["SaslHandshake", "SaslAuthenticate", "slow"]
+
+
+class GroupBroker(Broker):
+    """PLAIN with a session lifetime; a JoinGroup is held (as during a rebalance) until
+    released; Produce and Heartbeat are answered at once."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.joined = anyio.Event()
+
+    async def handle(self, header: RequestHeader, request: Any) -> Any:
+        if isinstance(request, JoinGroupRequest):
+            self.joined.set()
+            await self.release.wait()
+            return JoinGroupResponse(generation_id=1, member_id="m", leader="m")
+        if isinstance(request, ProduceRequest):
+            return ProduceResponse()
+        if isinstance(request, HeartbeatRequest):
+            return HeartbeatResponse()
+        return await super().handle(header, request)
+
+
+async def test_a_join_group_held_through_a_reauthentication_holds_nothing_on_other_connections() -> None:
+    """A group coordinator has a connection of its own (the pool's coordinator key): when its
+    re-authentication falls due while a JoinGroup is held for a rebalance, the gate holds
+    only that connection's new requests (a Heartbeat, which the broker would not read before
+    the JoinGroup's answer anyway), never the produce requests on the broker's other
+    connection, whose re-authentications go on meanwhile."""
+    broker = GroupBroker()
+    latencies: list[float] = []
+    with anyio.fail_after(20):
+        async with script_server(broker.handle) as server, anyio.create_task_group() as tg:
+            coordinator = Connection("127.0.0.1", server.port, ConnectionConfig(**SASL), node_id=1)
+            produce = Connection("127.0.0.1", server.port, ConnectionConfig(**SASL), node_id=1)
+            await tg.start(coordinator.run)
+            await tg.start(produce.run)
+            tg.start_soon(
+                coordinator.send, JoinGroupRequest(group_id="g", protocol_type="consumer", protocols=[])
+            )
+            await broker.joined.wait()
+
+            async def gate_closed() -> bool:  # the coordinator's re-authentication waits for the join
+                return coordinator._gate is not None
+
+            heartbeat_sent = anyio.Event()
+
+            async def heartbeat_when_gated() -> None:
+                await eventually(gate_closed, interval=0.02)
+                heartbeat_sent.set()
+                await coordinator.send(HeartbeatRequest(group_id="g", generation_id=1, member_id="m"))
+
+            tg.start_soon(heartbeat_when_gated)
+            # produce for two session lifetimes while the join is held
+            deadline = anyio.current_time() + 2 * LIFETIME_MS / 1000
+            while anyio.current_time() < deadline:
+                started = anyio.current_time()
+                await produce.send(ProduceRequest(acks=-1, timeout_ms=1000, topic_data=[]))
+                latencies.append(anyio.current_time() - started)
+                await anyio.sleep(0.02)
+            await heartbeat_sent.wait()
+            assert coordinator.reauthentications == 0  # it waits for the join
+            assert produce.reauthentications >= 1  # the other connection's go on
+            assert max(latencies) < 0.5, f"a produce request waited {max(latencies) * 1000:.0f} ms"
+            broker.release.set()
+            await eventually(lambda: coordinator.reauthentications == 1, interval=0.02)
+            await coordinator.close()
+            await produce.close()

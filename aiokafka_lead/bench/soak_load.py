@@ -1,0 +1,240 @@
+"""The soak's load and probes (``benchmarks/soak.py``): what the clients do and what is
+recorded of it (the ledger), and the samples of the process's resources.
+
+Records of ``soak-data`` are numbered per partition (``"<partition>:<seq>"``), each
+partition written by one producer, so the log's order is the writer's; the transactional
+copy writes each record to the same partition of ``soak-copy``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import time
+from collections import Counter, defaultdict
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import anyio
+
+from aiokafka_lead import AIOKafkaConsumer, AIOKafkaProducer
+from aiokafka_lead.errors import KafkaError
+from aiokafka_lead.share import AIOKafkaShareConsumer
+from aiokafka_lead.structs import OffsetAndMetadata, TopicPartition
+
+DATA, COPY = "soak-data", "soak-copy"
+PARTITIONS = 6
+#: how often the resources are sampled (seconds)
+SAMPLE_S = 5.0
+
+
+@dataclass
+class Ledger:
+    """What the load did, for the checks and the report."""
+
+    started: float = field(default_factory=time.monotonic)
+    next_seq: dict[int, int] = field(default_factory=lambda: defaultdict(int))
+    acked: dict[int, dict[int, int]] = field(default_factory=lambda: defaultdict(dict))  # p -> seq -> offset
+    failed: Counter[str] = field(default_factory=Counter)
+    errors: list[tuple[float, str, str]] = field(default_factory=list)  # (t, where, error)
+    produce_ms: list[tuple[float, float]] = field(default_factory=list)  # (t, latency)
+    e2e_ms: list[tuple[float, float]] = field(default_factory=list)
+    copied: int = 0
+    shared: int = 0  # records the share group acquired
+    aborted: Counter[str] = field(default_factory=Counter)
+    faults: list[tuple[float, float, str]] = field(default_factory=list)  # (start, end, what)
+    samples: list[dict[str, Any]] = field(default_factory=list)
+    loop_lag_ms: list[tuple[float, float]] = field(default_factory=list)
+
+    def now(self) -> float:
+        return time.monotonic() - self.started
+
+    def error(self, where: str, exc: BaseException) -> None:
+        self.errors.append((self.now(), where, f"{type(exc).__name__}: {exc}"[:300]))
+
+
+def encode(partition: int, seq: int) -> bytes:
+    return f"{partition}:{seq}".encode()
+
+
+def decode(value: bytes) -> tuple[int, int]:
+    partition, seq = value.split(b":")
+    return int(partition), int(seq)
+
+
+# ------------------------------------------------------------------------------- the load
+async def produce(
+    producer: AIOKafkaProducer, partitions: list[int], ledger: Ledger, rate: float, stop: anyio.Event
+) -> None:
+    """Numbered records, round-robin over this producer's own ``partitions`` (one writer per
+    partition, so its order is the log's), paced at ``rate`` records/s."""
+    n = 0
+    t0 = time.monotonic()
+    async with anyio.create_task_group() as tg:
+        while not stop.is_set():
+            partition = partitions[n % len(partitions)]
+            seq = ledger.next_seq[partition]
+            ledger.next_seq[partition] += 1
+            sent = time.monotonic()
+            try:
+                handle = await producer.send(DATA, encode(partition, seq), partition=partition)
+            except KafkaError as exc:
+                ledger.error("produce", exc)
+                ledger.failed[type(exc).__name__] += 1
+                continue
+            tg.start_soon(_acked, handle, partition, seq, sent, ledger)
+            n += 1
+            ahead = t0 + n / rate - time.monotonic()
+            if ahead > 0:
+                await anyio.sleep(ahead)
+
+
+async def _acked(handle: Any, partition: int, seq: int, sent: float, ledger: Ledger) -> None:
+    try:
+        metadata = await handle
+    except KafkaError as exc:
+        ledger.error("delivery", exc)
+        ledger.failed[type(exc).__name__] += 1
+        return
+    ledger.acked[partition][seq] = metadata.offset
+    ledger.produce_ms.append((ledger.now(), (time.monotonic() - sent) * 1000))
+
+
+async def copy_exactly_once(
+    consumer: AIOKafkaConsumer[bytes, bytes], producer: AIOKafkaProducer, ledger: Ledger, stop: anyio.Event
+) -> None:
+    """read_committed -> transactional producer, each poll's records and offsets one transaction."""
+    while not stop.is_set():
+        try:
+            batch = await consumer.getmany(timeout_ms=200, max_records=500)
+        except KafkaError as exc:
+            ledger.error("copy poll", exc)
+            continue
+        if not batch:
+            continue
+        try:
+            async with producer.transaction():
+                for tp, records in batch.items():
+                    for r in records:
+                        await producer.send(COPY, r.value, partition=tp.partition)
+                offsets: dict[TopicPartition, OffsetAndMetadata | int] = {
+                    tp: OffsetAndMetadata(rs[-1].offset + 1, "") for tp, rs in batch.items()
+                }
+                await producer.send_offsets_to_transaction(offsets, "soak-copy")
+            ledger.copied += sum(len(rs) for rs in batch.values())
+        except KafkaError as exc:
+            ledger.aborted[type(exc).__name__] += 1
+            ledger.error("copy transaction", exc)
+            for tp in batch:  # read the aborted records again
+                committed = await _committed(consumer, tp)
+                consumer.seek(tp, committed)
+
+
+async def _committed(consumer: AIOKafkaConsumer[bytes, bytes], tp: TopicPartition) -> int:
+    for _ in range(100):
+        try:
+            offset = await consumer.committed(tp)
+            return offset if offset is not None else 0
+        except KafkaError:
+            await anyio.sleep(0.2)
+    raise RuntimeError(f"no committed offset for {tp}")
+
+
+async def group_member(
+    make: Callable[[], AIOKafkaConsumer[bytes, bytes]], ledger: Ledger, stop: anyio.Event, where: str
+) -> None:
+    """A group member reading soak-data until ``stop``: end-to-end latency."""
+    async with make() as consumer:
+        consumer.subscribe([DATA])
+        while not stop.is_set():
+            try:
+                batch = await consumer.getmany(timeout_ms=200)
+            except KafkaError as exc:
+                ledger.error(where, exc)
+                continue
+            now_ms = time.time() * 1000
+            for records in batch.values():
+                for r in records[-5:]:  # a sample per batch keeps the ledger small
+                    ledger.e2e_ms.append((ledger.now(), now_ms - r.timestamp))
+
+
+async def share_member(bootstrap: str, ledger: Ledger, stop: anyio.Event) -> None:
+    """A member of the share group reading soak-data (implicit acknowledgement)."""
+    consumer: AIOKafkaShareConsumer[bytes, bytes] = AIOKafkaShareConsumer(
+        bootstrap_servers=bootstrap, group_id="soak-share"
+    )
+    async with consumer:
+        consumer.subscribe([DATA])
+        while not stop.is_set():
+            try:
+                batch = await consumer.getmany(timeout_ms=200)
+            except KafkaError as exc:
+                ledger.error("share member", exc)
+                continue
+            ledger.shared += sum(len(records) for records in batch.values())
+
+
+# ---------------------------------------------------------------------------- the probes
+async def loop_lag(ledger: Ledger, stop: anyio.Event) -> None:
+    tick = 0.01
+    while not stop.is_set():
+        before = time.monotonic()
+        await anyio.sleep(tick)
+        ledger.loop_lag_ms.append((ledger.now(), max(time.monotonic() - before - tick, 0.0) * 1000))
+
+
+def _fds() -> int:
+    return len(os.listdir("/proc/self/fd"))
+
+
+def _rss_mib() -> float:
+    for line in Path("/proc/self/status").read_text().splitlines():
+        if line.startswith("VmRSS:"):
+            return int(line.split()[1]) / 1024
+    return float("nan")
+
+
+def _connections(clients: list[Any]) -> dict[str, int]:
+    per_node: Counter[str] = Counter()
+    for client in clients:
+        try:
+            nodes = client._core.pool._nodes
+        except KafkaError:  # a member that left, or not started yet
+            continue
+        for state in nodes.values():
+            conn = state.conn
+            if conn is not None and not conn.closed:
+                per_node[f"node {conn.node_id}" if conn.node_id >= 0 else "bootstrap"] += 1
+    return dict(sorted(per_node.items()))
+
+
+async def sample(
+    ledger: Ledger, clients: list[Any], producers: list[AIOKafkaProducer], stop: anyio.Event
+) -> None:
+    while not stop.is_set():
+        ledger.samples.append(
+            {
+                "t": round(ledger.now(), 1),
+                "rss_mib": round(_rss_mib(), 1),
+                "fds": _fds(),
+                "tasks": len(asyncio.all_tasks()),
+                "connections": _connections(clients),
+                "buffered_bytes": sum(p.metrics()["buffer_used"] for p in producers),
+            }
+        )
+        with anyio.move_on_after(SAMPLE_S):
+            await stop.wait()
+
+
+async def progress(ledger: Ledger, stop: anyio.Event) -> None:
+    while not stop.is_set():
+        with anyio.move_on_after(10):
+            await stop.wait()
+        acked = sum(len(v) for v in ledger.acked.values())
+        print(
+            f"[{ledger.now():7.1f} s] acknowledged {acked}, copied {ledger.copied}, "
+            f"errors {len(ledger.errors)}, RSS {_rss_mib():.0f} MiB",
+            flush=True,
+        )
