@@ -136,10 +136,10 @@ def child(path: Path, version: int) -> None:
 def phases(path: Path, version: int) -> dict[str, float]:
     """Seconds of each step a refresh runs on the answer, run one after the other (what each
     would hold the event loop for, if run on it)."""
+    from aiokafka_lead.core.refresher import snapshot_from_response
     from aiokafka_lead.metadata.decode import metadata_decoder
     from aiokafka_lead.metadata.store import MetadataStore
     from aiokafka_lead.protocol.messages import MetadataResponse
-    from aiokafka_lead.refresher import snapshot_from_response
 
     # the broker's port (0 in the file) made usable, so the merge sees a led topic
     marker = b"127.0.0.1" + (0).to_bytes(4, "big")

@@ -19,9 +19,9 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from aiokafka_lead.admin.config import AdminConfig  # noqa: E402
+from aiokafka_lead.config.options import Options  # noqa: E402
 from aiokafka_lead.consumer.config import ConsumerConfig, FetchConfig, GroupConfig  # noqa: E402
 from aiokafka_lead.network.config import ConnectionConfig  # noqa: E402
-from aiokafka_lead.options import Options  # noqa: E402
 from aiokafka_lead.producer.config import ProducerConfig  # noqa: E402
 from aiokafka_lead.share.config import ShareConsumerConfig  # noqa: E402
 

@@ -28,8 +28,8 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from aiokafka_lead.admin.config import AdminConfig  # noqa: E402
+from aiokafka_lead.config.options import Options  # noqa: E402
 from aiokafka_lead.consumer.config import ConsumerConfig  # noqa: E402
-from aiokafka_lead.options import Options  # noqa: E402
 from aiokafka_lead.producer.config import ProducerConfig  # noqa: E402
 from aiokafka_lead.share.config import ShareConsumerConfig  # noqa: E402
 
@@ -134,14 +134,14 @@ def render(client: Client) -> str:
     imports = Imports()
     imports.add(module, config.__name__)
     imports.add("typing", "Any")
-    imports.add("aiokafka_lead.validation", "options_of")
+    imports.add("aiokafka_lead.config.validation", "options_of")
     params = ["        self,", "        *topics: str," if client.topics else "        *,"]
     for d in config.keywords():
         imports.resolve(d.annotation, d.module)
         params.append(f"        {d.name}: {d.annotation} = {_literal(d.default)},")
     body = []
     if client.loop:
-        imports.add("aiokafka_lead.validation", "warn_loop_argument")
+        imports.add("aiokafka_lead.config.validation", "warn_loop_argument")
         params.append("        loop: Any = None,")
         body = ["        warn_loop_argument(loop)", "        del loop"]
     params.append("        **unsupported: Any,")

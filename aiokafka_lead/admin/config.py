@@ -5,8 +5,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from aiokafka_lead.config.options import override
 from aiokafka_lead.network.config import ConnectionConfig
-from aiokafka_lead.options import override
 
 
 @dataclass(frozen=True, kw_only=True)

@@ -18,7 +18,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from aiokafka_lead.admin.types import AlterConfigOp, ConfigEntry, ConfigResource, ConfigResourceType
-from aiokafka_lead.client import guarded
+from aiokafka_lead.core.client import guarded
 from aiokafka_lead.protocol.messages import (
     AlterConfigsRequest,
     DescribeConfigsRequest,

@@ -20,7 +20,7 @@ from collections.abc import Callable, Iterable, Sequence
 from typing import Any
 
 from aiokafka_lead.admin.types import GroupDescription, GroupListing, MemberDescription
-from aiokafka_lead.client import guarded
+from aiokafka_lead.core.client import guarded
 from aiokafka_lead.error_code import ErrorCode
 from aiokafka_lead.errors import DecodeError, UnsupportedVersionError
 from aiokafka_lead.protocol.messages import (

@@ -11,7 +11,7 @@ from typing import Any
 
 from aiokafka_lead.abc import AbstractTokenProvider
 from aiokafka_lead.admin.config import AdminConfig
-from aiokafka_lead.validation import options_of
+from aiokafka_lead.config.validation import options_of
 
 
 class AdminKeywords:

@@ -9,7 +9,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping, Sequence
 
 from aiokafka_lead.admin.types import ElectionResult, ElectionType, PartitionReassignment
-from aiokafka_lead.client import guarded
+from aiokafka_lead.core.client import guarded
 from aiokafka_lead.error_code import ErrorCode
 from aiokafka_lead.mappings import group_by_topic
 from aiokafka_lead.protocol.messages import (

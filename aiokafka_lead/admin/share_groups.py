@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from aiokafka_lead.admin.groups import GroupCore, described_partitions
-from aiokafka_lead.client import guarded
+from aiokafka_lead.core.client import guarded
 from aiokafka_lead.protocol.messages import (
     AlterShareGroupOffsetsRequest,
     DeleteShareGroupOffsetsRequest,

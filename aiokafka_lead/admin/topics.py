@@ -27,7 +27,8 @@ from aiokafka_lead.admin.types import (
     PartitionDescription,
     TopicDescription,
 )
-from aiokafka_lead.client import guarded
+from aiokafka_lead.core.client import guarded
+from aiokafka_lead.core.refresher import topics_from_response
 from aiokafka_lead.error_code import ErrorCode
 from aiokafka_lead.errors import (
     KafkaError,
@@ -44,7 +45,6 @@ from aiokafka_lead.protocol.messages import (
     DescribeClusterRequest,
     MetadataRequest,
 )
-from aiokafka_lead.refresher import topics_from_response
 from aiokafka_lead.requests.base import RequestBase, answer_error, raise_item_errors
 
 UNKNOWN_TOPIC = UnknownTopicOrPartitionError.errno

@@ -16,8 +16,8 @@ from collections.abc import Sequence
 import anyio
 
 from aiokafka_lead.cli import elect, reassign, share_groups, topics
+from aiokafka_lead.config.properties import ClientConfigError, load_client_config
 from aiokafka_lead.errors import KafkaError
-from aiokafka_lead.properties import ClientConfigError, load_client_config
 
 
 def build_parser() -> argparse.ArgumentParser:

@@ -6,7 +6,7 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable
 
-from aiokafka_lead.arguments import check_topic, check_topic_partitions
+from aiokafka_lead.config.arguments import check_topic, check_topic_partitions
 from aiokafka_lead.consumer.consumer_base import ConsumerBase, only_topic_partitions
 from aiokafka_lead.consumer.coordinator import ConsumerRebalanceListener
 from aiokafka_lead.consumer.subscription import SubscriptionType

@@ -1,4 +1,4 @@
-"""The consumer's configuration, each option declared once (see :mod:`aiokafka_lead.options`):
+"""The consumer's configuration, each option declared once (see :mod:`aiokafka_lead.config.options`):
 the shared connection settings, then the fetch part (what the fetcher reads), the group part
 (what a group member reads) and the consumer's own options.
 
@@ -13,9 +13,17 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any, TypeVar
 
+from aiokafka_lead.config.options import (
+    NON_NEGATIVE,
+    POSITIVE,
+    SYNC_CALLABLE,
+    choices,
+    option,
+    optional,
+    override,
+)
 from aiokafka_lead.errors import KafkaConfigurationError
 from aiokafka_lead.network.config import ConnectionConfig
-from aiokafka_lead.options import NON_NEGATIVE, POSITIVE, SYNC_CALLABLE, choices, option, optional, override
 from aiokafka_lead.requests.offsets import ISOLATION_LEVELS
 
 KT = TypeVar("KT")

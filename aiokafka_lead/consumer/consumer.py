@@ -21,7 +21,7 @@ from typing import Any, Self, TypeVar
 import anyio
 import anyio.abc
 
-from aiokafka_lead.client import TOPIC_MAY_APPEAR, ClientCore, guarded
+from aiokafka_lead.config.validation import commit_offsets_argument
 from aiokafka_lead.consumer.assignment_api import AssignmentAPI
 from aiokafka_lead.consumer.assignors import PartitionAssignor
 from aiokafka_lead.consumer.buffer import Chunk
@@ -39,6 +39,7 @@ from aiokafka_lead.consumer.metrics import ConsumerMetricSource
 from aiokafka_lead.consumer.offsets import PositionManager
 from aiokafka_lead.consumer.positions_api import PositionsAPI
 from aiokafka_lead.consumer.subscription import ResetStrategy, SubscriptionState, SubscriptionType
+from aiokafka_lead.core.client import TOPIC_MAY_APPEAR, ClientCore, guarded
 from aiokafka_lead.errors import (
     KafkaError,
     KafkaTimeoutError,
@@ -57,7 +58,6 @@ from aiokafka_lead.structs import (
     OffsetAndTimestamp,
     TopicPartition,
 )
-from aiokafka_lead.validation import commit_offsets_argument
 
 log = logging.getLogger(__name__)
 

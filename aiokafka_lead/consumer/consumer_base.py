@@ -11,13 +11,13 @@ from __future__ import annotations
 
 import logging
 
-from aiokafka_lead.client import ClientCore
 from aiokafka_lead.consumer.config import ConsumerConfig
 from aiokafka_lead.consumer.errors import ConsumerStoppedError
 from aiokafka_lead.consumer.fetcher import Fetcher
 from aiokafka_lead.consumer.group_common import GroupMember
 from aiokafka_lead.consumer.offsets import PositionManager
 from aiokafka_lead.consumer.subscription import SubscriptionState
+from aiokafka_lead.core.client import ClientCore
 from aiokafka_lead.errors import KafkaError
 from aiokafka_lead.requests.lookup import Lookups
 from aiokafka_lead.structs import TopicPartition

@@ -17,7 +17,6 @@ import time
 from collections.abc import Callable, Iterable
 from dataclasses import KW_ONLY, dataclass, field
 
-from aiokafka_lead.client import ClientCore
 from aiokafka_lead.consumer.buffer import PartitionRecords
 from aiokafka_lead.consumer.config import FetchConfig
 from aiokafka_lead.consumer.errors import offsets_out_of_range
@@ -26,6 +25,7 @@ from aiokafka_lead.consumer.offsets import PositionManager
 from aiokafka_lead.consumer.prefetch import PrefetchBuffer
 from aiokafka_lead.consumer.replica_selection import Answer, ReadReplicas
 from aiokafka_lead.consumer.subscription import PartitionState, ResetStrategy, SubscriptionState
+from aiokafka_lead.core.client import ClientCore
 from aiokafka_lead.error_code import PARTITION_REFRESH, ErrorCode
 from aiokafka_lead.errors import DecodeError, KafkaError, KafkaProtocolError, error_for_code
 from aiokafka_lead.metadata.model import HintOutcome, LeaderHint, endpoint_nodes

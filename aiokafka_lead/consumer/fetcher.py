@@ -48,7 +48,6 @@ import anyio
 import anyio.abc
 import anyio.lowlevel
 
-from aiokafka_lead.client import ClientCore
 from aiokafka_lead.consumer.buffer import Chunk
 from aiokafka_lead.consumer.config import FetchConfig
 from aiokafka_lead.consumer.fetch_request import TOPIC_ID_VERSION, Sent, fetch_request, partition_fetches
@@ -58,6 +57,7 @@ from aiokafka_lead.consumer.prefetch import PrefetchBuffer
 from aiokafka_lead.consumer.replica_selection import ReadReplicas
 from aiokafka_lead.consumer.session import FINAL_EPOCH, SESSION_MIN_VERSION, FetchSession, SessionPlan
 from aiokafka_lead.consumer.subscription import SubscriptionState
+from aiokafka_lead.core.client import ClientCore
 from aiokafka_lead.errors import DecodeError, KafkaConnectionError, KafkaError, error_for_code
 from aiokafka_lead.metadata import MetadataChange
 from aiokafka_lead.protocol.messages import FetchRequest, FetchResponse

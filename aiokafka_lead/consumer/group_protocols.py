@@ -8,12 +8,12 @@ from __future__ import annotations
 
 from typing import Any
 
-from aiokafka_lead.client import ClientCore
 from aiokafka_lead.consumer.config import GroupConfig
 from aiokafka_lead.consumer.consumer_protocol import ConsumerGroupMember
 from aiokafka_lead.consumer.coordinator import GroupCoordinator
 from aiokafka_lead.consumer.group_common import GroupMember
 from aiokafka_lead.consumer.subscription import SubscriptionState
+from aiokafka_lead.core.client import ClientCore
 from aiokafka_lead.requests.lookup import Lookups
 
 

@@ -10,8 +10,8 @@ from collections.abc import Callable, Sequence
 from typing import Any, Generic
 
 from aiokafka_lead.abc import AbstractTokenProvider
+from aiokafka_lead.config.validation import options_of, warn_loop_argument
 from aiokafka_lead.consumer.config import KT, VT, ConsumerConfig
-from aiokafka_lead.validation import options_of, warn_loop_argument
 
 
 class ConsumerKeywords(Generic[KT, VT]):

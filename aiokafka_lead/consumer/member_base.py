@@ -17,12 +17,12 @@ from typing import Any, ClassVar
 import anyio
 import anyio.abc
 
-from aiokafka_lead.client import ClientCore
 from aiokafka_lead.consumer.commits import CommitIdentity, OffsetCommitter
 from aiokafka_lead.consumer.config import GroupConfig
 from aiokafka_lead.consumer.group_common import ConsumerRebalanceListener, CoordinatorLink
 from aiokafka_lead.consumer.metrics import GroupStats
 from aiokafka_lead.consumer.subscription import SubscriptionState
+from aiokafka_lead.core.client import ClientCore
 from aiokafka_lead.errors import KafkaError
 from aiokafka_lead.ratelog import RateLimitedLog
 from aiokafka_lead.requests.lookup import Lookups

@@ -22,10 +22,10 @@ from collections.abc import Callable, Collection, Iterable
 import anyio
 import anyio.abc
 
-from aiokafka_lead.client import ClientCore
 from aiokafka_lead.consumer.config import GroupConfig
 from aiokafka_lead.consumer.errors import LogTruncationError, NoOffsetForPartitionError
 from aiokafka_lead.consumer.subscription import PartitionState, ResetStrategy, SubscriptionState
+from aiokafka_lead.core.client import ClientCore
 from aiokafka_lead.error_code import PARTITION_REFRESH
 from aiokafka_lead.errors import KafkaError, error_for_code
 from aiokafka_lead.protocol.messages import OffsetForLeaderEpochRequest

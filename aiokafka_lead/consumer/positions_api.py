@@ -8,11 +8,11 @@ from typing import Any
 
 import anyio
 
-from aiokafka_lead.arguments import check_timestamp, check_topic_partition
-from aiokafka_lead.client import guarded
+from aiokafka_lead.config.arguments import check_timestamp, check_topic_partition
 from aiokafka_lead.consumer.consumer_base import ConsumerBase, only_topic_partitions
 from aiokafka_lead.consumer.errors import IllegalOperation, IllegalStateError
 from aiokafka_lead.consumer.offsets import EARLIEST, LATEST
+from aiokafka_lead.core.client import guarded
 from aiokafka_lead.errors import KafkaTimeoutError
 from aiokafka_lead.structs import OffsetAndTimestamp, TopicPartition
 

@@ -1,7 +1,7 @@
 """The settings every client shares: how to reach and talk to the brokers.
 
 Each option is declared once here (default, rule, description; see
-:mod:`aiokafka_lead.options`). The producer's, consumer's and admin client's configurations
+:mod:`aiokafka_lead.config.options`). The producer's, consumer's and admin client's configurations
 extend :class:`ConnectionConfig`, so one object carries a client's whole configuration: the
 connections, the pool, the metadata refresher and the client's own parts all read it.
 """
@@ -14,8 +14,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from aiokafka_lead.abc import AbstractTokenProvider
-from aiokafka_lead.errors import KafkaConfigurationError
-from aiokafka_lead.options import (
+from aiokafka_lead.config.options import (
     NON_NEGATIVE,
     POSITIVE,
     Options,
@@ -25,7 +24,8 @@ from aiokafka_lead.options import (
     option,
     optional,
 )
-from aiokafka_lead.validation import SECURITY_PROTOCOLS, check_security, parse_bootstrap
+from aiokafka_lead.config.validation import SECURITY_PROTOCOLS, check_security, parse_bootstrap
+from aiokafka_lead.errors import KafkaConfigurationError
 
 
 def _has_token_method(name: str, value: object) -> None:

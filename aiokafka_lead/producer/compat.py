@@ -12,12 +12,12 @@ from __future__ import annotations
 from collections.abc import Callable, Collection
 from typing import TYPE_CHECKING, Any
 
-from aiokafka_lead.arguments import check_partition
 from aiokafka_lead.client_view import AIOKafkaClientView
+from aiokafka_lead.config.arguments import check_partition
 from aiokafka_lead.errors import UnknownTopicOrPartitionError
 
 if TYPE_CHECKING:
-    from aiokafka_lead.client import ClientCore
+    from aiokafka_lead.core.client import ClientCore
     from aiokafka_lead.producer.config import ProducerConfig
     from aiokafka_lead.producer.partitioner import DefaultPartitioner, Partitioner
     from aiokafka_lead.producer.producer import TopicView

@@ -1,5 +1,5 @@
 """The producer's configuration: the shared connection settings plus the producer's own
-options, each declared once (see :mod:`aiokafka_lead.options`).
+options, each declared once (see :mod:`aiokafka_lead.config.options`).
 
 Defaults follow the modern Java client where aiokafka's are unsafe: ``acks="all"`` and
 idempotence on (it turns itself off, as in Java, only when acks is set to 0 or 1 without
@@ -14,9 +14,9 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any, Final, Self
 
+from aiokafka_lead.config.options import NON_NEGATIVE, POSITIVE, choices, is_async_callable, option, override
 from aiokafka_lead.errors import KafkaConfigurationError
 from aiokafka_lead.network.config import ConnectionConfig
-from aiokafka_lead.options import NON_NEGATIVE, POSITIVE, choices, is_async_callable, option, override
 from aiokafka_lead.producer.partitioner import Partitioner
 from aiokafka_lead.records.compression import CompressionType, require_codec
 

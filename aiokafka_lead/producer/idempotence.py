@@ -14,12 +14,12 @@ from __future__ import annotations
 import logging
 from collections.abc import Iterable
 
-from aiokafka_lead.client import ClientCore
+from aiokafka_lead.core.client import ClientCore
+from aiokafka_lead.core.retry import call_with_retries
 from aiokafka_lead.errors import error_for_code
 from aiokafka_lead.producer.batch import ProducerBatch
 from aiokafka_lead.producer.config import ProducerConfig
 from aiokafka_lead.protocol.messages import InitProducerIdRequest
-from aiokafka_lead.retry import call_with_retries
 from aiokafka_lead.structs import TopicPartition
 
 log = logging.getLogger(__name__)

@@ -10,9 +10,9 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 from aiokafka_lead.abc import AbstractTokenProvider
+from aiokafka_lead.config.validation import options_of, warn_loop_argument
 from aiokafka_lead.producer.config import ProducerConfig
 from aiokafka_lead.producer.partitioner import Partitioner
-from aiokafka_lead.validation import options_of, warn_loop_argument
 
 
 class ProducerKeywords:

@@ -17,9 +17,10 @@ import anyio
 import anyio.abc
 import anyio.lowlevel
 
-from aiokafka_lead.arguments import check_headers, check_partition, check_timestamp, check_topic
-from aiokafka_lead.client import ClientCore, guarded
-from aiokafka_lead.client_telemetry import TelemetryAPI
+from aiokafka_lead.config.arguments import check_headers, check_partition, check_timestamp, check_topic
+from aiokafka_lead.config.options import is_async_callable
+from aiokafka_lead.core.client import ClientCore, guarded
+from aiokafka_lead.core.telemetry_api import TelemetryAPI
 from aiokafka_lead.errors import (
     IllegalOperation,
     KafkaTimeoutError,
@@ -28,7 +29,6 @@ from aiokafka_lead.errors import (
     error_for_code,
 )
 from aiokafka_lead.metadata import HintOutcome
-from aiokafka_lead.options import is_async_callable
 from aiokafka_lead.producer.accumulator import (
     RECORD_OVERHEAD,
     RecordAccumulator,

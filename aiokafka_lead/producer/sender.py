@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING, Any
 import anyio
 import anyio.abc
 
-from aiokafka_lead.client import ClientCore
+from aiokafka_lead.core.client import ClientCore
 from aiokafka_lead.error_code import ErrorCode
 from aiokafka_lead.errors import (
     DecodeError,

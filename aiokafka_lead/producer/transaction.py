@@ -42,6 +42,7 @@ from typing import TYPE_CHECKING, Any
 import anyio
 import anyio.abc
 
+from aiokafka_lead.config.validation import commit_offsets_argument
 from aiokafka_lead.error_code import ErrorCode
 from aiokafka_lead.errors import (
     ERROR_CLASSES,
@@ -63,7 +64,6 @@ from aiokafka_lead.producer.retry_policy import (
 )
 from aiokafka_lead.producer.txn_requests import TV1_PRODUCE_MAX, TxnRequests
 from aiokafka_lead.structs import ConsumerGroupMetadata, OffsetAndMetadata, TopicPartition
-from aiokafka_lead.validation import commit_offsets_argument
 
 if TYPE_CHECKING:
     from aiokafka_lead.producer.accumulator import RecordAccumulator

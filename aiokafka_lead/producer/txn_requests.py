@@ -22,7 +22,8 @@ from typing import Any, TypeVar
 
 import anyio
 
-from aiokafka_lead.client import ClientCore
+from aiokafka_lead.core.client import ClientCore
+from aiokafka_lead.core.retry import call_with_retries
 from aiokafka_lead.error_code import COORDINATOR_MOVED
 from aiokafka_lead.errors import ConcurrentTransactionsError, KafkaConnectionError, error_for_code
 from aiokafka_lead.network.connection import Connection
@@ -36,7 +37,6 @@ from aiokafka_lead.protocol.messages import (
     TxnOffsetCommitRequest,
 )
 from aiokafka_lead.requests.lookup import Lookups
-from aiokafka_lead.retry import call_with_retries
 from aiokafka_lead.structs import ConsumerGroupMetadata, OffsetAndMetadata, TopicPartition
 
 log = logging.getLogger(__name__)

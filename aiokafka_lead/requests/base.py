@@ -7,7 +7,8 @@ from collections.abc import Awaitable, Callable, Iterable, Sequence
 from typing import Any, TypeVar
 
 from aiokafka_lead.backoff import ExponentialBackoff
-from aiokafka_lead.client import ClientCore
+from aiokafka_lead.core.client import ClientCore
+from aiokafka_lead.core.retry import call_with_retries
 from aiokafka_lead.errors import (
     KafkaError,
     KafkaProtocolError,
@@ -16,7 +17,6 @@ from aiokafka_lead.errors import (
     error_for_code,
 )
 from aiokafka_lead.network.connection import request_broker
-from aiokafka_lead.retry import call_with_retries
 from aiokafka_lead.structs import TopicPartition
 
 T = TypeVar("T")

@@ -13,7 +13,7 @@ from collections.abc import Callable
 from typing import Any, ClassVar
 
 from aiokafka_lead.backoff import ExponentialBackoff
-from aiokafka_lead.client import ClientCore
+from aiokafka_lead.core.client import ClientCore
 from aiokafka_lead.error_code import COORDINATOR_MOVED, ErrorCode
 from aiokafka_lead.errors import KafkaConnectionError, KafkaError
 from aiokafka_lead.requests.groups import GroupRequests

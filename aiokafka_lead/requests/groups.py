@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable
 
-from aiokafka_lead.client import guarded
+from aiokafka_lead.core.client import guarded
 from aiokafka_lead.error_code import ErrorCode
 from aiokafka_lead.errors import KafkaError, error_for_code
 from aiokafka_lead.metadata.checks import node_problem

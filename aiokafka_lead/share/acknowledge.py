@@ -16,7 +16,7 @@ from dataclasses import dataclass
 
 import anyio
 
-from aiokafka_lead.client import ClientCore
+from aiokafka_lead.core.client import ClientCore
 from aiokafka_lead.error_code import ErrorCode
 from aiokafka_lead.errors import KafkaConnectionError, KafkaError, KafkaTimeoutError, error_for_code
 from aiokafka_lead.metadata.model import LeaderHint, endpoint_nodes

@@ -1,5 +1,5 @@
 """The share consumer's configuration, each option declared once (see
-:mod:`aiokafka_lead.options`): the shared connection settings, the fetch options whose
+:mod:`aiokafka_lead.config.options`): the shared connection settings, the fetch options whose
 meaning is the consumer's (their declarations reused from ``FetchConfig`` /
 ``ConsumerConfig``), then the share consumer's own.
 """
@@ -10,10 +10,10 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any, TypeVar
 
+from aiokafka_lead.config.options import Rule, choices, option, override
 from aiokafka_lead.consumer.config import ConsumerConfig, FetchConfig, check_fetch_sizes
 from aiokafka_lead.errors import KafkaConfigurationError, KafkaError
 from aiokafka_lead.network.config import ConnectionConfig
-from aiokafka_lead.options import Rule, choices, option, override
 from aiokafka_lead.structs import TopicPartition
 
 KT = TypeVar("KT")

@@ -17,9 +17,9 @@ from typing import Self
 import anyio
 import anyio.abc
 
-from aiokafka_lead.arguments import check_topic
-from aiokafka_lead.client import ClientCore, guarded
-from aiokafka_lead.client_telemetry import TelemetryAPI
+from aiokafka_lead.config.arguments import check_topic
+from aiokafka_lead.core.client import ClientCore, guarded
+from aiokafka_lead.core.telemetry_api import TelemetryAPI
 from aiokafka_lead.errors import ConsumerStoppedError, IllegalStateError, KafkaError, KafkaTimeoutError
 from aiokafka_lead.metadata import MetadataChange
 from aiokafka_lead.requests.groups import GroupRequests

@@ -10,8 +10,8 @@ from collections.abc import Callable, Sequence
 from typing import Any, Generic
 
 from aiokafka_lead.abc import AbstractTokenProvider
+from aiokafka_lead.config.validation import options_of
 from aiokafka_lead.share.config import KT, VT, AckResult, ShareConsumerConfig
-from aiokafka_lead.validation import options_of
 
 
 class ShareConsumerKeywords(Generic[KT, VT]):

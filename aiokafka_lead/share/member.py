@@ -18,7 +18,7 @@ from collections.abc import Callable
 import anyio
 import anyio.abc
 
-from aiokafka_lead.client import ClientCore
+from aiokafka_lead.core.client import ClientCore
 from aiokafka_lead.errors import KafkaError, UnsupportedVersionError, error_for_code
 from aiokafka_lead.protocol.messages import ShareGroupHeartbeatRequest, ShareGroupHeartbeatResponse
 from aiokafka_lead.requests.coordinator import CoordinatorLink, HeartbeatErrors, new_member_id

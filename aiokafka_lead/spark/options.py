@@ -15,7 +15,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from aiokafka_lead.properties import client_kwargs
+from aiokafka_lead.config.properties import client_kwargs
 
 EARLIEST = -2
 LATEST = -1

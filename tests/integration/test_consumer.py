@@ -17,7 +17,6 @@ import anyio
 import pytest
 
 from aiokafka_lead.admin import AdminClient, NewTopic
-from aiokafka_lead.client import ClientCore
 from aiokafka_lead.consumer import (
     AIOKafkaConsumer,
     CommitFailedError,
@@ -25,6 +24,7 @@ from aiokafka_lead.consumer import (
     ConsumerStoppedError,
     IllegalStateError,
 )
+from aiokafka_lead.core.client import ClientCore
 from aiokafka_lead.error_code import ErrorCode as E
 from aiokafka_lead.errors import KafkaError
 from aiokafka_lead.network.config import ConnectionConfig

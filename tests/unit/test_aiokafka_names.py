@@ -67,7 +67,7 @@ EXCEPTIONS = {
     "aiokafka.AIOKafkaClient": (
         "aiokafka's low-level client (connections, metadata, raw requests) that its producer, "
         "consumer and admin client share; aiokafka_lead's clients share a different core "
-        "(aiokafka_lead.client.ClientCore) with another interface, so an AIOKafkaClient of the "
+        "(aiokafka_lead.core.client.ClientCore) with another interface, so an AIOKafkaClient of the "
         "same behaviour would be a second client implementation"
     ),
     "aiokafka.consumer.group_coordinator.GroupCoordinator": (

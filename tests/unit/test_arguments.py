@@ -1,4 +1,4 @@
-"""The call-argument checks of aiokafka_lead.arguments, one table per function."""
+"""The call-argument checks of aiokafka_lead.config.arguments, one table per function."""
 
 from __future__ import annotations
 
@@ -6,7 +6,7 @@ from typing import Any
 
 import pytest
 
-from aiokafka_lead.arguments import (
+from aiokafka_lead.config.arguments import (
     check_headers,
     check_offset,
     check_partition,

@@ -9,8 +9,8 @@ import pytest
 
 from aiokafka_lead.auth.msk_iam import MSKIAMTokenProvider
 from aiokafka_lead.auth.oidc import JWTBearerTokenProvider, OIDCTokenProvider
-from aiokafka_lead.properties import ClientConfigError, client_kwargs, parse_properties
-from aiokafka_lead.sasl_properties import JAVA_JWT_BEARER, MSK_IAM_HANDLER
+from aiokafka_lead.config.properties import ClientConfigError, client_kwargs, parse_properties
+from aiokafka_lead.config.sasl_properties import JAVA_JWT_BEARER, MSK_IAM_HANDLER
 from aiokafka_lead.spark.options import SparkOptionError, parse_options
 
 JAVA_OIDC = """

@@ -18,11 +18,11 @@ from aiokafka_lead.abc import AbstractTokenProvider
 from aiokafka_lead.admin import AdminClient
 from aiokafka_lead.admin.config import AdminConfig
 from aiokafka_lead.admin.keywords import AdminKeywords
+from aiokafka_lead.config.options import Options
 from aiokafka_lead.consumer.config import ConsumerConfig
 from aiokafka_lead.consumer.keywords import ConsumerKeywords
 from aiokafka_lead.errors import KafkaConfigurationError
 from aiokafka_lead.network.config import ConnectionConfig
-from aiokafka_lead.options import Options
 from aiokafka_lead.producer.config import ProducerConfig
 from aiokafka_lead.producer.keywords import ProducerKeywords
 from aiokafka_lead.share import AIOKafkaShareConsumer

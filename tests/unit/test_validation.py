@@ -10,9 +10,9 @@ from typing import Any
 import pytest
 
 from aiokafka_lead import AIOKafkaAdminClient, AIOKafkaConsumer, AIOKafkaProducer
+from aiokafka_lead.config.validation import parse_bootstrap
 from aiokafka_lead.errors import KafkaConfigurationError, UnsupportedCodecError
 from aiokafka_lead.share import AIOKafkaShareConsumer
-from aiokafka_lead.validation import parse_bootstrap
 
 CLIENTS: dict[str, Any] = {
     "producer": AIOKafkaProducer,

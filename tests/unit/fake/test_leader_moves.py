@@ -5,6 +5,7 @@ from __future__ import annotations
 import anyio
 import pytest
 
+from aiokafka_lead.core.refresher import snapshot_from_response
 from aiokafka_lead.error_code import ErrorCode as E
 from aiokafka_lead.errors import KafkaConnectionError
 from aiokafka_lead.metadata import MetadataStore
@@ -15,7 +16,6 @@ from aiokafka_lead.protocol.messages import (
     MetadataRequest,
     OffsetForLeaderEpochRequest,
 )
-from aiokafka_lead.refresher import snapshot_from_response
 from aiokafka_lead.structs import TopicPartition
 from aiokafka_lead.testing.fake import FakeCluster
 from tests.unit.fake.util import (

@@ -11,7 +11,7 @@ from typing import Any
 
 import pytest
 
-from aiokafka_lead import retry
+from aiokafka_lead.core import retry
 from aiokafka_lead.errors import KafkaProtocolError, KafkaTimeoutError
 from aiokafka_lead.ratelog import RateLimitedLog
 from aiokafka_lead.testing.fake.intercept import Error

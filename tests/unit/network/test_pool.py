@@ -10,7 +10,7 @@ from typing import Any
 import anyio
 import pytest
 
-from aiokafka_lead.client import ClientCore
+from aiokafka_lead.core.client import ClientCore
 from aiokafka_lead.errors import KafkaConnectionError
 from aiokafka_lead.network.config import ConnectionConfig
 from aiokafka_lead.testing.fake import FakeCluster

@@ -2,7 +2,7 @@
 settings that cannot work together, aiokafka's ``loop=`` keyword, offsets to commit.
 
 The options themselves (default, rule, description) are declared in the configuration
-classes (:mod:`aiokafka_lead.options`); what fails is reported as
+classes (:mod:`aiokafka_lead.config.options`); what fails is reported as
 :class:`KafkaConfigurationError` (aiokafka's name; also a ``ValueError``, which is what
 aiokafka raises).
 """

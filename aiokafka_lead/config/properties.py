@@ -6,7 +6,7 @@ username and password), ``ssl.truststore.location`` with ``ssl.truststore.type=P
 ``ssl.endpoint.identification.algorithm`` (empty disables hostname checks), plus
 librdkafka's spellings (``sasl.username``, ``sasl.password``, ``ssl.ca.location``,
 ``ssl.certificate.location``, ``ssl.key.location``) and ``client.id`` /
-``request.timeout.ms``; OAUTHBEARER and GSSAPI as :mod:`aiokafka_lead.sasl_properties`
+``request.timeout.ms``; OAUTHBEARER and GSSAPI as :mod:`aiokafka_lead.config.sasl_properties`
 reads them. Anything else is an error: a typo must not silently weaken security.
 """
 
@@ -17,7 +17,7 @@ import ssl
 from pathlib import Path
 from typing import Any
 
-from aiokafka_lead.sasl_properties import SASL_KEYS, ClientConfigError, jaas_options, token_kwargs
+from aiokafka_lead.config.sasl_properties import SASL_KEYS, ClientConfigError, jaas_options, token_kwargs
 
 __all__ = ["KNOWN_KEYS", "ClientConfigError", "client_kwargs", "load_client_config", "parse_properties"]
 

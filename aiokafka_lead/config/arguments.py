@@ -1,6 +1,6 @@
 """Argument checks at the call: what the producer's and consumer's methods accept.
 
-:mod:`aiokafka_lead.validation` checks the constructors' keywords; this module checks
+:mod:`aiokafka_lead.config.validation` checks the constructors' keywords; this module checks
 the arguments of each call (a topic, a partition, a timestamp, headers, an offset) before
 the call changes anything, so a bad argument fails that call alone with a message naming
 it, never later inside a background task (a timestamp of 2**63 would not fit the batch's

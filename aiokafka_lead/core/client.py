@@ -22,6 +22,7 @@ import anyio
 import anyio.abc
 
 from aiokafka_lead.backoff import ExponentialBackoff
+from aiokafka_lead.core.refresher import MetadataRefresher, RefreshSoonFn
 from aiokafka_lead.error_code import ErrorCode
 from aiokafka_lead.errors import KafkaConnectionError, KafkaError, KafkaTimeoutError, UnsupportedVersionError
 from aiokafka_lead.metadata import MetadataStore
@@ -29,7 +30,6 @@ from aiokafka_lead.network.config import ConnectionConfig
 from aiokafka_lead.network.connection import Connection, ConnectionStats
 from aiokafka_lead.network.metrics import ConnectionMetrics
 from aiokafka_lead.network.pool import BrokerPool
-from aiokafka_lead.refresher import MetadataRefresher, RefreshSoonFn
 from aiokafka_lead.runtime import ClientFailedError, TaskGroupHost
 from aiokafka_lead.telemetry.otlp import Attribute
 from aiokafka_lead.telemetry.push import TERMINATING_PUSH_S, TelemetryPusher

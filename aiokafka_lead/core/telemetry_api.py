@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import uuid
 
-from aiokafka_lead.client import ClientCore
+from aiokafka_lead.core.client import ClientCore
 from aiokafka_lead.telemetry.names import MetricName
 
 
