@@ -27,13 +27,14 @@ from aiokafka_lead.instrumentation.opentelemetry.semconv import ClientDescriptio
 from aiokafka_lead.instrumentation.opentelemetry.telemetry import Patches, Telemetry, error_type, run_hook
 from aiokafka_lead.share.consumer import AIOKafkaShareConsumer
 
-_ROOT = Context()  # what a record without headers is read in: no producer's context
 
-
-def _start_record_span(telemetry: Telemetry, client: ClientDescription, record: Any) -> Span:
-    """The record's CONSUMER span, child of its producer's context (in its headers)."""
+def _start_record_span(
+    telemetry: Telemetry, client: ClientDescription, record: Any, headerless: Context | None = None
+) -> Span:
+    """The record's CONSUMER span, child of its producer's context (in its headers).
+    ``headerless``: what the propagator extracts from no headers here, when already known."""
     headers = record.headers
-    parent = propagate.extract(headers, getter=GETTER) if headers else _ROOT
+    parent = propagate.extract(headers, getter=GETTER) if headers or headerless is None else headerless
     topic, partition = record.topic, record.partition
     attributes = client.record(topic, partition, record.offset, semconv.key_text(record.key))
     return telemetry.tracer.start_span(
@@ -94,8 +95,9 @@ async def _trace_batches(
                 attributes=client.partition_batch(tp.topic, tp.partition, len(records)),
             ) as partition_span:
                 linking = partition_span.is_recording()
+                headerless = propagate.extract((), getter=GETTER)  # the same for every such record
                 for record in records:
-                    span = _start_record_span(telemetry, client, record)
+                    span = _start_record_span(telemetry, client, record, headerless)
                     if hook is not None:
                         await _hooked(telemetry, span, record, args, kwargs)
                     span.end()
