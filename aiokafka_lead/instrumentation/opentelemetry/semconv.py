@@ -10,7 +10,6 @@ conventions 1.27) sets for aiokafka, so a query written for aiokafka's spans fin
 
 from __future__ import annotations
 
-import contextlib
 import json
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -63,8 +62,10 @@ def key_text(key: Any) -> str | None:
     if key is None:
         return None
     if isinstance(key, bytes):
-        with contextlib.suppress(UnicodeDecodeError):
+        try:
             return key.decode()
+        except UnicodeDecodeError:
+            pass
     return str(key)
 
 
