@@ -12,9 +12,10 @@ and every record is delivered to the fake cluster (not timed), so the batches ar
 ``--end-to-end`` also times that delivery (the batch close, CRC, the Produce request and the
 answer's handling, plus the fake broker's own decoding: an upper bound).
 
-``--otel sdk`` (or ``api``) runs aiokafka_lead's ``send()`` traced by its OpenTelemetry
-instrumentation (aiokafka_lead.bench.otel): a PRODUCER span and the messaging metrics per
-record, with the SDK or with the API's no-op providers.
+``--otel sdk`` (or ``sdk-sampled``, ``api``) runs aiokafka_lead's ``send()`` traced by its
+OpenTelemetry instrumentation (aiokafka_lead.bench.otel): a PRODUCER span and the messaging
+metrics per record, with the SDK (keeping every trace, or 1% of them) or with the API's
+no-op providers.
 
 ``--floor`` times the same loop awaiting an empty ``async def``: what a coroutine call costs.
 ``--aiokafka`` runs aiokafka 0.14's ``send()`` the same way: its client's metadata is filled
@@ -167,7 +168,9 @@ def main() -> None:
     parser.add_argument("--end-to-end", action="store_true", help="also time delivery to the fake")
     parser.add_argument("--aiokafka", action="store_true", help="aiokafka 0.14's send() instead")
     parser.add_argument("--floor", action="store_true", help="a coroutine call that does nothing instead")
-    parser.add_argument("--otel", choices=otel.MODES, help="ours traced by OpenTelemetry (SDK or no-op API)")
+    parser.add_argument(
+        "--otel", choices=otel.MODES, help="ours traced by OpenTelemetry (SDK, SDK sampling 1%%, no-op API)"
+    )
     args = parser.parse_args()
     if args.otel:
         otel.instrument(args.otel)

@@ -6,24 +6,44 @@ from __future__ import annotations
 
 import difflib
 import json
+import os
 import random
+import sys
 from typing import Any
 
 import anyio
 import pytest
+from opentelemetry import baggage, trace
+from opentelemetry import context as otel_context
+from opentelemetry.metrics import NoOpMeterProvider
 from opentelemetry.sdk.trace import ReadableSpan
-from opentelemetry.trace import SpanKind, StatusCode
+from opentelemetry.sdk.trace.sampling import ALWAYS_OFF
+from opentelemetry.trace import (
+    NonRecordingSpan,
+    NoOpTracerProvider,
+    SpanContext,
+    SpanKind,
+    StatusCode,
+    TraceFlags,
+)
 
-from aiokafka_lead import AIOKafkaConsumer, AIOKafkaProducer
+from aiokafka_lead import AIOKafkaConsumer, AIOKafkaProducer, TopicPartition
 from aiokafka_lead.admin import AdminClient, NewTopic
 from aiokafka_lead.errors import MessageSizeTooLargeError
+from aiokafka_lead.instrumentation.opentelemetry import AIOKafkaLeadInstrumentor
+from aiokafka_lead.instrumentation.opentelemetry.telemetry import (
+    global_meter_provider,
+    global_tracer_provider,
+)
 from tests.integration.conftest import unique
-from tests.integration.test_frameworks_otel import as_text, run_scenario
+from tests.integration.frameworks.otel_scenario import TRACEPARENT
+from tests.integration.test_frameworks_otel import ROOT, as_text, run_scenario
 from tests.support.otel import Recorded, instrumented
 
 pytestmark = pytest.mark.integration
 
 KEY = b"order-7"
+GLOBAL_LATER = ROOT / "tests" / "integration" / "frameworks" / "otel_global_later.py"
 RECEIVE_TIMEOUT = 60.0
 
 
@@ -363,3 +383,145 @@ async def test_same_spans_as_opentelemetry_instrumentation_on_aiokafka(
         difflib.unified_diff(as_text(theirs), as_text(ours), "aiokafka", "aiokafka_lead", lineterm="")
     )
     assert not difference, f"the spans differ:\n{difference}"
+
+
+async def test_without_an_sdk_records_carry_the_callers_context(
+    kafka_cluster: Any, admin: AdminClient
+) -> None:
+    """No SDK (the API's no-op providers, given or global and unset): no span is made, but
+    as the API's no-op spans do, the context the caller is in still goes on: a sent record
+    carries the caller's span context and baggage, as the propagator writes them; outside
+    any context the caller's headers go as they are."""
+    bootstrap = kafka_cluster.bootstrap()
+    topic = unique("otel-nosdk")
+    await admin.create_topics([NewTopic(topic, 1, 3)])
+    caller = SpanContext(0x5CE0E9A56015FEC5AADFA328AE398115, 0xAB54A98CEB1F0AD2, True, TraceFlags(1))
+    stale = ("traceparent", b"00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01")
+    setups: list[dict[str, Any]] = [
+        {"tracer_provider": NoOpTracerProvider(), "meter_provider": NoOpMeterProvider()},
+    ]
+    if global_tracer_provider() is None and global_meter_provider() is None:
+        setups.append({})  # the global providers, not set
+    for options in setups:
+        instrumentor = AIOKafkaLeadInstrumentor()
+        instrumentor.instrument(**options)
+        try:
+            async with AIOKafkaProducer(bootstrap_servers=bootstrap) as producer:
+                headers = [("origin", b"test"), stale]
+                outside = await producer.send_and_wait(topic, b"outside", headers=headers)
+                in_span = trace.set_span_in_context(NonRecordingSpan(caller))
+                token = otel_context.attach(baggage.set_baggage("tenant", "t-1", in_span))
+                try:
+                    inside = await producer.send_and_wait(topic, b"inside", headers=headers)
+                finally:
+                    otel_context.detach(token)
+                assert headers == [("origin", b"test"), stale]  # the caller's list is untouched
+            consumer: AIOKafkaConsumer[bytes, bytes]
+            async with AIOKafkaConsumer(
+                topic, bootstrap_servers=bootstrap, auto_offset_reset="earliest"
+            ) as consumer:
+                consumer.seek(TopicPartition(topic, 0), outside.offset)
+                with anyio.fail_after(RECEIVE_TIMEOUT):
+                    first, second = await consumer.getone(), await consumer.getone()
+        finally:
+            instrumentor.uninstrument()
+        assert (first.offset, first.value) == (outside.offset, b"outside")
+        assert first.headers == (("origin", b"test"), stale)
+        assert (second.offset, second.value) == (inside.offset, b"inside")
+        assert second.headers == (
+            ("origin", b"test"),
+            ("traceparent", f"00-{caller.trace_id:032x}-{caller.span_id:016x}-01".encode()),
+            ("baggage", b"tenant=t-1"),
+        )
+    await admin.delete_topics([topic])
+
+
+async def test_spans_sampled_out_still_propagate_and_count(kafka_cluster: Any, admin: AdminClient) -> None:
+    """With the SDK and a sampler that drops every span: nothing is exported, the record
+    still carries its (unsampled) span's context, so that the consumer's side follows the
+    decision, and the messaging metrics still count every record."""
+    bootstrap = kafka_cluster.bootstrap()
+    topic = unique("otel-dropped")
+    await admin.create_topics([NewTopic(topic, 1, 3)])
+    with instrumented(sampler=ALWAYS_OFF) as recorded:
+        async with AIOKafkaProducer(bootstrap_servers=bootstrap) as producer:
+            sent = [await producer.send_and_wait(topic, b"v%d" % i) for i in range(3)]
+        consumer: AIOKafkaConsumer[bytes, bytes]
+        async with AIOKafkaConsumer(
+            topic, bootstrap_servers=bootstrap, auto_offset_reset="earliest"
+        ) as consumer:
+            with anyio.fail_after(RECEIVE_TIMEOUT):
+                records = [await consumer.getone() for _ in sent]
+    await admin.delete_topics([topic])
+    assert recorded.spans() == []
+    contexts = [TRACEPARENT.match(header(r, "traceparent")[0].decode()) for r in records]
+    assert all(c is not None and not int(c[3], 16) & 1 for c in contexts)  # valid ids, not sampled
+    assert len({c[2] for c in contexts if c is not None}) == 3  # one span each
+    sent_at = {
+        "messaging.system": "kafka",
+        "messaging.operation.name": "send",
+        "messaging.destination.name": topic,
+        "messaging.destination.partition.id": "0",
+    }
+    assert total(recorded, "messaging.client.sent.messages", **sent_at) == 3
+    duration = "messaging.client.operation.duration"
+    assert total(recorded, duration, **sent_at, **{"messaging.operation.type": "publish"}) == 3
+    consumed = {**sent_at, "messaging.operation.name": "receive"}
+    assert total(recorded, "messaging.client.consumed.messages", **consumed) == 3
+
+
+async def test_global_providers_set_after_instrument_are_used(kafka_cluster: Any, admin: AdminClient) -> None:
+    """instrument() before the application sets the global providers (each can be set once
+    per process: the scenario runs in its own): a send before is not traced nor counted, a
+    send after is, and the reads after it are traced whatever their records carry."""
+    bootstrap = kafka_cluster.bootstrap()
+    topic = unique("otel-later")
+    await admin.create_topics([NewTopic(topic, 1, 3)])
+    env = {
+        **os.environ,
+        "PYTHONPATH": os.pathsep.join(filter(None, [str(ROOT), os.environ.get("PYTHONPATH")])),
+    }
+    try:
+        with anyio.fail_after(150.0):
+            done = await anyio.run_process(
+                [sys.executable, str(GLOBAL_LATER), bootstrap, topic], cwd=ROOT, env=env, check=False
+            )
+    finally:
+        await admin.delete_topics([topic])
+    assert done.returncode == 0, done.stderr.decode()[-6000:]
+    document = json.loads(done.stdout)
+    before, after = document["records"]
+    assert before["headers"] == [] and before["value"] == "before"
+    [send] = [s for s in document["spans"] if s["kind"] == "PRODUCER"]
+    [(name, context)] = after["headers"]
+    assert name == "traceparent" and context.startswith(f"00-{send['trace']}-{send['span']}-")
+    reads = [s for s in document["spans"] if s["kind"] == "CONSUMER"]
+    assert [r["parent"] for r in reads] == [None, {"trace": send["trace"], "span": send["span"]}]
+    assert document["sent"] == 1 and document["consumed"] == 2
+
+
+async def test_records_of_a_split_batch_each_counted_once(kafka_cluster: Any, admin: AdminClient) -> None:
+    """A batch the broker refuses as too large is split and its parts resent: every record's
+    span ends delivered, and the sent-messages counter has each record once."""
+    bootstrap = kafka_cluster.bootstrap()
+    topic = unique("otel-split")
+    await admin.create_topics([NewTopic(topic, 1, 3, topic_configs={"max.message.bytes": "1000"})])
+    values = [random.Random(i).randbytes(400) for i in range(3)]
+    with instrumented() as recorded:
+        async with AIOKafkaProducer(bootstrap_servers=bootstrap, linger_ms=200) as producer:
+            handles = [await producer.send(topic, value) for value in values]
+            with anyio.fail_after(RECEIVE_TIMEOUT):
+                delivered = [await handle for handle in handles]
+    await admin.delete_topics([topic])
+    assert [m.offset for m in delivered] == [0, 1, 2]
+    assert len({id(handle._target()) for handle in handles}) > 1  # one batch, split into parts
+    spans = recorded.spans(f"{topic} send")
+    assert [s.status.status_code for s in spans] == [StatusCode.UNSET] * 3
+    sent_at = {
+        "messaging.system": "kafka",
+        "messaging.operation.name": "send",
+        "messaging.destination.name": topic,
+        "messaging.destination.partition.id": "0",
+    }
+    assert [a for a, _ in recorded.points("messaging.client.sent.messages")] == [sent_at]
+    assert total(recorded, "messaging.client.sent.messages", **sent_at) == 3

@@ -13,6 +13,7 @@ from opentelemetry.sdk.metrics.export import InMemoryMetricReader
 from opentelemetry.sdk.trace import ReadableSpan, TracerProvider
 from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
+from opentelemetry.sdk.trace.sampling import Sampler
 
 from aiokafka_lead.instrumentation.opentelemetry import AIOKafkaLeadInstrumentor
 
@@ -39,10 +40,11 @@ class Recorded:
 
 
 @contextmanager
-def instrumented(**hooks: Any) -> Iterator[Recorded]:
-    """Instrumented until the block ends (then uninstrumented, whatever happened)."""
+def instrumented(sampler: Sampler | None = None, **hooks: Any) -> Iterator[Recorded]:
+    """Instrumented until the block ends (then uninstrumented, whatever happened); spans
+    sampled by ``sampler`` (the SDK's default: all)."""
     exporter, reader = InMemorySpanExporter(), InMemoryMetricReader()
-    tracer_provider = TracerProvider()
+    tracer_provider = TracerProvider(sampler=sampler)
     tracer_provider.add_span_processor(SimpleSpanProcessor(exporter))
     instrumentor = AIOKafkaLeadInstrumentor()
     instrumentor.instrument(

@@ -1,5 +1,6 @@
 """aiokafka_lead.instrumentation.opentelemetry without a broker: what instrument() refuses,
-and the entry point opentelemetry-instrument loads (the spans are tested against the real
+what a traced call has to record with the providers given, and the entry point
+opentelemetry-instrument loads (the spans are tested against the real
 cluster in tests/integration/test_otel_instrumentation.py)."""
 
 from __future__ import annotations
@@ -10,9 +11,14 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from opentelemetry.metrics import NoOpMeterProvider
+from opentelemetry.sdk.metrics import MeterProvider
+from opentelemetry.sdk.trace import TracerProvider
+from opentelemetry.trace import NoOpTracerProvider
 
 from aiokafka_lead import AIOKafkaProducer
 from aiokafka_lead.instrumentation.opentelemetry import AIOKafkaLeadInstrumentor
+from aiokafka_lead.instrumentation.opentelemetry.telemetry import Telemetry
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -33,3 +39,27 @@ def test_the_opentelemetry_instrument_entry_point_names_the_instrumentor() -> No
     module, name = target.split(":")
     assert getattr(importlib.import_module(module), name) is AIOKafkaLeadInstrumentor
     assert "opentelemetry-instrumentation>=0.48b0" in project["optional-dependencies"]["otel"]
+
+
+async def _hook(*_: Any) -> None: ...
+
+
+@pytest.mark.parametrize(
+    ("tracer_provider", "meter_provider", "hook", "quiet"),
+    [
+        (NoOpTracerProvider(), NoOpMeterProvider(), None, True),
+        (NoOpTracerProvider(), NoOpMeterProvider(), _hook, False),  # hooks run per record
+        (TracerProvider(), NoOpMeterProvider(), None, False),
+        (NoOpTracerProvider(), MeterProvider(), None, False),
+    ],
+)
+def test_what_a_call_records_with_given_providers(
+    tracer_provider: Any, meter_provider: Any, hook: Any, quiet: bool
+) -> None:
+    """Given providers are known for good: nothing to recheck per call; quiet (nothing per
+    record but the context passed on) only with no-op providers and no hook."""
+    telemetry = Telemetry(tracer_provider, meter_provider, hook, None)
+    assert telemetry.settled
+    assert telemetry.quiet is quiet
+    assert telemetry.tracing is isinstance(tracer_provider, TracerProvider)
+    assert telemetry.measuring is isinstance(meter_provider, MeterProvider)

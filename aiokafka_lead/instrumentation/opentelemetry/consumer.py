@@ -17,7 +17,8 @@ from collections.abc import Awaitable, Callable
 from typing import Any
 
 from opentelemetry import propagate, trace
-from opentelemetry.trace import SpanKind
+from opentelemetry.context import Context
+from opentelemetry.trace import Span, SpanKind
 
 from aiokafka_lead.consumer.consumer import AIOKafkaConsumer
 from aiokafka_lead.instrumentation.opentelemetry import semconv
@@ -27,31 +28,32 @@ from aiokafka_lead.instrumentation.opentelemetry.telemetry import Patches, Telem
 from aiokafka_lead.share.consumer import AIOKafkaShareConsumer
 
 
-async def _record_span(
-    telemetry: Telemetry,
-    client: ClientDescription,
-    record: Any,
-    args: tuple[Any, ...],
-    kwargs: dict[str, Any],
-) -> trace.SpanContext:
-    """The record's CONSUMER span, child of its producer's context; its span context."""
-    parent = propagate.extract(record.headers, getter=GETTER)
-    span = telemetry.tracer.start_span(
-        semconv.span_name(record.topic, semconv.RECEIVE),
-        context=parent,
-        kind=SpanKind.CONSUMER,
-        attributes=client.record(record.topic, record.partition, record.offset, semconv.key_text(record.key)),
+def _start_record_span(
+    telemetry: Telemetry, client: ClientDescription, record: Any, headerless: Context | None = None
+) -> Span:
+    """The record's CONSUMER span, child of its producer's context (in its headers).
+    ``headerless``: what the propagator extracts from no headers here, when already known."""
+    headers = record.headers
+    parent = propagate.extract(headers, getter=GETTER) if headers or headerless is None else headerless
+    topic, partition = record.topic, record.partition
+    attributes = client.record(topic, partition, record.offset, semconv.key_text(record.key))
+    return telemetry.tracer.start_span(
+        client.receiving(topic, partition)[0], context=parent, kind=SpanKind.CONSUMER, attributes=attributes
     )
-    if telemetry.consume_hook is not None:
-        with trace.use_span(span):
-            await run_hook(telemetry.consume_hook, span, record, args, kwargs)
-    span.end()
-    return span.get_span_context()
+
+
+async def _hooked(
+    telemetry: Telemetry, span: Span, record: Any, args: tuple[Any, ...], kwargs: dict[str, Any]
+) -> None:
+    assert telemetry.consume_hook is not None
+    with trace.use_span(span):
+        await run_hook(telemetry.consume_hook, span, record, args, kwargs)
 
 
 def _count(telemetry: Telemetry, client: ClientDescription, topic: str, partition: int, records: int) -> None:
-    count, _ = telemetry.metric_attributes(semconv.RECEIVE, topic, partition, client.group)
-    telemetry.consumed.add(records, count)
+    if telemetry.measuring:
+        count, _ = telemetry.metric_attributes(semconv.RECEIVE, topic, partition, client.group)
+        telemetry.consumed.add(records, count)
 
 
 async def _trace_record(
@@ -62,7 +64,10 @@ async def _trace_record(
     kwargs: dict[str, Any],
 ) -> None:
     """What ``getone()`` returned: its record's span."""
-    await _record_span(telemetry, client, record, args, kwargs)
+    span = _start_record_span(telemetry, client, record)
+    if telemetry.consume_hook is not None:
+        await _hooked(telemetry, span, record, args, kwargs)
+    span.end()
     _count(telemetry, client, record.topic, record.partition, 1)
 
 
@@ -76,6 +81,7 @@ async def _trace_batches(
     """What ``getmany()`` returned: the poll span over a span per partition, over a span per
     record that the partition span links."""
     tracer = telemetry.tracer
+    hook = telemetry.consume_hook
     topics = ", ".join(sorted({tp.topic for tp in batches}))
     with tracer.start_as_current_span(
         semconv.span_name(topics, semconv.RECEIVE),
@@ -84,13 +90,19 @@ async def _trace_batches(
     ):
         for tp, records in batches.items():
             with tracer.start_as_current_span(
-                semconv.span_name(tp.topic, semconv.RECEIVE),
+                client.receiving(tp.topic, tp.partition)[0],
                 kind=SpanKind.CONSUMER,
                 attributes=client.partition_batch(tp.topic, tp.partition, len(records)),
             ) as partition_span:
+                linking = partition_span.is_recording()
+                headerless = propagate.extract((), getter=GETTER)  # the same for every such record
                 for record in records:
-                    linked = await _record_span(telemetry, client, record, args, kwargs)
-                    partition_span.add_link(linked)
+                    span = _start_record_span(telemetry, client, record, headerless)
+                    if hook is not None:
+                        await _hooked(telemetry, span, record, args, kwargs)
+                    span.end()
+                    if linking:
+                        partition_span.add_link(span.get_span_context())
             _count(telemetry, client, tp.topic, tp.partition, len(records))
 
 
@@ -99,26 +111,30 @@ Tracing = Callable[[Telemetry, ClientDescription, Any, tuple[Any, ...], dict[str
 
 def traced_receive(telemetry: Telemetry, trace_result: Tracing) -> Callable[[Any], Any]:
     """A receiving method that traces what it returned (nothing for an empty ``getmany()``)
-    and records its duration, also when it fails."""
+    and records its duration, also when it fails; with nothing to record, the method itself
+    (a record read carries its context in its headers to whoever reads them)."""
 
     def make(receive: Any) -> Any:
         async def traced(self: Any, *args: Any, **kwargs: Any) -> Any:
+            if telemetry.quiet if telemetry.settled else telemetry.settle():
+                return await receive(self, *args, **kwargs)
             started = time.monotonic()
             try:
                 result = await receive(self, *args, **kwargs)
             except BaseException as error:
-                group = telemetry.describe(self).group
-                _, duration = telemetry.metric_attributes(
-                    semconv.RECEIVE, group=group, error=error_type(error)
-                )
-                telemetry.record_duration(started, duration)
+                if telemetry.measuring:
+                    _, duration = telemetry.metric_attributes(
+                        semconv.RECEIVE, group=telemetry.describe(self).group, error=error_type(error)
+                    )
+                    telemetry.record_duration(started, duration)
                 raise
             if result:
                 client = telemetry.describe(self)
                 await trace_result(telemetry, client, result, args, kwargs)
-                telemetry.record_duration(
-                    started, telemetry.metric_attributes(semconv.RECEIVE, group=client.group)[1]
-                )
+                if telemetry.measuring:
+                    telemetry.record_duration(
+                        started, telemetry.metric_attributes(semconv.RECEIVE, group=client.group)[1]
+                    )
             return result
 
         return traced

@@ -18,8 +18,13 @@ HeaderList = list[tuple[str, bytes | None]]
 
 class HeaderGetter(Getter[Headers]):
     def get(self, carrier: Headers, key: str) -> list[str] | None:
-        values = [v.decode(errors="replace") for k, v in carrier if k == key and v is not None]
-        return values or None
+        values = None
+        for k, v in carrier:
+            if k == key and v is not None:
+                if values is None:
+                    values = []
+                values.append(v.decode(errors="replace"))
+        return values
 
     def keys(self, carrier: Headers) -> list[str]:
         return [k for k, _ in carrier]
@@ -27,8 +32,10 @@ class HeaderGetter(Getter[Headers]):
 
 class HeaderSetter(Setter[HeaderList]):
     def set(self, carrier: HeaderList, key: str, value: str) -> None:
-        if any(k == key for k, _ in carrier):
-            carrier[:] = [item for item in carrier if item[0] != key]
+        for k, _ in carrier:
+            if k == key:
+                carrier[:] = [item for item in carrier if item[0] != key]
+                break
         carrier.append((key, value.encode()))
 
 

@@ -35,29 +35,62 @@ from aiokafka_lead.producer.transaction import TransactionContext
 log = logging.getLogger(__name__)
 
 
-class _Delivered:
-    """The delivery handle's callback: metrics, then the span's end."""
+class _Deliveries:
+    """The traced records of one batch. As each resolves, its duration is recorded and its
+    span ends (failed, if it failed); the first of a resolution counts every record of ours
+    it resolved (the records of a batch resolve together, or part by part if the batch was
+    split; a cancelled handle resolves alone)."""
 
-    __slots__ = ("partition", "span", "started", "telemetry", "topic")
+    __slots__ = ("batch", "counted", "ok", "partition", "records", "telemetry", "topic")
 
-    def __init__(self, telemetry: Telemetry, span: Span, topic: str, partition: int, started: float) -> None:
-        self.telemetry, self.span, self.topic, self.partition = telemetry, span, topic, partition
-        self.started = started
+    def __init__(self, telemetry: Telemetry, batch: object, topic: str, partition: int) -> None:
+        self.telemetry, self.batch, self.topic, self.partition = telemetry, batch, topic, partition
+        self.records: dict[DeliveryHandle, tuple[Span | None, float]] = {}
+        self.counted: object = None  # the batch (part) whose records were counted last
+        self.ok = telemetry.metric_attributes(semconv.SEND, topic, partition)
+
+    def add(self, handle: DeliveryHandle, span: Span | None, started: float) -> None:
+        self.records[handle] = (span, started)
+        handle.add_done_callback(self)
 
     def __call__(self, handle: DeliveryHandle) -> None:
         try:  # runs inside the producer's sender: nothing may escape
-            error = None if handle.cancelled() else handle.exception()
+            span, started = self.records.pop(handle)
             telemetry = self.telemetry
-            count, duration = telemetry.metric_attributes(
-                semconv.SEND, self.topic, self.partition, None, None if error is None else error_type(error)
-            )
-            telemetry.sent.add(1, count)
-            telemetry.record_duration(self.started, duration)
-            if error is not None:
-                fail(self.span, error)
-            self.span.end()
+            if handle.cancelled():
+                error, resolved = None, None
+            else:
+                error, resolved = handle.exception(), handle._target()
+            if telemetry.measuring:
+                count, duration = self.ok
+                if error is not None:
+                    count, duration = telemetry.metric_attributes(
+                        semconv.SEND, self.topic, self.partition, None, error_type(error)
+                    )
+                if resolved is None:
+                    telemetry.sent.add(1, count)
+                elif resolved is not self.counted:
+                    self.counted = resolved
+                    telemetry.sent.add(1 + sum(h._target() is resolved for h in self.records), count)
+                telemetry.duration.record(time.monotonic() - started, duration)
+            if span is not None:
+                if error is not None:
+                    fail(span, error)
+                span.end()
+            if not self.records and telemetry.deliveries.get(self.batch) is self:
+                del telemetry.deliveries[self.batch]
         except Exception:
             log.exception("recording a delivery for OpenTelemetry failed")
+
+
+def _with_current_context(headers: Iterable[tuple[str, bytes | None]] | None) -> Any:
+    """The caller's headers (copied) and what the propagator injects from the current context."""
+    try:
+        carrier = [] if headers is None else list(headers)
+    except TypeError:  # send() says what is wrong with them
+        return headers
+    propagate.inject(carrier, setter=SETTER)
+    return carrier
 
 
 def traced_send(telemetry: Telemetry) -> Callable[[Any], Any]:
@@ -71,6 +104,12 @@ def traced_send(telemetry: Telemetry) -> Callable[[Any], Any]:
             timestamp_ms: int | None = None,
             headers: Iterable[tuple[str, bytes | None]] | None = None,
         ) -> DeliveryHandle:
+            if telemetry.quiet if telemetry.settled else telemetry.settle():
+                # no span to make: a context the caller is in still goes on (an empty one
+                # has nothing to inject)
+                if otel_context.get_current():
+                    headers = _with_current_context(headers)
+                return await send(self, topic, value, key, partition, timestamp_ms, headers)  # type: ignore[no-any-return]
             started = time.monotonic()
             carrier: list[tuple[str, bytes | None]] = []
             if headers is not None:
@@ -78,12 +117,11 @@ def traced_send(telemetry: Telemetry) -> Callable[[Any], Any]:
                     carrier = list(headers)
                 except TypeError:  # send() says what is wrong with them
                     return await send(self, topic, value, key, partition, timestamp_ms, headers)  # type: ignore[no-any-return]
-            client = telemetry.describe(self)
-            span = telemetry.tracer.start_span(
-                semconv.span_name(str(topic), semconv.SEND),
-                kind=SpanKind.PRODUCER,
-                attributes=client.send(str(topic), semconv.key_text(key)),
-            )
+            name, attributes = telemetry.describe(self).sending(str(topic))
+            key_text = semconv.key_text(key)
+            if key_text is not None:
+                attributes = {**attributes, semconv.MESSAGE_KEY: key_text}
+            span = telemetry.tracer.start_span(name, kind=SpanKind.PRODUCER, attributes=attributes)
             propagate.inject(carrier, context=trace.set_span_in_context(span), setter=SETTER)
             if telemetry.produce_hook is not None:
                 with trace.use_span(span):
@@ -101,9 +139,16 @@ def traced_send(telemetry: Telemetry) -> Callable[[Any], Any]:
                 _, duration = telemetry.metric_attributes(semconv.SEND, str(topic), error=error_type(error))
                 telemetry.record_duration(started, duration)
                 raise
-            queued_to = handle._target().tp.partition
-            span.set_attribute(semconv.PARTITION, str(queued_to))
-            handle.add_done_callback(_Delivered(telemetry, span, topic, queued_to, started))
+            batch = handle._target()
+            queued_to = batch.tp.partition
+            recording = span.is_recording()
+            if recording:
+                span.set_attribute(semconv.PARTITION, str(queued_to))
+            if recording or telemetry.measuring:
+                deliveries = telemetry.deliveries.get(batch)
+                if deliveries is None:
+                    deliveries = telemetry.deliveries[batch] = _Deliveries(telemetry, batch, topic, queued_to)
+                deliveries.add(handle, span if recording else None, started)
             return handle
 
         return traced

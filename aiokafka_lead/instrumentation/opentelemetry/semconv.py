@@ -10,10 +10,9 @@ conventions 1.27) sets for aiokafka, so a query written for aiokafka's spans fin
 
 from __future__ import annotations
 
-import contextlib
 import json
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from opentelemetry.util.types import AttributeValue
@@ -63,8 +62,10 @@ def key_text(key: Any) -> str | None:
     if key is None:
         return None
     if isinstance(key, bytes):
-        with contextlib.suppress(UnicodeDecodeError):
+        try:
             return key.decode()
+        except UnicodeDecodeError:
+            pass
     return str(key)
 
 
@@ -74,10 +75,13 @@ def span_name(destination: str, operation: str) -> str:
 
 @dataclass(frozen=True, slots=True)
 class ClientDescription:
-    """What every span of one client carries, computed once per client."""
+    """What every span of one client carries, computed once per client; what its spans of one
+    topic (or partition) share, computed once per topic (partition)."""
 
     base: Attributes  # system, server address, client id
     group: str | None
+    _sending: dict[str, tuple[str, Attributes]] = field(default_factory=dict)
+    _receiving: dict[tuple[str, int], tuple[str, Attributes]] = field(default_factory=dict)
 
     @classmethod
     def of(
@@ -96,41 +100,56 @@ class ClientDescription:
             attributes[PARTITION] = str(partition)
         return attributes
 
-    def send(self, topic: str, key: str | None) -> Attributes:
-        """A PRODUCER span's attributes but its partition (known once the record is queued)."""
-        attributes = self.destination(topic, None)
-        if key is not None:
-            attributes[MESSAGE_KEY] = key
-        attributes[OPERATION_NAME] = SEND
-        attributes[OPERATION_TYPE] = PUBLISH
-        return attributes
+    def sending(self, topic: str) -> tuple[str, Attributes]:
+        """The name of a PRODUCER span to ``topic`` and its attributes but the key and the
+        partition (known once the record is queued). Shared: not to be changed."""
+        found = self._sending.get(topic)
+        if found is None:
+            attributes = self.destination(topic, None)
+            attributes[OPERATION_NAME] = SEND
+            attributes[OPERATION_TYPE] = PUBLISH
+            found = self._sending[topic] = (span_name(topic, SEND), attributes)
+        return found
 
-    def _receiving(self, attributes: Attributes) -> Attributes:
+    def send(self, topic: str, key: str | None) -> Attributes:
+        """A PRODUCER span's attributes but its partition."""
+        attributes = self.sending(topic)[1]
+        return attributes if key is None else {**attributes, MESSAGE_KEY: key}
+
+    def _receive(self, attributes: Attributes) -> Attributes:
         if self.group is not None:
             attributes[GROUP] = self.group
         attributes[OPERATION_NAME] = RECEIVE
         attributes[OPERATION_TYPE] = RECEIVE_TYPE
         return attributes
 
+    def receiving(self, topic: str, partition: int) -> tuple[str, Attributes]:
+        """The name of a CONSUMER span of a record of ``topic`` and what its attributes share
+        with the partition's other records'. Shared: not to be changed."""
+        found = self._receiving.get((topic, partition))
+        if found is None:
+            attributes = self._receive(self.destination(topic, partition))
+            found = self._receiving[topic, partition] = (span_name(topic, RECEIVE), attributes)
+        return found
+
     def record(self, topic: str, partition: int, offset: int, key: str | None) -> Attributes:
         """The CONSUMER span of one record read."""
-        attributes = self.destination(topic, partition)
+        attributes = {
+            **self.receiving(topic, partition)[1],
+            MESSAGE_OFFSET: offset,
+            MESSAGE_ID: f"{topic}.{partition}.{offset}",
+        }
         if key is not None:
             attributes[MESSAGE_KEY] = key
-        self._receiving(attributes)
-        attributes[MESSAGE_OFFSET] = offset
-        attributes[MESSAGE_ID] = f"{topic}.{partition}.{offset}"
         return attributes
 
     def poll(self, count: int) -> Attributes:
         """The CONSUMER span of one ``getmany()`` that returned ``count`` records."""
-        return self._receiving({**self.base, BATCH_COUNT: count})
+        return self._receive({**self.base, BATCH_COUNT: count})
 
     def partition_batch(self, topic: str, partition: int, count: int) -> Attributes:
         """The CONSUMER span of one partition's records within a ``getmany()``."""
-        attributes = self.destination(topic, partition)
-        attributes[BATCH_COUNT] = count
-        return self._receiving(attributes)
+        return {**self.receiving(topic, partition)[1], BATCH_COUNT: count}
 
     def transaction(self, operation: str) -> Attributes:
         return {**self.base, OPERATION_NAME: operation}

@@ -12,6 +12,7 @@ from collections.abc import Awaitable, Callable
 from typing import Any
 
 from opentelemetry import metrics, trace
+from opentelemetry.metrics import _internal as _metrics_api
 from opentelemetry.trace import Span, Status, StatusCode
 
 from aiokafka_lead._version import __version__
@@ -43,7 +44,16 @@ def fail(span: Span, error: BaseException) -> None:
 
 
 class Telemetry:
-    """The tracer, the instruments and the hooks of one ``instrument()``."""
+    """The tracer, the instruments and the hooks of one ``instrument()``, and what they do.
+
+    ``quiet`` is true while nothing per record is to be recorded: the tracer is the API's
+    no-op one (no SDK, or ``NoOpTracerProvider``), the meter too, and there is no hook. The
+    traced methods then only pass the current context on (a sent record carries what the
+    configured propagator injects from it, as the API's no-op spans do). A provider given
+    to ``instrument()`` is what it is for good; the global ones can still be set after
+    ``instrument()`` (once each): until both are, every call rechecks them (``settled`` is
+    false), the first call after one is set picks it up.
+    """
 
     def __init__(
         self,
@@ -52,6 +62,10 @@ class Telemetry:
         produce_hook: ProduceHook | None,
         consume_hook: ConsumeHook | None,
     ) -> None:
+        if tracer_provider is None:
+            trace.get_tracer_provider()  # sets the global one named by OTEL_PYTHON_TRACER_PROVIDER
+        if meter_provider is None:
+            metrics.get_meter_provider()  # and OTEL_PYTHON_METER_PROVIDER
         self.tracer = trace.get_tracer(
             SCOPE, __version__, tracer_provider=tracer_provider, schema_url=semconv.SCHEMA_URL
         )
@@ -76,6 +90,44 @@ class Telemetry:
         self.consume_hook = consume_hook
         self._clients: weakref.WeakKeyDictionary[object, ClientDescription] = weakref.WeakKeyDictionary()
         self._metric_attributes: dict[tuple[Any, ...], tuple[Attributes, Attributes]] = {}
+        #: the traced records awaiting the delivery of their batch (producer.py)
+        self.deliveries: dict[object, Any] = {}
+        # what the providers are: given ones now, global ones once set
+        self._tracer_provider = tracer_provider
+        self._meter_provider = meter_provider
+        self._tracer_known = self._meter_known = False
+        self.tracing = self.measuring = False
+        self.settled = self.quiet = False
+        self._look()
+
+    def settle(self) -> bool:
+        """Whether the calls are ``quiet``, the global providers set since looked at."""
+        if _API_GLOBALS and (  # nothing set since: in as few steps as a check per call allows
+            (self._tracer_known or trace._TRACER_PROVIDER is None)
+            and (self._meter_known or _metrics_api._METER_PROVIDER is None)
+        ):
+            return self.quiet
+        return self._look()
+
+    def _look(self) -> bool:
+        """Look at the providers not known yet; whether the calls are ``quiet``."""
+        if not self._tracer_known:
+            provider = self._tracer_provider or global_tracer_provider()
+            if provider is not None:
+                self._tracer_known = True
+                if self._tracer_provider is None:  # the proxy's tracer, without the proxy
+                    self.tracer = provider.get_tracer(SCOPE, __version__, schema_url=semconv.SCHEMA_URL)
+                self.tracing = not isinstance(self.tracer, trace.NoOpTracer)
+        if not self._meter_known:
+            meter_provider = self._meter_provider or global_meter_provider()
+            if meter_provider is not None:
+                self._meter_known = True  # the proxy instruments delegate to the provider's
+                meter = meter_provider.get_meter(SCOPE, __version__, schema_url=semconv.SCHEMA_URL)
+                self.measuring = not isinstance(meter, metrics.NoOpMeter)
+        self.settled = self._tracer_known and self._meter_known
+        hooked = self.produce_hook is not None or self.consume_hook is not None
+        self.quiet = not (self.tracing or self.measuring or hooked)
+        return self.quiet
 
     def describe(self, client: Any) -> ClientDescription:
         """The client's description, made on its first traced call (its ``_config`` then)."""
@@ -117,7 +169,30 @@ class Telemetry:
         return found
 
     def record_duration(self, started: float, attributes: Attributes) -> None:
-        self.duration.record(time.monotonic() - started, attributes)
+        if self.measuring:
+            self.duration.record(time.monotonic() - started, attributes)
+
+
+#: the API keeps the global providers in module variables, which its proxies read on each
+#: call: read the same, without the environment lookup the public getters make
+_API_GLOBALS = hasattr(trace, "_TRACER_PROVIDER") and hasattr(_metrics_api, "_METER_PROVIDER")
+_PROXIES = ("ProxyTracerProvider", "_ProxyMeterProvider")
+
+
+def global_tracer_provider() -> trace.TracerProvider | None:
+    """The global tracer provider once set, else None."""
+    if _API_GLOBALS:
+        return trace._TRACER_PROVIDER
+    provider = trace.get_tracer_provider()
+    return None if type(provider).__name__ in _PROXIES else provider
+
+
+def global_meter_provider() -> metrics.MeterProvider | None:
+    """The global meter provider once set, else None."""
+    if _API_GLOBALS:
+        return _metrics_api._METER_PROVIDER
+    provider = metrics.get_meter_provider()
+    return None if type(provider).__name__ in _PROXIES else provider
 
 
 class Patches:
