@@ -40,6 +40,7 @@ from aiokafka_lead.consumer.offsets import PositionManager
 from aiokafka_lead.consumer.positions_api import PositionsAPI
 from aiokafka_lead.consumer.subscription import ResetStrategy, SubscriptionState, SubscriptionType
 from aiokafka_lead.core.client import TOPIC_MAY_APPEAR, ClientCore, guarded
+from aiokafka_lead.core.telemetry_api import TelemetryAPI
 from aiokafka_lead.errors import (
     KafkaError,
     KafkaTimeoutError,
@@ -65,7 +66,9 @@ KT = TypeVar("KT")
 VT = TypeVar("VT")
 
 
-class AIOKafkaConsumer(ConsumerKeywords[KT, VT], AssignmentAPI, PositionsAPI, ConsumerCompat, ExitOnLeave):
+class AIOKafkaConsumer(
+    ConsumerKeywords[KT, VT], AssignmentAPI, PositionsAPI, ConsumerCompat, TelemetryAPI, ExitOnLeave
+):
     """Asyncio Kafka consumer with aiokafka's constructor keywords and methods.
 
     Positions are KIP-320 aware (every fetch carries the leader epoch, truncation after a

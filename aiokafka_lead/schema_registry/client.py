@@ -19,6 +19,7 @@ import ssl
 import uuid
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
+from http import HTTPStatus
 from typing import Any
 from urllib.parse import quote
 
@@ -31,7 +32,16 @@ from aiokafka_lead.schema_registry.errors import (
 )
 
 CONTENT_TYPE = "application/vnd.schemaregistry.v1+json"
-RETRIED_STATUSES = frozenset({408, 429, 500, 502, 503, 504})
+RETRIED_STATUSES = frozenset(
+    {
+        HTTPStatus.REQUEST_TIMEOUT,
+        HTTPStatus.TOO_MANY_REQUESTS,
+        HTTPStatus.INTERNAL_SERVER_ERROR,
+        HTTPStatus.BAD_GATEWAY,
+        HTTPStatus.SERVICE_UNAVAILABLE,
+        HTTPStatus.GATEWAY_TIMEOUT,
+    }
+)
 
 TokenSource = str | Callable[[], str | Awaitable[str]]
 
@@ -156,6 +166,7 @@ class SchemaRegistryClient:
         loop = asyncio.get_running_loop()
         deadline = loop.time() + self._timeout_s
         attempts = 0
+        answered = ""  # the last error answer, for the message when the deadline cuts a retry
         url = f"{self.url}{path}"
         while True:
             headers = await self._auth_headers()
@@ -168,7 +179,11 @@ class SchemaRegistryClient:
                 raise SchemaRegistryError(
                     None, None, f"the registry's TLS certificate is refused: {exc}", url
                 ) from exc
-            except (OSError, TimeoutError) as exc:
+            except TimeoutError as exc:
+                # the deadline cut this attempt: the last answer, if one came, says more
+                cut = f"{answered} (the next attempt cut by the deadline)"
+                cause = cut if answered else f"no answer: {exc!r}"
+            except OSError as exc:
                 cause = f"no answer: {exc!r}"
             else:
                 if 200 <= answer.status < 300:
@@ -176,7 +191,7 @@ class SchemaRegistryClient:
                 error = self._error(answer, url)
                 if answer.status not in RETRIED_STATUSES:
                     raise error
-                cause = str(error)
+                cause = answered = str(error)
             delay = self._backoff.delay_s(attempts)
             attempts += 1
             if loop.time() + delay >= deadline:

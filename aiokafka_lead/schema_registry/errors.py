@@ -7,6 +7,20 @@ gave (an incompatibility, an invalid schema) reaches the caller unchanged.
 
 from __future__ import annotations
 
+import enum
+
+
+class RegistryErrorCode(enum.IntEnum):
+    """The error codes a Confluent-compatible registry puts in its JSON answers."""
+
+    SUBJECT_NOT_FOUND = 40401
+    VERSION_NOT_FOUND = 40402
+    SCHEMA_NOT_FOUND = 40403
+    INCOMPATIBLE_SCHEMA = 409
+    INVALID_SCHEMA = 42201
+    INVALID_VERSION = 42202
+    INVALID_COMPATIBILITY_LEVEL = 42203
+
 
 class SchemaRegistryError(Exception):
     """A registry answered with an error (or could not be reached).

@@ -26,6 +26,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 from urllib.parse import parse_qs, unquote, urlsplit
 
+from aiokafka_lead.schema_registry.errors import RegistryErrorCode as Code
 from aiokafka_lead.testing.avro_compat import read_problems
 
 LEVELS = {
@@ -81,26 +82,26 @@ class Registry:
 
     def _versions(self, subject: str) -> list[int]:
         if subject not in self.subjects:
-            raise RegistryAnswer(404, 40401, f"Subject '{subject}' not found.")
+            raise RegistryAnswer(404, Code.SUBJECT_NOT_FOUND, f"Subject '{subject}' not found.")
         return self.subjects[subject]
 
     def version(self, subject: str, version: str) -> dict[str, Any]:
         ids = self._versions(subject)
         number = len(ids) if version in {"latest", "-1"} else int(version) if version.isdigit() else 0
         if not 1 <= number <= len(ids):
-            raise RegistryAnswer(404, 40402, f"Version {version} not found.")
+            raise RegistryAnswer(404, Code.VERSION_NOT_FOUND, f"Version {version} not found.")
         return self.schemas[ids[number - 1] - 1].entry(subject, number)
 
     def by_id(self, schema_id: int) -> Stored:
         if not 1 <= schema_id <= len(self.schemas):
-            raise RegistryAnswer(404, 40403, f"Schema {schema_id} not found")
+            raise RegistryAnswer(404, Code.SCHEMA_NOT_FOUND, f"Schema {schema_id} not found")
         return self.schemas[schema_id - 1]
 
     def by_guid(self, guid: str) -> Stored:
         for stored in self.schemas:
             if stored.guid == guid:
                 return stored
-        raise RegistryAnswer(404, 40403, f"Schema {guid} not found")
+        raise RegistryAnswer(404, Code.SCHEMA_NOT_FOUND, f"Schema {guid} not found")
 
     # -- parsing and comparing ------------------------------------------------------------
 
@@ -129,14 +130,15 @@ class Registry:
 
                 descriptor_pb2.FileDescriptorProto.FromString(base64.b64decode(text, validate=True))
             else:
-                raise RegistryAnswer(422, 42201, f"Invalid schema type {schema_type}")
+                raise RegistryAnswer(422, Code.INVALID_SCHEMA, f"Invalid schema type {schema_type}")
         except RegistryAnswer as answer:
-            if answer.error_code == 42201:
+            if answer.error_code == Code.INVALID_SCHEMA:
                 raise
             missing = f"Invalid schema: a reference is missing: {answer.message}"
-            raise RegistryAnswer(422, 42201, missing) from None
+            raise RegistryAnswer(422, Code.INVALID_SCHEMA, missing) from None
         except Exception as exc:
-            raise RegistryAnswer(422, 42201, f"Invalid schema {text[:200]}, details: {exc}") from None
+            details = f"Invalid schema {text[:200]}, details: {exc}"
+            raise RegistryAnswer(422, Code.INVALID_SCHEMA, details) from None
 
     @staticmethod
     def _same(stored: Stored, text: str, schema_type: str, references: list[dict[str, Any]]) -> bool:
@@ -180,7 +182,7 @@ class Registry:
         if problems:
             raise RegistryAnswer(
                 409,
-                409,
+                Code.INCOMPATIBLE_SCHEMA,
                 f"Schema being registered is incompatible with an earlier schema for subject "
                 f'"{subject}", details: {problems} (compatibility {level})',
             )
@@ -195,7 +197,7 @@ class Registry:
             stored = self.schemas[schema_id - 1]
             if self._same(stored, text, schema_type, references):
                 return stored.entry(subject, version)
-        raise RegistryAnswer(404, 40403, "Schema not found")
+        raise RegistryAnswer(404, Code.SCHEMA_NOT_FOUND, "Schema not found")
 
     def compatibility(self, subject: str, version: str, body: dict[str, Any]) -> dict[str, Any]:
         text, schema_type, references = self._read_body(body)
@@ -222,7 +224,7 @@ class Registry:
                     404, 40405, f"Subject '{subject}' was not deleted first before being permanently deleted"
                 )
             if subject not in self.deleted:
-                raise RegistryAnswer(404, 40401, f"Subject '{subject}' not found.")
+                raise RegistryAnswer(404, Code.SUBJECT_NOT_FOUND, f"Subject '{subject}' not found.")
             return list(range(1, len(self.deleted.pop(subject)) + 1))
         ids = self._versions(subject)
         self.deleted[subject] = self.subjects.pop(subject)
@@ -231,14 +233,15 @@ class Registry:
     def set_level(self, subject: str | None, body: dict[str, Any]) -> dict[str, Any]:
         level = str(body.get("compatibility", "")).upper()
         if level not in LEVELS:
-            raise RegistryAnswer(422, 42203, f"Invalid compatibility level {level!r}")
+            message = f"Invalid compatibility level {level!r}"
+            raise RegistryAnswer(422, Code.INVALID_COMPATIBILITY_LEVEL, message)
         self.levels[subject] = level
         return {"compatibility": level}
 
     @staticmethod
     def _read_body(body: dict[str, Any]) -> tuple[str, str, list[dict[str, Any]]]:
         if not isinstance(body, dict) or not isinstance(body.get("schema"), str):
-            raise RegistryAnswer(422, 42201, "Invalid schema: the body has no 'schema' string")
+            raise RegistryAnswer(422, Code.INVALID_SCHEMA, "Invalid schema: the body has no 'schema' string")
         refs = [
             {"name": r["name"], "subject": r["subject"], "version": int(r["version"])}
             for r in body.get("references") or []
