@@ -17,6 +17,11 @@ newer release adds appear without a change here. Each number becomes a gauge sam
   client was registered with);
 * booleans are 0 or 1; text, ``None`` and lists are left out.
 
+The Java client's metrics (``kafka_metrics()``; ``metrics()["kafka"]`` holds the same) are
+served under the names the Prometheus JMX exporter gives Java clients: ``kafka_`` + group +
+name, tags as labels (``producer-node-metrics`` / ``request-latency-avg`` with
+``node-id=node-1`` is ``kafka_producer_node_metrics_request_latency_avg{node_id="node-1"}``).
+
 Prometheus scrapes from the HTTP server's thread, while the clients belong to the event
 loop: the collector asks the loop for each snapshot (``run_coroutine_threadsafe``) instead
 of reading the clients from the other thread.
@@ -84,10 +89,14 @@ class ClientMetricsCollector(Collector):
         """Nothing up front: the names are known only once the clients answer."""
         return []
 
-    def _read(self) -> dict[str, dict[str, Any]]:
-        return {name: client.metrics() for name, client in self._clients.items()}
+    def _read(self) -> dict[str, tuple[dict[str, Any], dict[Any, float]]]:
+        out = {}
+        for name, client in self._clients.items():
+            ours = {k: v for k, v in client.metrics().items() if k != "kafka"}
+            out[name] = (ours, client.kafka_metrics())
+        return out
 
-    async def _snapshot(self) -> dict[str, dict[str, Any]]:
+    async def _snapshot(self) -> dict[str, tuple[dict[str, Any], dict[Any, float]]]:
         return self._read()
 
     def _on_loop(self) -> bool:
@@ -104,19 +113,24 @@ class ClientMetricsCollector(Collector):
             snapshot = future.result(SNAPSHOT_TIMEOUT_S)
         families: dict[str, GaugeMetricFamily] = {}
         label_names: dict[str, tuple[str, ...]] = {}
-        for client, metrics in snapshot.items():
+
+        def add(name: str, doc: str, client: str, labels: dict[str, str], number: float) -> None:
+            names = ("client", *labels)
+            family = families.get(name)
+            if family is None:
+                family = families[name] = GaugeMetricFamily(name, doc, labels=names)
+                label_names[name] = names
+            elif label_names[name] != names:
+                return  # one family has one label set
+            family.add_metric([client, *labels.values()], number)
+
+        for client, (metrics, kafka) in snapshot.items():
             for path, labels, number in samples(metrics):
-                name = "_".join((PREFIX, *path))
-                names = ("client", *labels)
-                family = families.get(name)
-                if family is None:
-                    family = families[name] = GaugeMetricFamily(
-                        name, f"metrics() {'.'.join(path)}", labels=names
-                    )
-                    label_names[name] = names
-                elif label_names[name] != names:
-                    continue  # one family has one label set
-                family.add_metric([client, *labels.values()], number)
+                add("_".join((PREFIX, *path)), f"metrics() {'.'.join(path)}", client, labels, number)
+            for metric, number in kafka.items():
+                name = f"kafka_{_name_part(metric.group)}_{_name_part(metric.name)}"
+                tags = {_name_part(k): v for k, v in metric.tags}
+                add(name, f"{metric.group} {metric.name}", client, tags, number)
         yield from families.values()
 
 

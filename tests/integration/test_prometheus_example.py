@@ -65,3 +65,16 @@ async def test_prometheus_scrapes_the_clients_metrics(kafka_cluster: Any, admin:
     assert scraped[("aiokafka_lead_connections_closed_by_broker", (("client", "consumer"),))] == 0
     latency = [labels for name, labels in scraped if name == "aiokafka_lead_request_latency_count"]
     assert latency and all(dict(labels).keys() == {"client", "key"} for labels in latency), latency
+    # the Java client's metrics under the JMX exporter's names, their tags as labels
+    send_total = [
+        (dict(labels), value)
+        for (name, labels), value in scraped.items()
+        if name == "kafka_producer_metrics_record_send_total"
+    ]
+    assert len(send_total) == 1 and send_total[0][1] >= 5, send_total
+    assert send_total[0][0].keys() == {"client", "client_id"}
+    node_latency = [
+        dict(labels) for name, labels in scraped if name == "kafka_producer_node_metrics_request_latency_avg"
+    ]
+    assert node_latency and all(tags["node_id"].startswith("node-") for tags in node_latency), node_latency
+    assert not any(name.startswith("aiokafka_lead_kafka") for name, _ in scraped)
