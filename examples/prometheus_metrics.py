@@ -18,9 +18,9 @@ newer release adds appear without a change here. Each number becomes a gauge sam
 * booleans are 0 or 1; text, ``None`` and lists are left out.
 
 The Java client's metrics (``kafka_metrics()``; ``metrics()["kafka"]`` holds the same) are
-served under the names the Prometheus JMX exporter gives Java clients: ``kafka_`` + group +
-name, tags as labels (``producer-node-metrics`` / ``request-latency-avg`` with
-``node-id=node-1`` is ``kafka_producer_node_metrics_request_latency_avg{node_id="node-1"}``).
+served as ``kafka_`` + group + name, tags as labels (``producer-node-metrics`` /
+``request-latency-avg`` with ``node-id=node-1`` is
+``kafka_producer_node_metrics_request_latency_avg{node_id="node-1"}``).
 
 Prometheus scrapes from the HTTP server's thread, while the clients belong to the event
 loop: the collector asks the loop for each snapshot (``run_coroutine_threadsafe``) instead
