@@ -15,12 +15,16 @@ from typing import TYPE_CHECKING, Any
 from aiokafka_lead.client_view import AIOKafkaClientView
 from aiokafka_lead.config.arguments import check_partition
 from aiokafka_lead.errors import UnknownTopicOrPartitionError
+from aiokafka_lead.structs import TopicPartition
 
 if TYPE_CHECKING:
     from aiokafka_lead.core.client import ClientCore
     from aiokafka_lead.producer.config import ProducerConfig
     from aiokafka_lead.producer.partitioner import DefaultPartitioner, Partitioner
-    from aiokafka_lead.producer.producer import TopicView
+
+#: what send() caches per topic: the store's version it was read at, all partitions,
+#: the available ones, and each partition's TopicPartition
+TopicView = tuple[int, list[int], list[int], dict[int, TopicPartition]]
 
 
 class ProducerCompat:

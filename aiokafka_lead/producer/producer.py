@@ -35,7 +35,7 @@ from aiokafka_lead.producer.accumulator import (
     estimate_record_size,
 )
 from aiokafka_lead.producer.batch import BatchAppendMetadata, DeliveryHandle
-from aiokafka_lead.producer.compat import ProducerCompat
+from aiokafka_lead.producer.compat import ProducerCompat, TopicView
 from aiokafka_lead.producer.config import ACKS_UNSET, ProducerConfig
 from aiokafka_lead.producer.idempotence import IdempotenceState
 from aiokafka_lead.producer.keywords import ProducerKeywords
@@ -51,7 +51,6 @@ from aiokafka_lead.structs import ConsumerGroupMetadata, OffsetAndMetadata, Topi
 Headers = Sequence[tuple[str, bytes | None]]
 #: per topic, what send() needs: (store version, all partitions, partitions with a known
 #: leader, the TopicPartition of each partition id)
-TopicView = tuple[int, list[int], list[int], dict[int, TopicPartition]]
 NO_HEADERS: tuple[tuple[str, bytes | None], ...] = ()
 YIELD_EVERY_MASK = 0x1FF  # send() gives the event loop a turn every 512 records at least
 #: aiokafka's path of its ``acks`` default marker (frameworks import it to pass ``acks`` on unset)
