@@ -134,7 +134,8 @@ class Telemetry:
         description = self._clients.get(client)
         if description is None:
             config = client._config
-            group = getattr(client, "_group_id", None)
+            # the consumer's group_id, the share consumer's group; a producer has none
+            group = getattr(config, "group_id", None) or getattr(config, "group", None)
             description = ClientDescription.of(config.bootstrap_servers, config.client_id, group)
             self._clients[client] = description
         return description
