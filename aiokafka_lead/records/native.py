@@ -118,7 +118,8 @@ def _load() -> None:
         unavailable_reason = "disabled by AIOKAFKA_LEAD_NO_EXTENSIONS"
         return
     try:
-        from aiokafka_lead import _speedups
+        # the extension module itself, not the package (whose __init__ imports the clients)
+        import aiokafka_lead._speedups as _speedups  # noqa: PLR0402
     except ImportError as exc:
         unavailable_reason = f"not built: {exc}"
         return
