@@ -122,7 +122,7 @@ async def copy_exactly_once(
                 offsets: dict[TopicPartition, OffsetAndMetadata | int] = {
                     tp: OffsetAndMetadata(rs[-1].offset + 1, "") for tp, rs in batch.items()
                 }
-                await producer.send_offsets_to_transaction(offsets, "soak-copy")
+                await producer.send_offsets_to_transaction(offsets, consumer.group_metadata())
             ledger.copied += sum(len(rs) for rs in batch.values())
         except KafkaError as exc:
             ledger.aborted[type(exc).__name__] += 1

@@ -59,16 +59,33 @@ def check_copy(
     data: dict[int, list[tuple[int, bytes]]],
     copy: dict[int, list[tuple[int, bytes]]],
     copied_to: dict[int, int],
-) -> dict[str, int]:
-    """Every source record below the copy's committed position exactly once in the copy."""
+) -> dict[str, Any]:
+    """Every source record below the copy's committed position exactly once in the copy;
+    the first duplicates found, each with its offsets in the source and in the copy."""
     missing = duplicated = extra = 0
+    examples: list[dict[str, Any]] = []
     for partition in range(PARTITIONS):
+        source_offset = {v: o for o, v in data.get(partition, [])}
         wanted = Counter(v for o, v in data.get(partition, []) if o < copied_to.get(partition, 0))
         got = Counter(v for _, v in copy.get(partition, []))
         missing += sum(1 for v in wanted if v not in got)
-        duplicated += sum(n - 1 for n in got.values() if n > 1)
+        twice = {v for v, n in got.items() if n > 1}
+        duplicated += sum(got[v] - 1 for v in twice)
         extra += sum(1 for v in got if v not in wanted)
-    return {"copy_missing": missing, "copy_duplicated": duplicated, "copy_not_in_source": extra}
+        for value in sorted(twice, key=lambda v: source_offset.get(v, -1))[:5]:
+            examples.append(
+                {
+                    "partition": partition,
+                    "source_offset": source_offset.get(value),
+                    "copy_offsets": [o for o, v in copy.get(partition, []) if v == value],
+                }
+            )
+    return {
+        "copy_missing": missing,
+        "copy_duplicated": duplicated,
+        "copy_not_in_source": extra,
+        "copy_duplicate_examples": examples[:20],
+    }
 
 
 def windows(points: list[tuple[float, float]], width: float) -> list[dict[str, float]]:

@@ -30,6 +30,7 @@ from aiokafka_lead.consumer.config import ConsumerConfig
 from aiokafka_lead.consumer.consumer_base import only_topic_partitions
 from aiokafka_lead.consumer.consumer_protocol import ConsumerGroupMember
 from aiokafka_lead.consumer.coordinator import ConsumerRebalanceListener, topics_needed
+from aiokafka_lead.consumer.delivered import DeliveredMembership
 from aiokafka_lead.consumer.errors import ConsumerStoppedError, IllegalOperation, IllegalStateError
 from aiokafka_lead.consumer.fetcher import Fetcher
 from aiokafka_lead.consumer.group_common import GroupMember
@@ -109,9 +110,7 @@ class AIOKafkaConsumer(
             report_error=report_error,
             member=weakly(self._offset_fetch_member, None),
         )
-        self._fetcher = Fetcher(
-            self._core, self._subs, self._positions, config, report_error=report_error
-        )
+        self._fetcher = Fetcher(self._core, self._subs, self._positions, config, report_error=report_error)
         # KIP-714 resource attributes, named as librdkafka's
         group = [("group_id", config.group_id)] if config.group_id is not None else []
         if config.group_instance_id is not None:
@@ -126,6 +125,11 @@ class AIOKafkaConsumer(
                 consumed_offsets=weakly(self._consumed_offsets, {}),
                 report_error=report_error,
                 last_poll=weakly(self._last_poll_time, 0.0),
+            )
+        self._delivered: DeliveredMembership | None = None
+        if self._coordinator is not None:
+            self._delivered = DeliveredMembership(
+                self._subs, functools.partial(_membership_now, self._coordinator)
             )
         group_stats = self._coordinator.stats if self._coordinator is not None else None
         self._core.metrics.add(ConsumerMetricSource(self._fetcher.stats, self._subs, group_stats))
@@ -418,6 +422,8 @@ class AIOKafkaConsumer(
             with native.gc_paused():
                 drained = self._fetcher.drain(limit, only)
             if drained:
+                if self._delivered is not None:
+                    self._delivered.delivered(drained)
                 await self._fetcher.send_freed()  # the broker works while the caller builds records
                 return drained
             remaining = deadline - time.monotonic()
@@ -468,17 +474,17 @@ class AIOKafkaConsumer(
     def group_metadata(self) -> ConsumerGroupMetadata:
         """The group membership to pass to ``send_offsets_to_transaction`` (KIP-447).
 
-        Read it right before the call: a rebalance changes the generation, and the group
-        coordinator rejects offsets sent with a stale one (the transaction must then abort).
+        Read it before sending the offsets of records this consumer returned: when a
+        rebalance took any of their partitions away since (even to give them back, with
+        positions reset to the committed offsets), it is the membership the records came
+        with, whose commit the group coordinator rejects, so the transaction aborts instead
+        of writing those records twice. Otherwise it is the current membership; during a
+        rebalance, the last one held (never "no generation", which the coordinator would
+        not check).
         """
-        coord = self._coordinator
-        if coord is None:
+        if self._delivered is None:
             raise IllegalStateError("group_metadata() needs a consumer with a group_id")
-        if not coord.in_group:
-            return ConsumerGroupMetadata(coord.group_id, -1, "", coord.group_instance_id)
-        return ConsumerGroupMetadata(
-            coord.group_id, coord.generation_id, coord.member_id, coord.group_instance_id
-        )
+        return self._delivered.group_metadata()
 
     # ----------------------------------------------------------- observability
     def metrics(self) -> dict[str, Any]:
@@ -512,6 +518,15 @@ class AIOKafkaConsumer(
     @property
     def positions(self) -> PositionManager:
         return self._positions
+
+
+def _membership_now(member: GroupMember) -> ConsumerGroupMetadata:
+    """A group member's membership now (generation -1 and no member id while not in the group)."""
+    if not member.in_group:
+        return ConsumerGroupMetadata(member.group_id, -1, "", member.group_instance_id)
+    return ConsumerGroupMetadata(
+        member.group_id, member.generation_id, member.member_id, member.group_instance_id
+    )
 
 
 Consumer = AIOKafkaConsumer

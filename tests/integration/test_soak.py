@@ -36,5 +36,6 @@ def test_the_soaks_short_run_loses_nothing(tmp_path: Path) -> None:
     assert report["acknowledged"] > 1000, report["acknowledged"]
     assert (report["lost"], report["duplicated"], report["reordered"]) == (0, 0, 0), report
     assert report["copied"] == report["acknowledged"], (report["copied"], report["acknowledged"])
-    assert (report["copy_missing"], report["copy_duplicated"], report["copy_not_in_source"]) == (0, 0, 0)
+    copy_check = (report["copy_missing"], report["copy_duplicated"], report["copy_not_in_source"])
+    assert copy_check == (0, 0, 0), (copy_check, report["copy_duplicate_examples"], report["errors"])
     assert report["share_group_records"] > 0

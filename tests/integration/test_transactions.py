@@ -21,7 +21,7 @@ import pytest
 
 from aiokafka_lead import AIOKafkaConsumer, AIOKafkaProducer
 from aiokafka_lead.admin import AdminClient, NewTopic
-from aiokafka_lead.errors import ProducerFencedError
+from aiokafka_lead.errors import KafkaError, ProducerFencedError
 from aiokafka_lead.structs import TopicPartition
 from aiokafka_lead.testing.chaos import ChaosOp, ChaosRunner, ChaosStep
 from aiokafka_lead.testing.cluster import KafkaCluster
@@ -436,3 +436,69 @@ async def test_back_to_back_transactions_are_never_refused_verification(kafka_cl
             m = producer.metrics()
     assert m["transactions_committed"] == 60 and m["records_sent"] == 300_000
     assert m["errors"] == {} and m["batches_retried"] == 0, m["errors"]
+
+
+async def test_offsets_of_records_read_before_a_rebalance_are_fenced(kafka_cluster: Any) -> None:
+    """A rebalance in the background between getmany() and the transaction's offsets takes
+    the partition away and gives it back at the committed offset: group_metadata(), read
+    right before send_offsets_to_transaction as Java's pattern does, is then the membership
+    the records came with, so the coordinator rejects the commit and nothing is copied twice."""
+    bootstrap = kafka_cluster.bootstrap()
+    src, dst = unique("fence-src"), unique("fence-dst")
+    await make_topics(bootstrap, 1, src, dst)
+    tp, group = TopicPartition(src, 0), unique("fence-group")
+    sent = [f"r{i}".encode() for i in range(10)]
+
+    def member() -> AIOKafkaConsumer[bytes, bytes]:
+        return AIOKafkaConsumer(
+            src,
+            bootstrap_servers=bootstrap,
+            group_id=group,
+            enable_auto_commit=False,
+            auto_offset_reset="earliest",
+            isolation_level="read_committed",
+        )
+
+    async def read_all(consumer: AIOKafkaConsumer[bytes, bytes]) -> list[bytes]:
+        got: list[bytes] = []
+        while len(got) < len(sent):
+            for records in (await consumer.getmany(timeout_ms=200)).values():
+                got.extend(r.value for r in records if r.value is not None)
+        return got
+
+    with anyio.fail_after(120):
+        async with AIOKafkaProducer(bootstrap_servers=bootstrap) as plain:
+            for value in sent:
+                await plain.send(src, value)
+            await plain.flush()
+        async with (
+            AIOKafkaProducer(bootstrap_servers=bootstrap, transactional_id=unique("fence-copier")) as copier,
+            member() as consumer,
+        ):
+            batch = await read_all(consumer)
+            generation = consumer.group_metadata().generation_id
+            coordinator = consumer.coordinator
+            assert coordinator is not None
+            async with member() as other:  # joins: the partition goes to one of the two
+                joined = other.coordinator
+                assert joined is not None
+                await eventually(lambda: joined.in_group and coordinator.generation_id > generation)
+            # the other member left: the partition is back, its position the committed one
+            await eventually(
+                lambda: coordinator.generation_id >= generation + 2 and consumer.assignment() == {tp}
+            )
+            with pytest.raises(KafkaError) as fenced:
+                async with copier.transaction():
+                    for value in batch:
+                        await copier.send(dst, value)
+                    await copier.send_offsets_to_transaction({tp: 10}, consumer.group_metadata())
+            print("the stale commit's error:", repr(fenced.value))
+            assert copier.metrics()["transaction_state"] == "ready"  # aborted, usable again
+            again = await read_all(consumer)  # read from the committed offset (none) again
+            assert again == sent
+            async with copier.transaction():
+                for value in again:
+                    await copier.send(dst, value)
+                await copier.send_offsets_to_transaction({tp: 10}, consumer.group_metadata())
+            assert (await consumer.committed(tp)) == 10
+    assert values(await read_committed(bootstrap, [TopicPartition(dst, 0)])) == {0: sent}
