@@ -100,7 +100,10 @@ class Copier:
             try:
                 assigned = self.consumer.assignment()
                 if assigned:
-                    await self.consumer.seek_to_committed(*assigned)
+                    committed = await self.consumer.seek_to_committed(*assigned)
+                    never = [tp for tp, offset in committed.items() if offset is None]
+                    if never:  # nothing committed yet: from the start, as auto_offset_reset
+                        await self.consumer.seek_to_beginning(*never)
                 return
             except KafkaError as exc:
                 log.warning("rewind failed (%r); retrying", exc)

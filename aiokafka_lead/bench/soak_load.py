@@ -127,19 +127,25 @@ async def copy_exactly_once(
         except KafkaError as exc:
             ledger.aborted[type(exc).__name__] += 1
             ledger.error("copy transaction", exc)
-            for tp in batch:  # read the aborted records again
-                committed = await _committed(consumer, tp)
-                consumer.seek(tp, committed)
+            await _rewind(consumer, ledger)  # read the aborted records again
 
 
-async def _committed(consumer: AIOKafkaConsumer[bytes, bytes], tp: TopicPartition) -> int:
-    for _ in range(100):
-        try:
-            offset = await consumer.committed(tp)
-            return offset if offset is not None else 0
-        except KafkaError:
-            await anyio.sleep(0.2)
-    raise RuntimeError(f"no committed offset for {tp}")
+async def _rewind(consumer: AIOKafkaConsumer[bytes, bytes], ledger: Ledger) -> None:
+    """Back to the committed offsets of the partitions still assigned (a partition a
+    rebalance took away starts from its committed offset when it comes back anyway)."""
+    with anyio.fail_after(120):
+        while True:
+            try:
+                assigned = consumer.assignment()
+                if assigned:
+                    committed = await consumer.seek_to_committed(*assigned)
+                    never = [tp for tp, offset in committed.items() if offset is None]
+                    if never:  # nothing committed yet: from the start, as auto_offset_reset
+                        await consumer.seek_to_beginning(*never)
+                return
+            except KafkaError as exc:  # a rebalance meanwhile, the coordinator moving
+                ledger.error("copy rewind", exc)
+                await anyio.sleep(0.2)
 
 
 async def group_member(
