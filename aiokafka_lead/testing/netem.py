@@ -129,8 +129,12 @@ class Toxiproxy:
             f"http://{HOST}:{self.api_port}{path}", data=data, method=method,
             headers={"Content-Type": "application/json"},
         )  # fmt: skip
-        with urllib.request.urlopen(request, timeout=10) as response:
-            answer: bytes = response.read()
+        try:
+            with urllib.request.urlopen(request, timeout=10) as response:
+                answer: bytes = response.read()
+        except urllib.error.HTTPError as exc:  # Toxiproxy says why in the body
+            detail = exc.read().decode(errors="replace").strip()
+            raise RuntimeError(f"Toxiproxy {method} {path}: HTTP {exc.code}: {detail}") from exc
         return answer
 
     def proxy(self, name: str, listen_port: int, upstream_port: int, link: LinkConditions) -> None:
