@@ -132,7 +132,14 @@ class AIOKafkaConsumer(
                 self._subs, functools.partial(_membership_now, self._coordinator)
             )
         group_stats = self._coordinator.stats if self._coordinator is not None else None
-        self._core.metrics.add(ConsumerMetricSource(self._fetcher.stats, self._subs, group_stats))
+        self._core.metrics.add(
+            ConsumerMetricSource(
+                self._fetcher.stats,
+                self._subs,
+                group_stats,
+                read_committed=config.isolation_level == "read_committed",
+            )
+        )
         self._core.topics = functools.partial(topics_needed, self._subs, self._coordinator)
         if topics:
             self._subs.subscribe(topics)

@@ -54,10 +54,14 @@ class GroupStats:
 class ConsumerMetricSource:
     """A :class:`~aiokafka_lead.telemetry.registry.MetricSource` over the fetcher and the assignment."""
 
-    def __init__(self, stats: FetchStats, subs: SubscriptionState, group: GroupStats | None) -> None:
+    def __init__(
+        self, stats: FetchStats, subs: SubscriptionState, group: GroupStats | None, *, read_committed: bool
+    ) -> None:
         self._stats = stats
         self._subs = subs
         self._group = group
+        #: records-lag is measured to the last stable offset under read_committed (as Java's)
+        self._read_committed = read_committed
 
     def counters(self, out: dict[Hashable, float]) -> None:
         s = self._stats
@@ -89,9 +93,10 @@ class ConsumerMetricSource:
         lags: list[int] = []
         for tp in sorted(self._subs.assigned()):
             st = self._subs.get(tp)
-            if st is None or st.position is None or st.highwater is None:
+            end = None if st is None else st.last_stable_offset if self._read_committed else st.highwater
+            if st is None or st.position is None or end is None:
                 continue
-            lag = max(st.highwater - st.position, 0)
+            lag = max(end - st.position, 0)
             lags.append(lag)
             m.add(FETCH_MANAGER, "records-lag", lag, topic=tp.topic, partition=tp.partition)
         if lags:

@@ -96,10 +96,15 @@ CATALOG: dict[tuple[str, str], Spec] = {
     (PRODUCER, "buffer-total-bytes"): Spec("bytes", (), "the buffer's size (buffer_memory)"),
     **_meter(PRODUCER, "batch-split", "batches", "batches refused as too large and split"),
     (FETCH_MANAGER, "records-lag-max"): Spec(
-        "records", (), "largest lag (high watermark minus position) of the assigned partitions"
+        "records",
+        (),
+        "largest lag (high watermark, or last stable offset under read_committed, minus position) "
+        "of the assigned partitions",
     ),
     (FETCH_MANAGER, "records-lag"): Spec(
-        "records", PARTITION, "the partition's lag: high watermark minus position"
+        "records",
+        PARTITION,
+        "the partition's lag: high watermark (last stable offset under read_committed) minus position",
     ),
     **_avg_max(FETCH_MANAGER, "fetch-latency", "ms", "Fetch request round trip"),
     **_meter(FETCH_MANAGER, "fetch", "requests", "Fetch requests answered"),

@@ -5,6 +5,7 @@ from __future__ import annotations
 import anyio
 import pytest
 
+from aiokafka_lead import AIOKafkaProducer
 from aiokafka_lead.records import RecordBatchBuilder
 from aiokafka_lead.structs import TopicPartition
 from aiokafka_lead.telemetry.names import MetricName
@@ -50,9 +51,7 @@ async def test_fetch_manager_metrics() -> None:
     assert f["records-per-request-avg"] == pytest.approx(8 / f["fetch-total"])
     assert 0 <= f["fetch-latency-avg"] <= f["fetch-latency-max"]
     assert f["records-lag-max"] == 4
-    lags = {
-        (m.tag("topic"), m.tag("partition")): v for m, v in metrics.items() if m.name == "records-lag"
-    }
+    lags = {(m.tag("topic"), m.tag("partition")): v for m, v in metrics.items() if m.name == "records-lag"}
     assert lags == {("t", "0"): 4, ("t", "1"): 0}
     assert "assigned-partitions" not in group(metrics, "consumer-coordinator-metrics")  # no group
     assert legacy["kafka"]["consumer-fetch-manager-metrics,topic=t,partition=0"] == {"records-lag": 4.0}
@@ -85,3 +84,25 @@ async def test_coordinator_metrics(protocol: str) -> None:
     assert g["rebalance-total"] == 1
     assert g["rebalance-rate-per-hour"] == pytest.approx(3600 / 30)
     assert g["rebalance-latency-avg"] == g["rebalance-latency-max"] == g["rebalance-latency-total"] > 0
+
+
+async def test_records_lag_under_read_committed_is_to_the_last_stable_offset() -> None:
+    """Java's records-lag: last stable offset - position under read_committed (records of an
+    open transaction are not lag: the consumer cannot read them yet)."""
+    with anyio.fail_after(DEADLINE):
+        async with FakeCluster(brokers=1) as fc:
+            fc.create_topic("t", partitions=2, replication_factor=1)
+            append(fc, [b"a", b"b"])
+            async with AIOKafkaProducer(bootstrap_servers=fc.bootstrap, transactional_id="tx") as p:
+                await p.begin_transaction()
+                for _ in range(3):
+                    await p.send("t", b"open", partition=0)
+                await p.flush()  # written, not committed
+                async with consumer(fc, isolation_level="read_committed") as c:
+                    c.assign([T0])
+                    assert len(await consume(c, 2)) == 2
+                    await fc.wait_for(lambda: c.highwater(T0) == 5 and c.last_stable_offset(T0) == 2)
+                    metrics = c.kafka_metrics()
+                await p.abort_transaction()
+    lags = {m.tag("partition"): v for m, v in metrics.items() if m.name == "records-lag"}
+    assert lags == {"0": 0}
