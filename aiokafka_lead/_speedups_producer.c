@@ -4,7 +4,8 @@
  *
  *   RecordsBuffer
  *       The base class of records.builder.RecordBatchBuilder that encodes each appended
- *       record (varints, key, value, headers) into the batch's records section; the same
+ *       record (varints, key, value, headers) into the batch's records section, one record
+ *       at a time or the rows of Arrow binary columns at once (append_column); the same
  *       contract as the pure-Python records.builder.PyRecords.
  *   HandleFields
  *       The fields of producer.batch.DeliveryHandle (its base class): the batch, the record's
@@ -13,6 +14,9 @@
  *   murmur2(data)
  *       Kafka's murmur2 hash (Java's Utils.murmur2, signed int32) of a bytes-like key, for
  *       keyed partitioning; the same as producer.partitioner.py_murmur2.
+ *   key_partitions(keys, rows, num_partitions)
+ *       The Java client's partition of every key of an Arrow binary column (-1: null), as
+ *       int32s; the same as producer.partitioner.py_key_partitions.
  *   now_ms()
  *       Wall-clock milliseconds since the epoch (time.time_ns() // 1_000_000), a record's
  *       default timestamp.
@@ -306,6 +310,190 @@ done:
     return result;
 }
 
+/* An Arrow binary column as append_column() takes it: a tuple (validity or None, offsets,
+ * data, array offset, large) of buffer-protocol objects and ints (the array's buffers as
+ * pyarrow gives them; large: 64-bit offsets). None: every row null. */
+typedef struct {
+    Py_buffer validity, offsets, data;
+    int has_validity, present, large;
+    Py_ssize_t base;
+} ArrowBinary;
+
+static void
+arrow_binary_release(ArrowBinary *c)
+{
+    if (!c->present)
+        return;
+    if (c->has_validity)
+        PyBuffer_Release(&c->validity);
+    PyBuffer_Release(&c->offsets);
+    PyBuffer_Release(&c->data);
+    c->present = 0;
+}
+
+static int
+arrow_binary_get(PyObject *spec, ArrowBinary *c, Py_ssize_t rows, const char *what)
+{
+    PyObject *validity, *offsets, *data;
+    Py_ssize_t width, need;
+    memset(c, 0, sizeof(*c));
+    if (spec == Py_None)
+        return 0;
+    if (!PyTuple_Check(spec) || PyTuple_GET_SIZE(spec) != 5) {
+        PyErr_Format(PyExc_TypeError, "the %s column must be None or (validity, offsets, data, offset, large)",
+                     what);
+        return -1;
+    }
+    validity = PyTuple_GET_ITEM(spec, 0);
+    offsets = PyTuple_GET_ITEM(spec, 1);
+    data = PyTuple_GET_ITEM(spec, 2);
+    c->base = PyLong_AsSsize_t(PyTuple_GET_ITEM(spec, 3));
+    if (c->base == -1 && PyErr_Occurred())
+        return -1;
+    c->large = PyObject_IsTrue(PyTuple_GET_ITEM(spec, 4));
+    if (c->large < 0)
+        return -1;
+    if (c->base < 0) {
+        PyErr_Format(PyExc_ValueError, "the %s column's offset is negative", what);
+        return -1;
+    }
+    if (PyObject_GetBuffer(offsets, &c->offsets, PyBUF_SIMPLE) < 0)
+        return -1;
+    if (PyObject_GetBuffer(data, &c->data, PyBUF_SIMPLE) < 0) {
+        PyBuffer_Release(&c->offsets);
+        return -1;
+    }
+    c->present = 1;
+    if (validity != Py_None) {
+        if (PyObject_GetBuffer(validity, &c->validity, PyBUF_SIMPLE) < 0) {
+            PyBuffer_Release(&c->offsets);
+            PyBuffer_Release(&c->data);
+            c->present = 0;
+            return -1;
+        }
+        c->has_validity = 1;
+    }
+    width = c->large ? 8 : 4;
+    need = (c->base + rows + 1) * width;
+    if (c->offsets.len < need || (c->has_validity && c->validity.len < (c->base + rows + 7) / 8)) {
+        PyErr_Format(PyExc_ValueError, "the %s column's buffers are shorter than its %zd rows", what, rows);
+        arrow_binary_release(c);
+        return -1;
+    }
+    return 0;
+}
+
+/* Row i of a column as a Blob (n = -1: null); -1 with ValueError for offsets out of range. */
+static int
+arrow_binary_row(const ArrowBinary *c, Py_ssize_t i, Blob *b, const char *what)
+{
+    int64_t start, end;
+    Py_ssize_t j = c->base + i;
+    b->held = 0;
+    if (!c->present ||
+        (c->has_validity && !(((const unsigned char *)c->validity.buf)[j >> 3] & (1u << (j & 7))))) {
+        b->data = NULL;
+        b->n = -1;
+        return 0;
+    }
+    if (c->large) {
+        const int64_t *o = (const int64_t *)c->offsets.buf;
+        start = o[j];
+        end = o[j + 1];
+    }
+    else {
+        const int32_t *o = (const int32_t *)c->offsets.buf;
+        start = o[j];
+        end = o[j + 1];
+    }
+    if (start < 0 || end < start || end > (int64_t)c->data.len) {
+        PyErr_Format(PyExc_ValueError, "the %s column's row %zd has offsets %lld..%lld outside its %zd bytes",
+                     what, i, (long long)start, (long long)end, c->data.len);
+        return -1;
+    }
+    b->data = (const char *)c->data.buf + start;
+    b->n = (Py_ssize_t)(end - start);
+    return 0;
+}
+
+/* append_column(timestamp_ms, rows, values, keys, start) -> the first row not appended.
+ * Rows start..rows-1 of two Arrow binary columns (see ArrowBinary; keys None: no keys) as
+ * records without headers, all with timestamp_ms, until the batch is full (the first record
+ * always fits, as in append()) or sealed; records.builder.PyRecords.append_column is the
+ * reference. */
+static PyObject *
+records_append_column(RecordsBuffer *self, PyObject *const *args, Py_ssize_t nargs)
+{
+    long long ts, delta;
+    Py_ssize_t rows, start, i, body, total;
+    ArrowBinary values, keys;
+    Blob key, value;
+    unsigned char *out;
+
+    if (nargs != 5) {
+        PyErr_SetString(PyExc_TypeError, "append_column(timestamp_ms, rows, values, keys, start)");
+        return NULL;
+    }
+    ts = PyLong_AsLongLong(args[0]);
+    if (ts == -1 && PyErr_Occurred())
+        return NULL;
+    rows = PyLong_AsSsize_t(args[1]);
+    if (rows == -1 && PyErr_Occurred())
+        return NULL;
+    start = PyLong_AsSsize_t(args[4]);
+    if (start == -1 && PyErr_Occurred())
+        return NULL;
+    if (rows < 0 || start < 0 || start > rows) {
+        PyErr_Format(PyExc_ValueError, "start %zd must be within 0..rows (%zd)", start, rows);
+        return NULL;
+    }
+    if (self->sealed || start == rows)
+        return PyLong_FromSsize_t(start);
+    if (arrow_binary_get(args[2], &values, rows, "value") < 0)
+        return NULL;
+    if (arrow_binary_get(args[3], &keys, rows, "key") < 0) {
+        arrow_binary_release(&values);
+        return NULL;
+    }
+    for (i = start; i < rows; i++) {
+        if (self->count == 0)
+            delta = 0;
+        else if (__builtin_sub_overflow(ts, self->base_ts, &delta)) {
+            PyErr_SetString(PyExc_OverflowError, "timestamp delta does not fit in 64 bits");
+            goto fail;
+        }
+        if (arrow_binary_row(&keys, i, &key, "key") < 0 || arrow_binary_row(&values, i, &value, "value") < 0)
+            goto fail;
+        body = 1 + varint_size(delta) + varint_size(self->count) + blob_size(&key) + blob_size(&value) + 1;
+        total = varint_size(body) + body;
+        if (self->count > 0 && (double)(self->len + total) > self->limit)
+            break;
+        if (records_reserve(self, total) < 0)
+            goto fail;
+        out = self->buf + self->len;
+        out += put_varint(out, body);
+        *out++ = 0; /* attributes (unused) */
+        out += put_varint(out, delta);
+        out += put_varint(out, self->count);
+        out += put_blob(out, &key);
+        out += put_blob(out, &value);
+        *out = 0; /* no headers */
+        self->len += total;
+        if (self->count == 0)
+            self->base_ts = ts;
+        if (ts > self->max_ts)
+            self->max_ts = ts;
+        self->count++;
+    }
+    arrow_binary_release(&values);
+    arrow_binary_release(&keys);
+    return PyLong_FromSsize_t(i);
+fail:
+    arrow_binary_release(&values);
+    arrow_binary_release(&keys);
+    return NULL;
+}
+
 static PyObject *
 records_bytes(RecordsBuffer *self, PyObject *unused)
 {
@@ -315,6 +503,8 @@ records_bytes(RecordsBuffer *self, PyObject *unused)
 static PyMethodDef records_methods[] = {
     {"append", (PyCFunction)(void (*)(void))records_append, METH_FASTCALL,
      "append(timestamp_ms, key, value, headers=()) -> offset delta, or None (sealed or full)"},
+    {"append_column", (PyCFunction)(void (*)(void))records_append_column, METH_FASTCALL,
+     "append_column(timestamp_ms, rows, values, keys, start) -> the first row not appended"},
     {"_records_bytes", (PyCFunction)records_bytes, METH_NOARGS, "the records section so far, as bytes"},
     {NULL, NULL, 0, NULL},
 };
@@ -428,21 +618,12 @@ static PyTypeObject HandleFieldsType = {
 
 /* ------------------------------------------------------------- partition, timestamp */
 
-static PyObject *
-murmur2(PyObject *self, PyObject *arg)
+static uint32_t
+murmur2_hash(const unsigned char *data, Py_ssize_t length)
 {
-    Py_buffer view;
-    const unsigned char *data;
-    Py_ssize_t length, end, i;
     const uint32_t m = 0x5BD1E995u;
-    uint32_t h;
-
-    if (PyObject_GetBuffer(arg, &view, PyBUF_SIMPLE) < 0)
-        return NULL;
-    data = (const unsigned char *)view.buf;
-    length = view.len;
-    h = 0x9747B28Cu ^ (uint32_t)length;
-    end = length & ~(Py_ssize_t)3;
+    uint32_t h = 0x9747B28Cu ^ (uint32_t)length;
+    Py_ssize_t end = length & ~(Py_ssize_t)3, i;
     for (i = 0; i < end; i += 4) {
         uint32_t k = (uint32_t)data[i] | ((uint32_t)data[i + 1] << 8) | ((uint32_t)data[i + 2] << 16) |
                      ((uint32_t)data[i + 3] << 24);
@@ -466,8 +647,64 @@ murmur2(PyObject *self, PyObject *arg)
     h ^= h >> 13;
     h *= m;
     h ^= h >> 15;
+    return h;
+}
+
+static PyObject *
+murmur2(PyObject *self, PyObject *arg)
+{
+    Py_buffer view;
+    uint32_t h;
+    if (PyObject_GetBuffer(arg, &view, PyBUF_SIMPLE) < 0)
+        return NULL;
+    h = murmur2_hash((const unsigned char *)view.buf, view.len);
     PyBuffer_Release(&view);
     return PyLong_FromLong((long)(int32_t)h);
+}
+
+/* key_partitions(keys, rows, num_partitions) -> int32 buffer (bytes): per row of an Arrow
+ * binary key column (append_column's form), the Java client's partition for the key,
+ * toPositive(murmur2(key)) % num_partitions, or -1 where the key is null. */
+static PyObject *
+key_partitions(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
+{
+    ArrowBinary keys;
+    Py_ssize_t rows, n, i;
+    PyObject *out;
+    int32_t *parts;
+    Blob key;
+    if (nargs != 3) {
+        PyErr_SetString(PyExc_TypeError, "key_partitions(keys, rows, num_partitions)");
+        return NULL;
+    }
+    rows = PyLong_AsSsize_t(args[1]);
+    if (rows == -1 && PyErr_Occurred())
+        return NULL;
+    n = PyLong_AsSsize_t(args[2]);
+    if (n == -1 && PyErr_Occurred())
+        return NULL;
+    if (rows < 0 || n < 1 || n > INT32_MAX) {
+        PyErr_Format(PyExc_ValueError, "rows (%zd) must be >= 0 and num_partitions (%zd) >= 1", rows, n);
+        return NULL;
+    }
+    if (arrow_binary_get(args[0], &keys, rows, "key") < 0)
+        return NULL;
+    out = PyBytes_FromStringAndSize(NULL, rows * 4);
+    if (out == NULL)
+        goto done;
+    parts = (int32_t *)PyBytes_AS_STRING(out);
+    for (i = 0; i < rows; i++) {
+        if (arrow_binary_row(&keys, i, &key, "key") < 0) {
+            Py_CLEAR(out);
+            goto done;
+        }
+        parts[i] = key.n < 0 ? -1
+                             : (int32_t)((murmur2_hash((const unsigned char *)key.data, key.n) & 0x7FFFFFFFu) %
+                                         (uint32_t)n);
+    }
+done:
+    arrow_binary_release(&keys);
+    return out;
 }
 
 static PyObject *
@@ -483,6 +720,8 @@ now_ms(PyObject *self, PyObject *unused)
 
 static PyMethodDef producer_functions[] = {
     {"murmur2", murmur2, METH_O, "murmur2(data) -> Kafka's murmur2 hash as a signed int32"},
+    {"key_partitions", (PyCFunction)(void (*)(void))key_partitions, METH_FASTCALL,
+     "key_partitions(keys, rows, num_partitions) -> int32 partition per row (-1: null key), as bytes"},
     {"now_ms", now_ms, METH_NOARGS, "now_ms() -> wall-clock milliseconds since the epoch"},
     {NULL, NULL, 0, NULL},
 };

@@ -10,10 +10,13 @@ from __future__ import annotations
 
 import asyncio
 import os
+import sys
 import time
+from array import array
 from collections import Counter, defaultdict
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
+from itertools import repeat
 from pathlib import Path
 from typing import Any
 
@@ -30,26 +33,79 @@ PARTITIONS = 6
 SAMPLE_S = 5.0
 
 
+class Series:
+    """(time, value) points in two float arrays: 16 bytes a point, so an hour of them stays a
+    small part of the process's memory (a list of tuples takes about 120 bytes a point)."""
+
+    def __init__(self) -> None:
+        self._t = array("d")
+        self._v = array("d")
+
+    def append(self, point: tuple[float, float]) -> None:
+        self._t.append(point[0])
+        self._v.append(point[1])
+
+    def __iter__(self) -> Iterator[tuple[float, float]]:
+        return zip(self._t, self._v, strict=True)
+
+    def __len__(self) -> int:
+        return len(self._t)
+
+    def nbytes(self) -> int:
+        return sys.getsizeof(self._t) + sys.getsizeof(self._v)
+
+
+class AckedOffsets:
+    """A partition's acknowledged records: the offset of each sequence number (-1: not
+    acknowledged), 8 bytes a record."""
+
+    def __init__(self) -> None:
+        self._offsets = array("q")
+        self._count = 0
+
+    def __setitem__(self, seq: int, offset: int) -> None:
+        if seq >= len(self._offsets):
+            self._offsets.extend(repeat(-1, seq + 1 - len(self._offsets)))
+        if self._offsets[seq] < 0:
+            self._count += 1
+        self._offsets[seq] = offset
+
+    def __iter__(self) -> Iterator[int]:
+        """The acknowledged sequence numbers."""
+        return (seq for seq, offset in enumerate(self._offsets) if offset >= 0)
+
+    def __len__(self) -> int:
+        return self._count
+
+    def nbytes(self) -> int:
+        return sys.getsizeof(self._offsets)
+
+
 @dataclass
 class Ledger:
     """What the load did, for the checks and the report."""
 
     started: float = field(default_factory=time.monotonic)
     next_seq: dict[int, int] = field(default_factory=lambda: defaultdict(int))
-    acked: dict[int, dict[int, int]] = field(default_factory=lambda: defaultdict(dict))  # p -> seq -> offset
+    acked: dict[int, AckedOffsets] = field(default_factory=lambda: defaultdict(AckedOffsets))
     failed: Counter[str] = field(default_factory=Counter)
     errors: list[tuple[float, str, str]] = field(default_factory=list)  # (t, where, error)
-    produce_ms: list[tuple[float, float]] = field(default_factory=list)  # (t, latency)
-    e2e_ms: list[tuple[float, float]] = field(default_factory=list)
+    produce_ms: Series = field(default_factory=Series)  # (t, latency)
+    e2e_ms: Series = field(default_factory=Series)
     copied: int = 0
     shared: int = 0  # records the share group acquired
     aborted: Counter[str] = field(default_factory=Counter)
     faults: list[tuple[float, float, str]] = field(default_factory=list)  # (start, end, what)
     samples: list[dict[str, Any]] = field(default_factory=list)
-    loop_lag_ms: list[tuple[float, float]] = field(default_factory=list)
+    loop_lag_ms: Series = field(default_factory=Series)
 
     def now(self) -> float:
         return time.monotonic() - self.started
+
+    def nbytes(self) -> int:
+        """What the ledger's growing records take (the probes subtract it from the RSS)."""
+        series = (self.produce_ms, self.e2e_ms, self.loop_lag_ms)
+        return sum(s.nbytes() for s in series) + sum(a.nbytes() for a in self.acked.values())
 
     def error(self, where: str, exc: BaseException) -> None:
         self.errors.append((self.now(), where, f"{type(exc).__name__}: {exc}"[:300]))
@@ -220,10 +276,13 @@ async def sample(
     ledger: Ledger, clients: list[Any], producers: list[AIOKafkaProducer], stop: anyio.Event
 ) -> None:
     while not stop.is_set():
+        rss, ledger_mib = _rss_mib(), ledger.nbytes() / 2**20
         ledger.samples.append(
             {
                 "t": round(ledger.now(), 1),
-                "rss_mib": round(_rss_mib(), 1),
+                "rss_mib": round(rss, 1),
+                "ledger_mib": round(ledger_mib, 1),
+                "client_rss_mib": round(rss - ledger_mib, 1),
                 "fds": _fds(),
                 "tasks": len(asyncio.all_tasks()),
                 "connections": _connections(clients),

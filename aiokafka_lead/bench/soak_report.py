@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import os
 from collections import Counter, defaultdict
+from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
@@ -88,7 +89,7 @@ def check_copy(
     }
 
 
-def windows(points: list[tuple[float, float]], width: float) -> list[dict[str, float]]:
+def windows(points: Iterable[tuple[float, float]], width: float) -> list[dict[str, float]]:
     out = []
     by: dict[int, list[float]] = defaultdict(list)
     for t, v in points:
@@ -108,7 +109,8 @@ def windows(points: list[tuple[float, float]], width: float) -> list[dict[str, f
 
 
 def growth(samples: list[dict[str, Any]], settle_s: float) -> dict[str, float | None]:
-    """Percent change of RSS, descriptors, tasks and connections from the first sample after
+    """Percent change of RSS (the whole process's, and less the ledger's records:
+    ``client_rss_mib``), descriptors, tasks and connections from the first sample after
     ``settle_s`` (the first 10 minutes of a long run) to the last one (the target: under 5%)."""
     later = [s for s in samples if s["t"] >= settle_s]
     if len(later) < 2:
@@ -118,7 +120,7 @@ def growth(samples: list[dict[str, Any]], settle_s: float) -> dict[str, float | 
         return float(sum(sample[key].values()) if key == "connections" else sample[key])
 
     out: dict[str, float | None] = {}
-    for key in ("rss_mib", "fds", "tasks", "connections"):
+    for key in ("rss_mib", "client_rss_mib", "fds", "tasks", "connections"):
         first, last = value(later[0], key), value(later[-1], key)
         out[key] = round((last - first) / first * 100, 1) if first else None
     return out
@@ -162,7 +164,11 @@ def plot(report: dict[str, Any], path: Path) -> Path:
     samples = report["samples"]
     ts = [s["t"] / 60 for s in samples]
     fig, axes = plt.subplots(4, 1, figsize=(11, 11), sharex=True)
-    for key, ax in zip(("rss_mib", "fds", "tasks"), axes[:3], strict=False):
+    axes[0].plot(ts, [s["rss_mib"] for s in samples], label="process")
+    axes[0].plot(ts, [s["client_rss_mib"] for s in samples], label="less the ledger's records")
+    axes[0].set_ylabel("RSS MiB")
+    axes[0].legend()
+    for key, ax in zip(("fds", "tasks"), axes[1:3], strict=True):
         ax.plot(ts, [s[key] for s in samples])
         ax.set_ylabel(key)
     for series, label in (("produce_ms", "produce p99"), ("end_to_end_ms", "end-to-end p99")):

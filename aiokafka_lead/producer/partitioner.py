@@ -9,11 +9,13 @@ records to another partition.
 
 from __future__ import annotations
 
+import array
 import random
 from collections.abc import Callable, Sequence
 from typing import Protocol
 
 from aiokafka_lead.records import native
+from aiokafka_lead.records.builder import ArrowBinary, ArrowRows
 
 _M = 0x5BD1E995
 _MASK = 0xFFFFFFFF
@@ -53,6 +55,24 @@ murmur2: Callable[[bytes], int] = native.murmur2 or py_murmur2
 def partition_for_key(key: bytes, num_partitions: int) -> int:
     """The Java client's choice: ``toPositive(murmur2(key)) % numPartitions``."""
     return (murmur2(key) & 0x7FFFFFFF) % num_partitions
+
+
+def py_key_partitions(keys: ArrowBinary, rows: int, num_partitions: int) -> bytes:
+    """:func:`partition_for_key` of every key of an Arrow binary column (-1 where null), as
+    int32s in the machine's byte order: the reference for the C extension's."""
+    if rows < 0 or num_partitions < 1:
+        raise ValueError(f"rows ({rows}) must be >= 0 and num_partitions ({num_partitions}) >= 1")
+    column = ArrowRows(keys, rows, "key")
+    out = array.array("i", [-1]) * rows
+    for i in range(rows):
+        key = column.row(i)
+        if key is not None:
+            out[i] = partition_for_key(key, num_partitions)
+    return out.tobytes()
+
+
+#: per row of an Arrow key column, the partition of its key (the C extension's when built)
+key_partitions: Callable[[ArrowBinary, int, int], bytes] = native.key_partitions or py_key_partitions
 
 
 class Partitioner(Protocol):

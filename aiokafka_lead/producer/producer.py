@@ -40,11 +40,12 @@ from aiokafka_lead.producer.config import ACKS_UNSET, ProducerConfig
 from aiokafka_lead.producer.idempotence import IdempotenceState
 from aiokafka_lead.producer.keywords import ProducerKeywords
 from aiokafka_lead.producer.metrics import ProducerMetrics, ProducerMetricSource
-from aiokafka_lead.producer.partitioner import DefaultPartitioner, Partitioner
+from aiokafka_lead.producer.partitioner import DefaultPartitioner, Partitioner, key_partitions
 from aiokafka_lead.producer.sender import Sender
 from aiokafka_lead.producer.transaction import TransactionContext, TransactionManager
 from aiokafka_lead.producer.txn_requests import TxnRequests
 from aiokafka_lead.records import RecordBatchBuilder, native
+from aiokafka_lead.records.builder import ArrowBinary
 from aiokafka_lead.runtime import ClientClosedError, ClientFailedError, ExitOnLeave, weakly
 from aiokafka_lead.structs import ConsumerGroupMetadata, OffsetAndMetadata, TopicPartition
 
@@ -103,6 +104,29 @@ class BatchBuilder:
             return None
         self.reserved += estimate_record_size(k, v, header_list)
         return BatchAppendMetadata(delta, self._builder.size_in_bytes() - before, ts)
+
+    def append_column(
+        self,
+        rows: int,
+        values: ArrowBinary | None,
+        keys: ArrowBinary | None,
+        start: int = 0,
+        *,
+        timestamp: int | None = None,
+    ) -> int:
+        """Rows ``start``.. of Arrow binary columns (``RecordBatchBuilder.append_column``'s
+        form) as records without headers, their bytes as they are (no serializer runs); the
+        first row not appended, below ``rows`` when the batch filled up (it is then closed).
+        For writers that hold columns, such as the Spark sink: no Python object per row."""
+        if self._closed:
+            return start
+        ts = int(time.time() * 1000) if timestamp is None else check_timestamp(timestamp)
+        before = self._builder.size_in_bytes()
+        end: int = self._builder.append_column(ts, rows, values, keys, start)
+        self.reserved += self._builder.size_in_bytes() - before
+        if end < rows:
+            self._closed = True
+        return end
 
     def close(self) -> None:
         """No more records: later ``append()`` calls return None (sending is not affected)."""
@@ -439,6 +463,15 @@ class AIOKafkaProducer(ProducerKeywords, ProducerCompat, TelemetryAPI, ExitOnLea
         await self._acc.reserve(batch.reserved)
         queued = self._acc.enqueue_built(TopicPartition(topic, partition), batch._builder, batch.reserved)
         return queued.handle()
+
+    async def key_column_partitions(self, topic: str, keys: ArrowBinary, rows: int) -> bytes | None:
+        """Where the default partitioner puts each key of an Arrow binary key column
+        (``BatchBuilder.append_column``'s form): int32 partitions, -1 for a null key (placed
+        when sent); None with a custom partitioner. For columnar writers (the Spark sink)."""
+        if self._default_partitioner is None:
+            return None
+        _, all_parts, _, _ = await self._topic_view(topic)
+        return key_partitions(keys, rows, len(all_parts))
 
     @guarded
     async def flush(self) -> None:

@@ -24,7 +24,7 @@ from __future__ import annotations
 import math
 import struct
 from collections.abc import Sequence
-from typing import TYPE_CHECKING, Self
+from typing import TYPE_CHECKING, Any, Self
 
 from crc32c import crc32c
 
@@ -141,6 +141,63 @@ class PyRecords:
         if timestamp_ms > self._max_timestamp:  # noqa: PLR1730 - cheaper than max()
             self._max_timestamp = timestamp_ms
         return count
+
+    def append_column(
+        self, timestamp_ms: int, rows: int, values: ArrowBinary | None, keys: ArrowBinary | None, start: int
+    ) -> int:
+        """Rows ``start``.. of Arrow binary columns as records without headers, all stamped
+        ``timestamp_ms``, until the batch is full (the first record always fits) or sealed;
+        the first row not appended. A column is ``(validity or None, offsets, data, array
+        offset, large)`` as pyarrow gives a binary array's buffers (``large``: 64-bit
+        offsets); None: every row null. Offsets outside the data raise ValueError."""
+        if not 0 <= start <= rows:
+            raise ValueError(f"start {start} must be within 0..rows ({rows})")
+        if self._sealed or start == rows:
+            return start
+        value_rows, key_rows = ArrowRows(values, rows, "value"), ArrowRows(keys, rows, "key")
+        for i in range(start, rows):
+            if self.append(timestamp_ms, key_rows.row(i), value_rows.row(i)) is None:
+                return i
+        return rows
+
+
+#: an Arrow binary column's buffers: (validity or None, offsets, data, array offset, large)
+ArrowBinary = tuple[Any, Any, Any, int, bool]
+
+
+class ArrowRows:
+    """The rows of an :data:`ArrowBinary` column as bytes (None where null)."""
+
+    def __init__(self, column: ArrowBinary | None, rows: int, what: str) -> None:
+        self.what = what
+        self.present = column is not None
+        self.base = 0
+        if column is None:
+            return
+        validity, offsets, data, self.base, large = column
+        if self.base < 0:
+            raise ValueError(f"the {what} column's offset is negative")
+        self.offsets = memoryview(offsets).cast("B").cast("q" if large else "i")
+        self.data = memoryview(data).cast("B")
+        self.validity = None if validity is None else memoryview(validity).cast("B")
+        if len(self.offsets) < self.base + rows + 1 or (
+            self.validity is not None and len(self.validity) < (self.base + rows + 7) // 8
+        ):
+            raise ValueError(f"the {what} column's buffers are shorter than its {rows} rows")
+
+    def row(self, i: int) -> bytes | None:
+        if not self.present:
+            return None
+        j = self.base + i
+        if self.validity is not None and not self.validity[j >> 3] & (1 << (j & 7)):
+            return None
+        start, end = self.offsets[j], self.offsets[j + 1]
+        if start < 0 or end < start or end > len(self.data):
+            raise ValueError(
+                f"the {self.what} column's row {i} has offsets {start}..{end} "
+                f"outside its {len(self.data)} bytes"
+            )
+        return bytes(self.data[start:end])
 
 
 if TYPE_CHECKING:

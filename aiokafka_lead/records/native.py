@@ -36,6 +36,7 @@ __all__ = [
     "configure_share",
     "decode_records",
     "gc_paused",
+    "key_partitions",
     "murmur2",
     "now_ms",
     "record_columns",
@@ -69,7 +70,7 @@ CONSUMER_RECORD_FIELDS = (
 )
 
 #: the ``_speedups.ABI`` this module calls (configure's signature, the functions' contracts)
-ABI = 5
+ABI = 6
 
 decode_records: DecodeRecords | None = None
 build_consumer_records: BuildConsumerRecords | None = None
@@ -82,6 +83,8 @@ RecordsBuffer: type[Any] | None = None
 HandleFields: type[Any] | None = None
 #: Kafka's murmur2 (signed int32) of a bytes-like key
 murmur2: Callable[[bytes | bytearray | memoryview], int] | None = None
+#: (keys, rows, num_partitions) -> int32 partition per row of an Arrow key column (-1: null)
+key_partitions: Callable[[Any, int, int], bytes] | None = None
 #: wall-clock milliseconds since the epoch
 now_ms: Callable[[], int] | None = None
 #: (chunks, end_offset, headers) -> Arrow column buffers of decoded records (``_speedups_columns.c``)
@@ -112,7 +115,7 @@ def gc_paused() -> Iterator[None]:
 
 def _load() -> None:
     global HandleFields, RecordsBuffer, build_consumer_records, decode_records, murmur2, now_ms
-    global build_share_records, configure_share, record_columns
+    global build_share_records, configure_share, record_columns, key_partitions
     global unavailable_reason
     if os.environ.get("AIOKAFKA_LEAD_NO_EXTENSIONS"):
         unavailable_reason = "disabled by AIOKAFKA_LEAD_NO_EXTENSIONS"
@@ -138,6 +141,7 @@ def _load() -> None:
     RecordsBuffer = _speedups.RecordsBuffer
     HandleFields = _speedups.HandleFields
     murmur2 = _speedups.murmur2
+    key_partitions = _speedups.key_partitions
     now_ms = _speedups.now_ms
     record_columns = getattr(_speedups, "record_columns", None)
 
