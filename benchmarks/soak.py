@@ -249,7 +249,6 @@ async def _run(settings: Settings, site: Site, ledger: Ledger) -> dict[str, Any]
         c = AIOKafkaConsumer(
             bootstrap_servers=site.proxied, group_id="soak-classic", auto_offset_reset="latest"
         )
-        clients.append(c)
         return c
 
     def kip848() -> AIOKafkaConsumer[bytes, bytes]:
@@ -259,7 +258,6 @@ async def _run(settings: Settings, site: Site, ledger: Ledger) -> dict[str, Any]
             group_protocol="consumer",
             auto_offset_reset="latest",
         )
-        clients.append(c)
         return c
 
     started = time.monotonic()
@@ -276,12 +274,12 @@ async def _run(settings: Settings, site: Site, ledger: Ledger) -> dict[str, Any]
             source.subscribe([DATA])
             load.start_soon(copy_exactly_once, source, copier, ledger, stop_copy)
             for i in range(settings.members):
-                load.start_soon(group_member, classic, ledger, stop_load, f"classic member {i}")
-                load.start_soon(group_member, kip848, ledger, stop_load, f"KIP-848 member {i}")
+                load.start_soon(group_member, classic, ledger, stop_load, f"classic member {i}", clients)
+                load.start_soon(group_member, kip848, ledger, stop_load, f"KIP-848 member {i}", clients)
             for _ in range(2):
                 load.start_soon(share_member, site.proxied, ledger, stop_load)
             await anyio.sleep(5)  # warm up
-            members = Members(load, classic, kip848, stop_load)
+            members = Members(load, classic, kip848, stop_load, clients)
             if settings.short:
                 await _every_fault_once(faults, members)
             else:
@@ -307,20 +305,23 @@ async def _run(settings: Settings, site: Site, ledger: Ledger) -> dict[str, Any]
 @dataclass
 class Members:
     """How the members-joining fault adds members: the load's task group and the groups'
-    member factories; ``stop`` ends the load."""
+    member factories; ``stop`` ends the load; ``sampled``: the clients the probes sample."""
 
     load: Any
     classic: Callable[[], AIOKafkaConsumer[bytes, bytes]]
     kip848: Callable[[], AIOKafkaConsumer[bytes, bytes]]
     stop: anyio.Event
+    sampled: list[Any]
 
     async def churn(self, ledger: Ledger) -> None:
         """A member of each group joins, works a few seconds, and leaves."""
         leave = anyio.Event()
         start = ledger.now()
         print(f"[{start:7.1f} s] fault: a member of each group joins, then leaves", flush=True)
-        self.load.start_soon(group_member, self.classic, ledger, leave, "joining classic member")
-        self.load.start_soon(group_member, self.kip848, ledger, leave, "joining KIP-848 member")
+        self.load.start_soon(
+            group_member, self.classic, ledger, leave, "joining classic member", self.sampled
+        )
+        self.load.start_soon(group_member, self.kip848, ledger, leave, "joining KIP-848 member", self.sampled)
         with anyio.move_on_after(8):
             await self.stop.wait()
         leave.set()

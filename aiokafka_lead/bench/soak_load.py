@@ -205,21 +205,38 @@ async def _rewind(consumer: AIOKafkaConsumer[bytes, bytes], ledger: Ledger) -> N
 
 
 async def group_member(
-    make: Callable[[], AIOKafkaConsumer[bytes, bytes]], ledger: Ledger, stop: anyio.Event, where: str
+    make: Callable[[], AIOKafkaConsumer[bytes, bytes]],
+    ledger: Ledger,
+    stop: anyio.Event,
+    where: str,
+    sampled: list[Any],
 ) -> None:
-    """A group member reading soak-data until ``stop``: end-to-end latency."""
-    async with make() as consumer:
-        consumer.subscribe([DATA])
-        while not stop.is_set():
-            try:
-                batch = await consumer.getmany(timeout_ms=200)
-            except KafkaError as exc:
-                ledger.error(where, exc)
-                continue
-            now_ms = time.time() * 1000
-            for records in batch.values():
-                for r in records[-5:]:  # a sample per batch keeps the ledger small
-                    ledger.e2e_ms.append((ledger.now(), now_ms - r.timestamp))
+    """A group member reading soak-data until ``stop``: end-to-end latency. It is among the
+    ``sampled`` clients while it runs (a member that left is not kept: the soak measures the
+    clients' memory, not the harness's)."""
+    consumer = make()
+    sampled.append(consumer)
+    try:
+        async with consumer:
+            await _read_as_member(consumer, ledger, stop, where)
+    finally:
+        sampled.remove(consumer)
+
+
+async def _read_as_member(
+    consumer: AIOKafkaConsumer[bytes, bytes], ledger: Ledger, stop: anyio.Event, where: str
+) -> None:
+    consumer.subscribe([DATA])
+    while not stop.is_set():
+        try:
+            batch = await consumer.getmany(timeout_ms=200)
+        except KafkaError as exc:
+            ledger.error(where, exc)
+            continue
+        now_ms = time.time() * 1000
+        for records in batch.values():
+            for r in records[-5:]:  # a sample per batch keeps the ledger small
+                ledger.e2e_ms.append((ledger.now(), now_ms - r.timestamp))
 
 
 async def share_member(bootstrap: str, ledger: Ledger, stop: anyio.Event) -> None:

@@ -307,6 +307,13 @@ class AIOKafkaProducer(ProducerKeywords, ProducerCompat, TelemetryAPI, ExitOnLea
         """The topic's partitions as send() uses them, cached until the metadata changes."""
         return self._cache_view(topic, await self.partitions_for(topic))
 
+    async def _cached_view(self, topic: str) -> TopicView:
+        """:meth:`_topic_view`, from the cache while the metadata is unchanged."""
+        view = self._views.get(topic)
+        if view is None or view[0] != self._store.version:
+            view = await self._topic_view(topic)
+        return view
+
     def _cache_view(self, topic: str, parts: Collection[int]) -> TopicView:
         tps = {p: TopicPartition(topic, p) for p in parts}
         view = self._views[topic] = (self._store.version, sorted(parts), self._available(topic), tps)
@@ -453,7 +460,7 @@ class AIOKafkaProducer(ProducerKeywords, ProducerCompat, TelemetryAPI, ExitOnLea
             raise ValueError("the batch is empty")
         if batch.size() > self._config.max_request_size:
             raise MessageSizeTooLargeError(f"the batch is {batch.size()} bytes, over max_request_size")
-        _, all_parts, available, tps = await self._topic_view(topic)
+        _, all_parts, available, tps = await self._cached_view(topic)
         if partition is None:
             partition = self._partitioner(None, all_parts, available)
         if partition not in tps:
@@ -470,7 +477,7 @@ class AIOKafkaProducer(ProducerKeywords, ProducerCompat, TelemetryAPI, ExitOnLea
         when sent); None with a custom partitioner. For columnar writers (the Spark sink)."""
         if self._default_partitioner is None:
             return None
-        _, all_parts, _, _ = await self._topic_view(topic)
+        _, all_parts, _, _ = await self._cached_view(topic)
         return key_partitions(keys, rows, len(all_parts))
 
     @guarded

@@ -171,8 +171,8 @@ class ShareFetcher:
                 continue
             for part in topic.partitions:
                 tp = TopicPartition(name, part.partition_index)
-                if tp in acks:
-                    self.acks.outcome(
+                if tp in acks:  # commit() reads the outcome of acknowledgements riding here
+                    outcomes[tp] = self.acks.outcome(
                         tp, acks[tp], part.acknowledge_error_code, part.acknowledge_error_message
                     )
                     self.acks.renewed(tp, acks[tp], sent_at + lock_s)

@@ -21,6 +21,7 @@ from aiokafka_lead.protocol.messages import ShareFetchResponse, ShareGroupHeartb
 from aiokafka_lead.share import AcknowledgeType, AIOKafkaShareConsumer, ShareConsumerRecord
 from aiokafka_lead.structs import TopicPartition
 from aiokafka_lead.testing.fake import FakeCluster, Respond
+from aiokafka_lead.testing.fake.intercept import Delay
 from aiokafka_lead.testing.fake.share_groups import State
 from tests.support.waiting import eventually
 from tests.unit.consumer.util import DEADLINE, produce
@@ -357,3 +358,38 @@ async def test_a_fatal_heartbeat_answer_reaches_the_application_and_stops_the_he
             assert len(fc.requests.select(api_key=HEARTBEAT)) == sent
     assert "share group g: GroupAuthorizationFailedError" in caplog.text
     assert "heartbeats stop until the next subscribe()" in caplog.text
+
+
+def _carries_acks(request: Any) -> bool:
+    return any(p.acknowledgement_batches for t in request.topics for p in t.partitions)
+
+
+async def test_an_acknowledgement_refused_on_a_fetch_reaches_commit(fc: FakeCluster) -> None:
+    """An acknowledgement riding on a ShareFetch that the broker refuses for its partition
+    (the record's lock expired and another member holds it): commit() returns the error."""
+    produce(fc, TP0, [b"job"])
+    with anyio.fail_after(DEADLINE):
+        async with share(fc, acknowledgement_mode="explicit") as holder:
+            [held] = await take(holder, 1)
+            # the fetch carrying the acknowledgement waits at the broker a while
+            fc.intercept(SHARE_FETCH, lambda n, h, r: Delay(2.0) if _carries_acks(r) else None)
+            holder.acknowledge(held, AcknowledgeType.ACCEPT)
+            await fc.wait_for(
+                lambda: any(_carries_acks(x.request) for x in fc.requests.select(api_key=SHARE_FETCH))
+            )
+            results: dict[TopicPartition, Any] = {}
+            committed = anyio.Event()
+
+            async def commit() -> None:
+                results.update(await holder.commit())  # the acknowledgement is riding: wait for it
+                committed.set()
+
+            async with anyio.create_task_group() as tg:
+                tg.start_soon(commit)
+                async with share(fc) as other:  # meanwhile the lock expires, another member takes it
+                    fc.shares.expire_locks("g")
+                    [again] = await take(other, 1)
+                    assert (again.offset, again.delivery_count) == (0, 2)
+                    await committed.wait()  # while the other member holds the record
+                    assert fc.count(SHARE_ACKNOWLEDGE) == 0  # it went with the fetch
+            assert isinstance(results[TP0], InvalidRecordStateError), results
