@@ -280,6 +280,17 @@ class ProducerBatch:
         if self._settled is not None:
             self._settled.set()
 
+    def first_error(self) -> BaseException | None:
+        """The first failure among this batch's records (in the batches it was split into, if
+        so); None if every one that resolved was written."""
+        if self.split_into is None:
+            return self.error
+        for _, part in self.split_into:
+            error = part.first_error()
+            if error is not None:
+                return error
+        return None
+
     async def wait(self) -> None:
         """Until every record of this batch resolved (in the batches it was split into, if so)."""
         await self.settled()

@@ -23,6 +23,7 @@ from aiokafka_lead.core.client import ClientCore, guarded
 from aiokafka_lead.core.telemetry_api import TelemetryAPI
 from aiokafka_lead.errors import (
     IllegalOperation,
+    IllegalStateError,
     KafkaTimeoutError,
     MessageSizeTooLargeError,
     ProducerClosed,
@@ -34,7 +35,7 @@ from aiokafka_lead.producer.accumulator import (
     RecordAccumulator,
     estimate_record_size,
 )
-from aiokafka_lead.producer.batch import BatchAppendMetadata, DeliveryHandle
+from aiokafka_lead.producer.batch import BatchAppendMetadata, DeliveryHandle, ProducerBatch
 from aiokafka_lead.producer.compat import ProducerCompat, TopicView
 from aiokafka_lead.producer.config import ACKS_UNSET, ProducerConfig
 from aiokafka_lead.producer.idempotence import IdempotenceState
@@ -83,6 +84,7 @@ class BatchBuilder:
         self._value_serializer = value_serializer
         self._closed = False
         self.reserved = 0
+        self._sent: ProducerBatch | None = None  # the producer's batch, once sent
 
     def append(
         self, *, key: Any = None, value: Any = None, timestamp: int | None = None, headers: Headers = ()
@@ -127,6 +129,22 @@ class BatchBuilder:
         if end < rows:
             self._closed = True
         return end
+
+    @property
+    def topic_partition(self) -> TopicPartition | None:
+        """Where ``send_batch`` sent it (None before)."""
+        return None if self._sent is None else self._sent.tp
+
+    async def delivered(self) -> None:
+        """After ``send_batch``: wait until every record of the batch resolved, also when the
+        producer split it (too large for the broker), and raise the first failure. The
+        handle ``send_batch`` returns follows only the first record."""
+        if self._sent is None:
+            raise IllegalStateError("delivered() of a batch that send_batch() has not sent")
+        await self._sent.wait()
+        error = self._sent.first_error()
+        if error is not None:
+            raise error
 
     def close(self) -> None:
         """No more records: later ``append()`` calls return None (sending is not affected)."""
@@ -468,7 +486,9 @@ class AIOKafkaProducer(ProducerKeywords, ProducerCompat, TelemetryAPI, ExitOnLea
         if self._txn is not None:
             self._txn.add_partition(TopicPartition(topic, partition))
         await self._acc.reserve(batch.reserved)
-        queued = self._acc.enqueue_built(TopicPartition(topic, partition), batch._builder, batch.reserved)
+        queued = batch._sent = self._acc.enqueue_built(
+            TopicPartition(topic, partition), batch._builder, batch.reserved
+        )
         return queued.handle()
 
     async def key_column_partitions(self, topic: str, keys: ArrowBinary, rows: int) -> bytes | None:

@@ -37,6 +37,7 @@ from pyspark.sql.datasource import (
 from aiokafka_lead.errors import KafkaError
 from aiokafka_lead.producer import AIOKafkaProducer
 from aiokafka_lead.producer.batch import DeliveryHandle
+from aiokafka_lead.producer.producer import BatchBuilder
 from aiokafka_lead.records.builder import ArrowBinary
 from aiokafka_lead.spark.bridge import clients
 from aiokafka_lead.spark.options import SourceOptions, SparkOptionError
@@ -101,16 +102,18 @@ async def _send(producer: AIOKafkaProducer, records: Sequence[tuple[Any, ...]]) 
     return handles
 
 
-async def _settle(handles: list[DeliveryHandle]) -> None:
-    """Wait until every record is acknowledged; the first failure fails the task."""
-    for handle in handles:
+async def _settle(sent: list[DeliveryHandle] | list[BatchBuilder]) -> None:
+    """Wait until every record is acknowledged (a handle per row sent, or the batches sent
+    whole, every record of each, also when the producer split one); the first failure
+    fails the task."""
+    for item in sent:
         try:
-            await handle
+            await (item.delivered() if isinstance(item, BatchBuilder) else item)
         except KafkaError as exc:
-            tp = handle.topic_partition
+            tp = item.topic_partition
+            where = f"{tp.topic}-{tp.partition}" if tp is not None else "Kafka"
             raise DeliveryFailedError(
-                f"a record to {tp.topic}-{tp.partition} was not delivered: {exc!r}; the task fails "
-                "and Spark retries it"
+                f"a record to {where} was not delivered: {exc!r}; the task fails and Spark retries it"
             ) from exc
 
 
@@ -204,13 +207,13 @@ async def _column_groups(
 
 async def _send_columns(
     producer: AIOKafkaProducer, batch: pa.RecordBatch, topic_option: str | None
-) -> list[DeliveryHandle] | None:
-    """The rows appended to producer batches straight from their Arrow buffers, a handle per
-    producer batch; None (nothing sent) when a row needs send()'s path."""
+) -> list[BatchBuilder] | None:
+    """The rows appended to producer batches straight from their Arrow buffers (the batches
+    sent are returned); None (nothing sent) when a row needs send()'s path."""
     groups = await _column_groups(producer, batch, topic_option)
     if groups is None:
         return None
-    handles = []
+    sent = []
     for topic, partition, rows in groups:
         count = rows.num_rows
         values, keys = _buffers(_binary_array(rows, "value")), _buffers(_binary_array(rows, "key"))
@@ -218,8 +221,9 @@ async def _send_columns(
         while start < count:
             built = producer.create_batch()
             start = built.append_column(count, values, keys, start)
-            handles.append(await producer.send_batch(built, topic, partition=partition))
-    return handles
+            await producer.send_batch(built, topic, partition=partition)
+            sent.append(built)
+    return sent
 
 
 def _producer_key(opts: SourceOptions) -> tuple[Any, ...]:
@@ -233,15 +237,16 @@ def write_batches(opts: SourceOptions, batches: Iterator[pa.RecordBatch]) -> Wri
     )
     p, producer = clients.get(key, make)
     count = 0
-    pending: deque[list[DeliveryHandle]] = deque()
+    pending: deque[list[DeliveryHandle] | list[BatchBuilder]] = deque()
     try:
         for batch in batches:
             if batch.num_rows == 0:
                 continue
-            handles = p.call(_send_columns, producer, batch, opts.topic)
-            if handles is None:
-                handles = p.call(_send, producer, _records(batch, opts.topic))
-            pending.append(handles)
+            sent: list[DeliveryHandle] | list[BatchBuilder] | None
+            sent = p.call(_send_columns, producer, batch, opts.topic)
+            if sent is None:
+                sent = p.call(_send, producer, _records(batch, opts.topic))
+            pending.append(sent)
             count += batch.num_rows
             if len(pending) > IN_FLIGHT_BATCHES:
                 p.call(_settle, pending.popleft())

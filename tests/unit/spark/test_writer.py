@@ -119,3 +119,19 @@ async def test_a_row_to_a_missing_partition_fails_the_task_naming_it() -> None:
             fc.create_topic("t", partitions=2, replication_factor=1)
             with pytest.raises(ValueError, match="topic 't' has no partition 9"):
                 await write(fc, [batch])
+
+
+@pytest.mark.usefixtures("columns_only")
+async def test_a_refused_record_in_a_batch_the_producer_splits_fails_the_task() -> None:
+    """The broker refuses the whole batch as too large; the producer splits it, the small
+    records are written, the big one is refused: the task fails naming its partition (the
+    first record of the batch was delivered, so its handle alone would say all is well)."""
+    batch = pa.RecordBatch.from_pydict({"value": [b"ok", b"fine", b"x" * 5000]})
+    with anyio.fail_after(DEADLINE):
+        async with FakeCluster(brokers=1) as fc:
+            fc.create_topic("t", partitions=1, replication_factor=1, max_message_bytes=1000)
+            with pytest.raises(
+                writer.DeliveryFailedError, match=r"a record to t-0 was not delivered: .*TooLarge"
+            ):
+                await write(fc, [batch])
+            assert [v for _, v, _ in log(fc, "t", 0)] == [b"ok", b"fine"]
