@@ -58,14 +58,9 @@ class WriteResult(WriterCommitMessage):
 
 def _bytes_column(batch: pa.RecordBatch, name: str) -> list[Any] | None:
     """A binary or string column as bytes values (None where null), or None if absent."""
-    index = batch.schema.get_field_index(name)
-    if index < 0:
+    column = _binary_array(batch, name)
+    if column is None:
         return None
-    column = batch.column(index)
-    if pa.types.is_string(column.type) or pa.types.is_large_string(column.type):
-        column = column.cast(pa.binary())
-    elif not (pa.types.is_binary(column.type) or pa.types.is_large_binary(column.type)):
-        raise SparkOptionError(f"column {name} must be binary or string, not {column.type}")
     values: list[Any] = column.to_pylist()
     return values
 
