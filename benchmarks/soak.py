@@ -40,6 +40,7 @@ import json
 import sys
 import tempfile
 import time
+import tracemalloc
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -103,6 +104,7 @@ class Settings:
     token_s: float = 60.0
     reauth_ms: int = 10_000
     short: bool = False
+    heap_frames: int = 0  # > 0: trace allocations (tracemalloc) with this many frames
     out: Path = ROOT / "benchmarks" / "results" / "soak.json"
 
     @classmethod
@@ -169,6 +171,45 @@ class Faults:
                 await anyio.to_thread.run_sync(self.toxiproxy.set_enabled, name, True)
 
         await self.timed(f"broker {node} cut off from the clients for {seconds:.0f} s", cut)
+
+
+# ------------------------------------------------------------------------------ the heap
+class HeapWatch:
+    """With ``--heap-frames N``: the Python heap's growth between a snapshot at a sixth of the
+    run (minute 10 of 60) and the end, by the allocating call stack. Tracing slows the
+    process, so its latency and lag figures are not comparable with an untraced run."""
+
+    def __init__(self, frames: int) -> None:
+        self.frames = frames
+        self.first: tracemalloc.Snapshot | None = None
+        if frames:
+            tracemalloc.start(frames)
+
+    async def snapshot_after(self, seconds: float, stop: anyio.Event) -> None:
+        if not self.frames:
+            return
+        with anyio.move_on_after(seconds):
+            await stop.wait()
+        if not stop.is_set():
+            self.first = tracemalloc.take_snapshot()
+            traced = tracemalloc.get_traced_memory()[0] / 2**20
+            print(f"heap snapshot taken: {traced:.1f} MiB traced", flush=True)
+
+    def growth(self, top: int = 30) -> list[dict[str, Any]]:
+        """The call stacks whose live memory grew most since the first snapshot."""
+        if self.first is None:
+            return []
+        last = tracemalloc.take_snapshot()
+        rows = []
+        for stat in last.compare_to(self.first, "traceback")[:top]:
+            rows.append(
+                {
+                    "kib": round(stat.size_diff / 1024, 1),
+                    "blocks": stat.count_diff,
+                    "stack": [f"{f.filename}:{f.lineno}" for f in stat.traceback],
+                }
+            )
+        return rows
 
 
 # -------------------------------------------------------------------------------- the run
@@ -263,8 +304,10 @@ async def _run(settings: Settings, site: Site, ledger: Ledger) -> dict[str, Any]
     started = time.monotonic()
     stop_copy = anyio.Event()
     copied_to: dict[int, int] = {}
+    heap = HeapWatch(settings.heap_frames)
     try:
         async with anyio.create_task_group() as load:
+            load.start_soon(heap.snapshot_after, settings.minutes * 60 / 6, stop_probes)
             load.start_soon(loop_lag, ledger, stop_probes)
             load.start_soon(sample, ledger, clients, producers, stop_probes)
             load.start_soon(progress, ledger, stop_probes)
@@ -295,11 +338,15 @@ async def _run(settings: Settings, site: Site, ledger: Ledger) -> dict[str, Any]
         for client in (*producers, copier, source):
             await client.stop()
         await ChaosRunner(cluster, [DATA, COPY]).heal()
+    growth = heap.growth()
     data = await read_all(plain, DATA)
     copy = await read_all(plain, COPY)
-    return build_report(
+    report = build_report(
         settings, ledger, data=data, copy=copy, copied_to=copied_to, seconds=time.monotonic() - started
     )
+    if settings.heap_frames:
+        report["heap_growth"] = growth
+    return report
 
 
 @dataclass
@@ -395,12 +442,19 @@ def main() -> None:
     parser.add_argument("--rate", type=float, default=200.0, help="records/s over all producers")
     parser.add_argument("--short", action="store_true", help="every fault once, a few minutes")
     parser.add_argument("--out", type=Path, default=Settings.out, help="the JSON report (plots beside it)")
+    parser.add_argument(
+        "--heap-frames",
+        type=int,
+        default=0,
+        help="trace the Python heap (tracemalloc, this many frames a stack) and report what grew",
+    )
     args = parser.parse_args()
     settings = (
         Settings.short_run(args.out)
         if args.short
         else Settings(minutes=args.minutes, scale=args.scale, rate=args.rate, out=args.out)
     )
+    settings.heap_frames = args.heap_frames
     report = anyio.run(soak, settings)
     args.out.parent.mkdir(parents=True, exist_ok=True)
     args.out.write_text(json.dumps(report, indent=1))
@@ -409,11 +463,14 @@ def main() -> None:
             {
                 k: v
                 for k, v in report.items()
-                if k not in ("samples", "errors", "produce_ms", "end_to_end_ms")
+                if k not in ("samples", "errors", "produce_ms", "end_to_end_ms", "heap_growth")
             },
             indent=1,
         )
     )
+    for row in report.get("heap_growth", [])[:15]:
+        stack = " <- ".join(reversed(row["stack"][-3:]))
+        print(f"{row['kib']:+10.1f} KiB {row['blocks']:+8d} blocks  {stack}")
     print(f"report: {args.out}")
     print(f"plot: {plot(report, args.out.with_suffix('.png'))}" if can_plot() else NO_PLOT)
 

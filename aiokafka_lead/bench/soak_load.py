@@ -12,6 +12,7 @@ import asyncio
 import os
 import sys
 import time
+import tracemalloc
 from array import array
 from collections import Counter, defaultdict
 from collections.abc import Callable, Iterator
@@ -306,6 +307,8 @@ async def sample(
                 "buffered_bytes": sum(p.metrics()["buffer_used"] for p in producers),
             }
         )
+        if tracemalloc.is_tracing():
+            ledger.samples[-1]["traced_mib"] = round(tracemalloc.get_traced_memory()[0] / 2**20, 1)
         with anyio.move_on_after(SAMPLE_S):
             await stop.wait()
 
