@@ -172,6 +172,16 @@ kept_in(PyObject *records, long long end_offset, Py_ssize_t *kept)
     return 0;
 }
 
+/* Chunk c of `chunks`: its records, their timestamp type and how many lie before end_offset. */
+static int
+chunk_kept(PyObject *chunks, Py_ssize_t c, long long end_offset, PyObject **records, long *ts_type,
+           Py_ssize_t *kept)
+{
+    if (chunk_parts(PyList_GET_ITEM(chunks, c), records, ts_type) < 0)
+        return -1;
+    return kept_in(*records, end_offset, kept);
+}
+
 static int
 measure(PyObject *chunks, long long end_offset, int with_headers, Sizes *s)
 {
@@ -181,8 +191,7 @@ measure(PyObject *chunks, long long end_offset, int with_headers, Sizes *s)
         PyObject *records;
         long ts_type;
         Py_ssize_t kept;
-        if (chunk_parts(PyList_GET_ITEM(chunks, c), &records, &ts_type) < 0 ||
-            kept_in(records, end_offset, &kept) < 0)
+        if (chunk_kept(chunks, c, end_offset, &records, &ts_type, &kept) < 0)
             return -1;
         for (i = 0; i < kept; i++) {
             PyObject *record = PyList_GET_ITEM(records, i);
@@ -266,8 +275,7 @@ record_columns(PyObject *self, PyObject *args)
         PyObject *records;
         long ts_type;
         Py_ssize_t kept;
-        if (chunk_parts(PyList_GET_ITEM(chunks, c), &records, &ts_type) < 0 ||
-            kept_in(records, end_offset, &kept) < 0)
+        if (chunk_kept(chunks, c, end_offset, &records, &ts_type, &kept) < 0)
             goto done;
         for (i = 0; i < kept; i++, row++) {
             PyObject *record = PyList_GET_ITEM(records, i);

@@ -176,6 +176,63 @@ records_dealloc(RecordsBuffer *self)
     Py_TYPE(self)->tp_free((PyObject *)self);
 }
 
+/* A Py_ssize_t argument: 0, or -1 with the error set. */
+static int
+ssize_arg(PyObject *arg, Py_ssize_t *out)
+{
+    *out = PyLong_AsSsize_t(arg);
+    return (*out == -1 && PyErr_Occurred()) ? -1 : 0;
+}
+
+/* A record's timestamp delta from the batch's first record (0 for the first record). */
+static inline int
+record_delta(const RecordsBuffer *self, long long ts, long long *delta)
+{
+    if (self->count == 0) {
+        *delta = 0;
+        return 0;
+    }
+    if (__builtin_sub_overflow(ts, self->base_ts, delta)) {
+        PyErr_SetString(PyExc_OverflowError, "timestamp delta does not fit in 64 bits");
+        return -1;
+    }
+    return 0;
+}
+
+/* The size of a record's body up to its header count: attributes, deltas, key and value. */
+static inline Py_ssize_t
+record_head_size(const RecordsBuffer *self, long long delta, const Blob *key, const Blob *value)
+{
+    return 1 + varint_size(delta) + varint_size(self->count) + blob_size(key) + blob_size(value);
+}
+
+/* Writes a record's length and head at the buffer's end (room reserved); returns where its
+ * header count goes. */
+static inline unsigned char *
+put_record_head(RecordsBuffer *self, Py_ssize_t body, long long delta, const Blob *key, const Blob *value)
+{
+    unsigned char *out = self->buf + self->len;
+    out += put_varint(out, body);
+    *out++ = 0; /* attributes (unused) */
+    out += put_varint(out, delta);
+    out += put_varint(out, self->count);
+    out += put_blob(out, key);
+    out += put_blob(out, value);
+    return out;
+}
+
+/* Counts the record of `total` bytes just written at the buffer's end. */
+static inline void
+record_written(RecordsBuffer *self, long long ts, Py_ssize_t total)
+{
+    self->len += total;
+    if (self->count == 0)
+        self->base_ts = ts;
+    if (ts > self->max_ts)
+        self->max_ts = ts;
+    self->count++;
+}
+
 /* append(timestamp_ms, key, value, headers=()) -> the record's offset delta, or None when the
  * batch is sealed or the record would take the records past the limit (never the first). */
 static PyObject *
@@ -202,19 +259,15 @@ records_append(RecordsBuffer *self, PyObject *const *args, Py_ssize_t nargs)
     ts = PyLong_AsLongLong(args[0]);
     if (ts == -1 && PyErr_Occurred())
         return NULL;
-    if (self->count == 0)
-        delta = 0;
-    else if (__builtin_sub_overflow(ts, self->base_ts, &delta)) {
-        PyErr_SetString(PyExc_OverflowError, "timestamp delta does not fit in 64 bits");
+    if (record_delta(self, ts, &delta) < 0)
         return NULL;
-    }
     if (blob_get(args[1], &key, "key") < 0)
         return NULL;
     if (blob_get(args[2], &value, "value") < 0) {
         blob_release(&key);
         return NULL;
     }
-    body = 1 + varint_size(delta) + varint_size(self->count) + blob_size(&key) + blob_size(&value);
+    body = record_head_size(self, delta, &key, &value);
     if (nargs == 4) {
         headers = PySequence_Fast(args[3], "record headers must be a sequence of (str, bytes | None)");
         if (headers == NULL)
@@ -275,13 +328,7 @@ records_append(RecordsBuffer *self, PyObject *const *args, Py_ssize_t nargs)
     }
     if (records_reserve(self, total) < 0)
         goto done;
-    out = self->buf + self->len;
-    out += put_varint(out, body);
-    *out++ = 0; /* attributes (unused) */
-    out += put_varint(out, delta);
-    out += put_varint(out, self->count);
-    out += put_blob(out, &key);
-    out += put_blob(out, &value);
+    out = put_record_head(self, body, delta, &key, &value);
     out += put_varint(out, nheaders);
     for (i = 0; i < nheaders; i++) {
         out += put_varint(out, hkey_lens[i]);
@@ -289,13 +336,8 @@ records_append(RecordsBuffer *self, PyObject *const *args, Py_ssize_t nargs)
         out += hkey_lens[i];
         out += put_blob(out, &hvalues[i]);
     }
-    self->len += total;
-    if (self->count == 0)
-        self->base_ts = ts;
-    if (ts > self->max_ts)
-        self->max_ts = ts;
     result = PyLong_FromSsize_t(self->count);
-    self->count++;
+    record_written(self, ts, total);
 done:
     blob_release(&key);
     blob_release(&value);
@@ -347,8 +389,7 @@ arrow_binary_get(PyObject *spec, ArrowBinary *c, Py_ssize_t rows, const char *wh
     validity = PyTuple_GET_ITEM(spec, 0);
     offsets = PyTuple_GET_ITEM(spec, 1);
     data = PyTuple_GET_ITEM(spec, 2);
-    c->base = PyLong_AsSsize_t(PyTuple_GET_ITEM(spec, 3));
-    if (c->base == -1 && PyErr_Occurred())
+    if (ssize_arg(PyTuple_GET_ITEM(spec, 3), &c->base) < 0)
         return -1;
     c->large = PyObject_IsTrue(PyTuple_GET_ITEM(spec, 4));
     if (c->large < 0)
@@ -437,11 +478,7 @@ records_append_column(RecordsBuffer *self, PyObject *const *args, Py_ssize_t nar
     ts = PyLong_AsLongLong(args[0]);
     if (ts == -1 && PyErr_Occurred())
         return NULL;
-    rows = PyLong_AsSsize_t(args[1]);
-    if (rows == -1 && PyErr_Occurred())
-        return NULL;
-    start = PyLong_AsSsize_t(args[4]);
-    if (start == -1 && PyErr_Occurred())
+    if (ssize_arg(args[1], &rows) < 0 || ssize_arg(args[4], &start) < 0)
         return NULL;
     if (rows < 0 || start < 0 || start > rows) {
         PyErr_Format(PyExc_ValueError, "start %zd must be within 0..rows (%zd)", start, rows);
@@ -456,34 +493,19 @@ records_append_column(RecordsBuffer *self, PyObject *const *args, Py_ssize_t nar
         return NULL;
     }
     for (i = start; i < rows; i++) {
-        if (self->count == 0)
-            delta = 0;
-        else if (__builtin_sub_overflow(ts, self->base_ts, &delta)) {
-            PyErr_SetString(PyExc_OverflowError, "timestamp delta does not fit in 64 bits");
+        if (record_delta(self, ts, &delta) < 0)
             goto fail;
-        }
         if (arrow_binary_row(&keys, i, &key, "key") < 0 || arrow_binary_row(&values, i, &value, "value") < 0)
             goto fail;
-        body = 1 + varint_size(delta) + varint_size(self->count) + blob_size(&key) + blob_size(&value) + 1;
+        body = record_head_size(self, delta, &key, &value) + 1; /* + the header count, 0 */
         total = varint_size(body) + body;
         if (self->count > 0 && (double)(self->len + total) > self->limit)
             break;
         if (records_reserve(self, total) < 0)
             goto fail;
-        out = self->buf + self->len;
-        out += put_varint(out, body);
-        *out++ = 0; /* attributes (unused) */
-        out += put_varint(out, delta);
-        out += put_varint(out, self->count);
-        out += put_blob(out, &key);
-        out += put_blob(out, &value);
+        out = put_record_head(self, body, delta, &key, &value);
         *out = 0; /* no headers */
-        self->len += total;
-        if (self->count == 0)
-            self->base_ts = ts;
-        if (ts > self->max_ts)
-            self->max_ts = ts;
-        self->count++;
+        record_written(self, ts, total);
     }
     arrow_binary_release(&values);
     arrow_binary_release(&keys);
@@ -677,11 +699,7 @@ key_partitions(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
         PyErr_SetString(PyExc_TypeError, "key_partitions(keys, rows, num_partitions)");
         return NULL;
     }
-    rows = PyLong_AsSsize_t(args[1]);
-    if (rows == -1 && PyErr_Occurred())
-        return NULL;
-    n = PyLong_AsSsize_t(args[2]);
-    if (n == -1 && PyErr_Occurred())
+    if (ssize_arg(args[1], &rows) < 0 || ssize_arg(args[2], &n) < 0)
         return NULL;
     if (rows < 0 || n < 1 || n > INT32_MAX) {
         PyErr_Format(PyExc_ValueError, "rows (%zd) must be >= 0 and num_partitions (%zd) >= 1", rows, n);

@@ -49,13 +49,23 @@ def by_node(resources: Sequence[ConfigResource]) -> list[tuple[int | None, list[
 class ConfigsCore(RequestBase):
     """The config requests both clients share."""
 
-    async def _send_config_request(self, what: str, node: int | None, request: Any) -> Any:
+    async def _send_config_request(self, what: str, node: int | None, request: Any, answers: str) -> Any:
+        """Send one config request (to ``node``, or any broker) and check that its ``answers``
+        list answers every resource the request named."""
+
         async def attempt() -> Any:
             if node is None:
                 return await self._send_any(request)
             return await self._core.send(node, request)
 
-        return await self._retrying(what, attempt, None)
+        response = await self._retrying(what, attempt, None)
+        check_answered(
+            f"{what} from {self.answered_by}",
+            answers,
+            [(r.resource_type, r.resource_name) for r in request.resources],
+            [(r.resource_type, r.resource_name) for r in getattr(response, answers)],
+        )
+        return response
 
     async def _describe_configs(
         self, resources: Sequence[ConfigResource], include_synonyms: bool
@@ -75,13 +85,7 @@ class ConfigsCore(RequestBase):
                 ],
                 include_synonyms=include_synonyms,
             )
-            response = await self._send_config_request("DescribeConfigs", node, request)
-            check_answered(
-                f"DescribeConfigs from {self.answered_by}",
-                "results",
-                [(r.type_code, str(r.name)) for r in group],
-                [(r.resource_type, r.resource_name) for r in response.results],
-            )
+            response = await self._send_config_request("DescribeConfigs", node, request, "results")
             out.append((self.answered_by, response))
         return out
 
@@ -106,13 +110,7 @@ class ConfigsCore(RequestBase):
                 ],
                 validate_only=False,
             )
-            response = await self._send_config_request("AlterConfigs", node, request)
-            check_answered(
-                f"AlterConfigs from {self.answered_by}",
-                "responses",
-                [(r.resource_type, r.resource_name) for r in request.resources],
-                [(r.resource_type, r.resource_name) for r in response.responses],
-            )
+            response = await self._send_config_request("AlterConfigs", node, request, "responses")
             out.append(response)
         return out
 
@@ -163,13 +161,7 @@ class ConfigsMixin(ConfigsCore):
                 ],
                 validate_only=False,
             )
-            response = await self._send_config_request("IncrementalAlterConfigs", node, request)
-            check_answered(
-                f"IncrementalAlterConfigs from {self.answered_by}",
-                "responses",
-                [(r.resource_type, r.resource_name) for r in request.resources],
-                [(r.resource_type, r.resource_name) for r in response.responses],
-            )
+            response = await self._send_config_request("IncrementalAlterConfigs", node, request, "responses")
             raise_item_errors(
                 "IncrementalAlterConfigs",
                 [

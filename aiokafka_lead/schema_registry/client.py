@@ -19,10 +19,10 @@ import ssl
 import uuid
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
-from http import HTTPStatus
 from typing import Any
 from urllib.parse import quote
 
+from aiokafka_lead.auth.oidc import RETRIABLE_STATUSES
 from aiokafka_lead.backoff import ExponentialBackoff
 from aiokafka_lead.schema_registry import http
 from aiokafka_lead.schema_registry.errors import (
@@ -32,16 +32,6 @@ from aiokafka_lead.schema_registry.errors import (
 )
 
 CONTENT_TYPE = "application/vnd.schemaregistry.v1+json"
-RETRIED_STATUSES = frozenset(
-    {
-        HTTPStatus.REQUEST_TIMEOUT,
-        HTTPStatus.TOO_MANY_REQUESTS,
-        HTTPStatus.INTERNAL_SERVER_ERROR,
-        HTTPStatus.BAD_GATEWAY,
-        HTTPStatus.SERVICE_UNAVAILABLE,
-        HTTPStatus.GATEWAY_TIMEOUT,
-    }
-)
 
 TokenSource = str | Callable[[], str | Awaitable[str]]
 
@@ -189,7 +179,7 @@ class SchemaRegistryClient:
                 if 200 <= answer.status < 300:
                     return json.loads(answer.body) if answer.body else None
                 error = self._error(answer, url)
-                if answer.status not in RETRIED_STATUSES:
+                if answer.status not in RETRIABLE_STATUSES:
                     raise error
                 cause = answered = str(error)
             delay = self._backoff.delay_s(attempts)
