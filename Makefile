@@ -10,7 +10,7 @@ STAMP := $(VENV)/.installed
 
 .PHONY: demo test test-aiokafka-suite test-compat lint typecheck codegen-check unit venv clean kafka-image test-docker bench-release
 
-$(STAMP): pyproject.toml setup.py aiokafka_lead/_speedups.c aiokafka_lead/_speedups_producer.c aiokafka_lead/_speedups_share.c aiokafka_lead/_speedups_columns.c
+$(STAMP): pyproject.toml setup.py aiokafka_lead/_speedups.c aiokafka_lead/_speedups_producer.c aiokafka_lead/_speedups_producer_columns.c aiokafka_lead/_speedups_producer.h aiokafka_lead/_speedups_share.c aiokafka_lead/_speedups_columns.c
 	@echo ">> creating $(VENV) and installing aiokafka_lead[dev,spark]"
 	@test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	@$(BIN)/python -m pip install --quiet --upgrade pip

@@ -43,9 +43,11 @@ setup(
             [
                 "aiokafka_lead/_speedups.c",
                 "aiokafka_lead/_speedups_producer.c",
+                "aiokafka_lead/_speedups_producer_columns.c",
                 "aiokafka_lead/_speedups_share.c",
                 "aiokafka_lead/_speedups_columns.c",
             ],
+            depends=["aiokafka_lead/_speedups_producer.h"],
             optional=True,
             extra_compile_args=["-O2", "-Wall", "-Wextra", "-Wno-unused-parameter"],
         )

@@ -1,6 +1,7 @@
 /*
  * aiokafka_lead._speedups, the producer's per-record steps (the module and the consumer's
- * loops are in _speedups.c; its ABI covers these too).
+ * loops are in _speedups.c; its ABI covers these too; the Arrow input is in
+ * _speedups_producer_columns.c, what both share in _speedups_producer.h).
  *
  *   RecordsBuffer
  *       The base class of records.builder.RecordBatchBuilder that encodes each appended
@@ -14,9 +15,6 @@
  *   murmur2(data)
  *       Kafka's murmur2 hash (Java's Utils.murmur2, signed int32) of a bytes-like key, for
  *       keyed partitioning; the same as producer.partitioner.py_murmur2.
- *   key_partitions(keys, rows, num_partitions)
- *       The Java client's partition of every key of an Arrow binary column (-1: null), as
- *       int32s; the same as producer.partitioner.py_key_partitions.
  *   now_ms()
  *       Wall-clock milliseconds since the epoch (time.time_ns() // 1_000_000), a record's
  *       default timestamp.
@@ -24,62 +22,11 @@
  * The pure-Python versions stay the reference: the tests compare both on the same records
  * (hypothesis) and against the Java client's bytes.
  */
-#define PY_SSIZE_T_CLEAN
-#include <Python.h>
+#include "_speedups_producer.h"
 #include <structmember.h>
-#include <stdint.h>
 #include <time.h>
 
 /* ------------------------------------------------------------------ RecordsBuffer */
-
-/* The records section of one magic v2 batch being filled (records.builder.PyRecords is its
- * pure-Python twin and reference). Appending never reads back what was written; the batch
- * header, compression and CRC are the Python builder's (once per batch). */
-typedef struct {
-    PyObject_HEAD
-    unsigned char *buf;
-    Py_ssize_t len;
-    Py_ssize_t cap;
-    Py_ssize_t count;       /* records appended */
-    long long base_ts;      /* first record's timestamp */
-    long long max_ts;       /* -1 before the first record */
-    double limit;           /* bytes of records a second or later record may not exceed */
-    char sealed;            /* closed: append() returns None */
-} RecordsBuffer;
-
-
-static inline Py_ssize_t
-put_varint(unsigned char *out, int64_t value)
-{
-    uint64_t v = ((uint64_t)value << 1) ^ (uint64_t)(value >> 63);
-    Py_ssize_t n = 0;
-    while (v > 0x7F) {
-        out[n++] = (unsigned char)((v & 0x7F) | 0x80);
-        v >>= 7;
-    }
-    out[n++] = (unsigned char)v;
-    return n;
-}
-
-static inline Py_ssize_t
-varint_size(int64_t value)
-{
-    uint64_t v = ((uint64_t)value << 1) ^ (uint64_t)(value >> 63);
-    Py_ssize_t n = 1;
-    while (v > 0x7F) {
-        v >>= 7;
-        n++;
-    }
-    return n;
-}
-
-/* A key, value or header value: None (n = -1) or any bytes-like object. */
-typedef struct {
-    Py_buffer view;
-    const char *data;
-    Py_ssize_t n;
-    int held; /* view must be released */
-} Blob;
 
 static int
 blob_get(PyObject *obj, Blob *b, const char *what)
@@ -115,24 +62,8 @@ blob_release(Blob *b)
     }
 }
 
-static inline Py_ssize_t
-blob_size(const Blob *b)
-{
-    return b->n < 0 ? 1 : varint_size(b->n) + b->n;
-}
 
-static inline Py_ssize_t
-put_blob(unsigned char *out, const Blob *b)
-{
-    Py_ssize_t n = put_varint(out, b->n);
-    if (b->n > 0) {
-        memcpy(out + n, b->data, (size_t)b->n);
-        n += b->n;
-    }
-    return n;
-}
-
-static int
+int
 records_reserve(RecordsBuffer *self, Py_ssize_t extra)
 {
     Py_ssize_t need, cap;
@@ -176,62 +107,6 @@ records_dealloc(RecordsBuffer *self)
     Py_TYPE(self)->tp_free((PyObject *)self);
 }
 
-/* A Py_ssize_t argument: 0, or -1 with the error set. */
-static int
-ssize_arg(PyObject *arg, Py_ssize_t *out)
-{
-    *out = PyLong_AsSsize_t(arg);
-    return (*out == -1 && PyErr_Occurred()) ? -1 : 0;
-}
-
-/* A record's timestamp delta from the batch's first record (0 for the first record). */
-static inline int
-record_delta(const RecordsBuffer *self, long long ts, long long *delta)
-{
-    if (self->count == 0) {
-        *delta = 0;
-        return 0;
-    }
-    if (__builtin_sub_overflow(ts, self->base_ts, delta)) {
-        PyErr_SetString(PyExc_OverflowError, "timestamp delta does not fit in 64 bits");
-        return -1;
-    }
-    return 0;
-}
-
-/* The size of a record's body up to its header count: attributes, deltas, key and value. */
-static inline Py_ssize_t
-record_head_size(const RecordsBuffer *self, long long delta, const Blob *key, const Blob *value)
-{
-    return 1 + varint_size(delta) + varint_size(self->count) + blob_size(key) + blob_size(value);
-}
-
-/* Writes a record's length and head at the buffer's end (room reserved); returns where its
- * header count goes. */
-static inline unsigned char *
-put_record_head(RecordsBuffer *self, Py_ssize_t body, long long delta, const Blob *key, const Blob *value)
-{
-    unsigned char *out = self->buf + self->len;
-    out += put_varint(out, body);
-    *out++ = 0; /* attributes (unused) */
-    out += put_varint(out, delta);
-    out += put_varint(out, self->count);
-    out += put_blob(out, key);
-    out += put_blob(out, value);
-    return out;
-}
-
-/* Counts the record of `total` bytes just written at the buffer's end. */
-static inline void
-record_written(RecordsBuffer *self, long long ts, Py_ssize_t total)
-{
-    self->len += total;
-    if (self->count == 0)
-        self->base_ts = ts;
-    if (ts > self->max_ts)
-        self->max_ts = ts;
-    self->count++;
-}
 
 /* append(timestamp_ms, key, value, headers=()) -> the record's offset delta, or None when the
  * batch is sealed or the record would take the records past the limit (never the first). */
@@ -352,169 +227,6 @@ done:
     return result;
 }
 
-/* An Arrow binary column as append_column() takes it: a tuple (validity or None, offsets,
- * data, array offset, large) of buffer-protocol objects and ints (the array's buffers as
- * pyarrow gives them; large: 64-bit offsets). None: every row null. */
-typedef struct {
-    Py_buffer validity, offsets, data;
-    int has_validity, present, large;
-    Py_ssize_t base;
-} ArrowBinary;
-
-static void
-arrow_binary_release(ArrowBinary *c)
-{
-    if (!c->present)
-        return;
-    if (c->has_validity)
-        PyBuffer_Release(&c->validity);
-    PyBuffer_Release(&c->offsets);
-    PyBuffer_Release(&c->data);
-    c->present = 0;
-}
-
-static int
-arrow_binary_get(PyObject *spec, ArrowBinary *c, Py_ssize_t rows, const char *what)
-{
-    PyObject *validity, *offsets, *data;
-    Py_ssize_t width, need;
-    memset(c, 0, sizeof(*c));
-    if (spec == Py_None)
-        return 0;
-    if (!PyTuple_Check(spec) || PyTuple_GET_SIZE(spec) != 5) {
-        PyErr_Format(PyExc_TypeError, "the %s column must be None or (validity, offsets, data, offset, large)",
-                     what);
-        return -1;
-    }
-    validity = PyTuple_GET_ITEM(spec, 0);
-    offsets = PyTuple_GET_ITEM(spec, 1);
-    data = PyTuple_GET_ITEM(spec, 2);
-    if (ssize_arg(PyTuple_GET_ITEM(spec, 3), &c->base) < 0)
-        return -1;
-    c->large = PyObject_IsTrue(PyTuple_GET_ITEM(spec, 4));
-    if (c->large < 0)
-        return -1;
-    if (c->base < 0) {
-        PyErr_Format(PyExc_ValueError, "the %s column's offset is negative", what);
-        return -1;
-    }
-    if (PyObject_GetBuffer(offsets, &c->offsets, PyBUF_SIMPLE) < 0)
-        return -1;
-    if (PyObject_GetBuffer(data, &c->data, PyBUF_SIMPLE) < 0) {
-        PyBuffer_Release(&c->offsets);
-        return -1;
-    }
-    c->present = 1;
-    if (validity != Py_None) {
-        if (PyObject_GetBuffer(validity, &c->validity, PyBUF_SIMPLE) < 0) {
-            PyBuffer_Release(&c->offsets);
-            PyBuffer_Release(&c->data);
-            c->present = 0;
-            return -1;
-        }
-        c->has_validity = 1;
-    }
-    width = c->large ? 8 : 4;
-    need = (c->base + rows + 1) * width;
-    if (c->offsets.len < need || (c->has_validity && c->validity.len < (c->base + rows + 7) / 8)) {
-        PyErr_Format(PyExc_ValueError, "the %s column's buffers are shorter than its %zd rows", what, rows);
-        arrow_binary_release(c);
-        return -1;
-    }
-    return 0;
-}
-
-/* Row i of a column as a Blob (n = -1: null); -1 with ValueError for offsets out of range. */
-static int
-arrow_binary_row(const ArrowBinary *c, Py_ssize_t i, Blob *b, const char *what)
-{
-    int64_t start, end;
-    Py_ssize_t j = c->base + i;
-    b->held = 0;
-    if (!c->present ||
-        (c->has_validity && !(((const unsigned char *)c->validity.buf)[j >> 3] & (1u << (j & 7))))) {
-        b->data = NULL;
-        b->n = -1;
-        return 0;
-    }
-    if (c->large) {
-        const int64_t *o = (const int64_t *)c->offsets.buf;
-        start = o[j];
-        end = o[j + 1];
-    }
-    else {
-        const int32_t *o = (const int32_t *)c->offsets.buf;
-        start = o[j];
-        end = o[j + 1];
-    }
-    if (start < 0 || end < start || end > (int64_t)c->data.len) {
-        PyErr_Format(PyExc_ValueError, "the %s column's row %zd has offsets %lld..%lld outside its %zd bytes",
-                     what, i, (long long)start, (long long)end, c->data.len);
-        return -1;
-    }
-    b->data = (const char *)c->data.buf + start;
-    b->n = (Py_ssize_t)(end - start);
-    return 0;
-}
-
-/* append_column(timestamp_ms, rows, values, keys, start) -> the first row not appended.
- * Rows start..rows-1 of two Arrow binary columns (see ArrowBinary; keys None: no keys) as
- * records without headers, all with timestamp_ms, until the batch is full (the first record
- * always fits, as in append()) or sealed; records.builder.PyRecords.append_column is the
- * reference. */
-static PyObject *
-records_append_column(RecordsBuffer *self, PyObject *const *args, Py_ssize_t nargs)
-{
-    long long ts, delta;
-    Py_ssize_t rows, start, i, body, total;
-    ArrowBinary values, keys;
-    Blob key, value;
-    unsigned char *out;
-
-    if (nargs != 5) {
-        PyErr_SetString(PyExc_TypeError, "append_column(timestamp_ms, rows, values, keys, start)");
-        return NULL;
-    }
-    ts = PyLong_AsLongLong(args[0]);
-    if (ts == -1 && PyErr_Occurred())
-        return NULL;
-    if (ssize_arg(args[1], &rows) < 0 || ssize_arg(args[4], &start) < 0)
-        return NULL;
-    if (rows < 0 || start < 0 || start > rows) {
-        PyErr_Format(PyExc_ValueError, "start %zd must be within 0..rows (%zd)", start, rows);
-        return NULL;
-    }
-    if (self->sealed || start == rows)
-        return PyLong_FromSsize_t(start);
-    if (arrow_binary_get(args[2], &values, rows, "value") < 0)
-        return NULL;
-    if (arrow_binary_get(args[3], &keys, rows, "key") < 0) {
-        arrow_binary_release(&values);
-        return NULL;
-    }
-    for (i = start; i < rows; i++) {
-        if (record_delta(self, ts, &delta) < 0)
-            goto fail;
-        if (arrow_binary_row(&keys, i, &key, "key") < 0 || arrow_binary_row(&values, i, &value, "value") < 0)
-            goto fail;
-        body = record_head_size(self, delta, &key, &value) + 1; /* + the header count, 0 */
-        total = varint_size(body) + body;
-        if (self->count > 0 && (double)(self->len + total) > self->limit)
-            break;
-        if (records_reserve(self, total) < 0)
-            goto fail;
-        out = put_record_head(self, body, delta, &key, &value);
-        *out = 0; /* no headers */
-        record_written(self, ts, total);
-    }
-    arrow_binary_release(&values);
-    arrow_binary_release(&keys);
-    return PyLong_FromSsize_t(i);
-fail:
-    arrow_binary_release(&values);
-    arrow_binary_release(&keys);
-    return NULL;
-}
 
 static PyObject *
 records_bytes(RecordsBuffer *self, PyObject *unused)
@@ -640,7 +352,7 @@ static PyTypeObject HandleFieldsType = {
 
 /* ------------------------------------------------------------- partition, timestamp */
 
-static uint32_t
+uint32_t
 murmur2_hash(const unsigned char *data, Py_ssize_t length)
 {
     const uint32_t m = 0x5BD1E995u;
@@ -684,46 +396,6 @@ murmur2(PyObject *self, PyObject *arg)
     return PyLong_FromLong((long)(int32_t)h);
 }
 
-/* key_partitions(keys, rows, num_partitions) -> int32 buffer (bytes): per row of an Arrow
- * binary key column (append_column's form), the Java client's partition for the key,
- * toPositive(murmur2(key)) % num_partitions, or -1 where the key is null. */
-static PyObject *
-key_partitions(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
-{
-    ArrowBinary keys;
-    Py_ssize_t rows, n, i;
-    PyObject *out;
-    int32_t *parts;
-    Blob key;
-    if (nargs != 3) {
-        PyErr_SetString(PyExc_TypeError, "key_partitions(keys, rows, num_partitions)");
-        return NULL;
-    }
-    if (ssize_arg(args[1], &rows) < 0 || ssize_arg(args[2], &n) < 0)
-        return NULL;
-    if (rows < 0 || n < 1 || n > INT32_MAX) {
-        PyErr_Format(PyExc_ValueError, "rows (%zd) must be >= 0 and num_partitions (%zd) >= 1", rows, n);
-        return NULL;
-    }
-    if (arrow_binary_get(args[0], &keys, rows, "key") < 0)
-        return NULL;
-    out = PyBytes_FromStringAndSize(NULL, rows * 4);
-    if (out == NULL)
-        goto done;
-    parts = (int32_t *)PyBytes_AS_STRING(out);
-    for (i = 0; i < rows; i++) {
-        if (arrow_binary_row(&keys, i, &key, "key") < 0) {
-            Py_CLEAR(out);
-            goto done;
-        }
-        parts[i] = key.n < 0 ? -1
-                             : (int32_t)((murmur2_hash((const unsigned char *)key.data, key.n) & 0x7FFFFFFFu) %
-                                         (uint32_t)n);
-    }
-done:
-    arrow_binary_release(&keys);
-    return out;
-}
 
 static PyObject *
 now_ms(PyObject *self, PyObject *unused)

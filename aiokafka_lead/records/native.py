@@ -1,5 +1,5 @@
 """The optional C speedups (``aiokafka_lead/_speedups.c``, ``_speedups_producer.c``,
-``_speedups_share.c``), set up once.
+``_speedups_producer_columns.c``, ``_speedups_share.c``, ``_speedups_columns.c``), set up once.
 
 ``decode_records`` and ``build_consumer_records`` are the consumer's C loops;
 ``build_share_records`` the share consumer's (its record class is bound by
