@@ -36,6 +36,7 @@ error the application saw, by type. A JSON report and, with matplotlib, plots.
 from __future__ import annotations
 
 import argparse
+import functools
 import json
 import sys
 import tempfile
@@ -105,6 +106,7 @@ class Settings:
     reauth_ms: int = 10_000
     short: bool = False
     heap_frames: int = 0  # > 0: trace allocations (tracemalloc) with this many frames
+    malloc_trim: bool = False  # sample the RSS also after glibc's malloc_trim(0)
     out: Path = ROOT / "benchmarks" / "results" / "soak.json"
 
     @classmethod
@@ -309,7 +311,9 @@ async def _run(settings: Settings, site: Site, ledger: Ledger) -> dict[str, Any]
         async with anyio.create_task_group() as load:
             load.start_soon(heap.snapshot_after, settings.minutes * 60 / 6, stop_probes)
             load.start_soon(loop_lag, ledger, stop_probes)
-            load.start_soon(sample, ledger, clients, producers, stop_probes)
+            load.start_soon(
+                functools.partial(sample, trim=settings.malloc_trim), ledger, clients, producers, stop_probes
+            )
             load.start_soon(progress, ledger, stop_probes)
             for i, p in enumerate(producers):
                 own = [n for n in range(PARTITIONS) if n % len(producers) == i]
@@ -448,6 +452,11 @@ def main() -> None:
         default=0,
         help="trace the Python heap (tracemalloc, this many frames a stack) and report what grew",
     )
+    parser.add_argument(
+        "--malloc-trim",
+        action="store_true",
+        help="sample the RSS also after glibc's malloc_trim(0): memory in use against memory kept",
+    )
     args = parser.parse_args()
     settings = (
         Settings.short_run(args.out)
@@ -455,6 +464,7 @@ def main() -> None:
         else Settings(minutes=args.minutes, scale=args.scale, rate=args.rate, out=args.out)
     )
     settings.heap_frames = args.heap_frames
+    settings.malloc_trim = args.malloc_trim
     report = anyio.run(soak, settings)
     args.out.parent.mkdir(parents=True, exist_ok=True)
     args.out.write_text(json.dumps(report, indent=1))

@@ -9,6 +9,7 @@ copy writes each record to the same partition of ``soak-copy``.
 from __future__ import annotations
 
 import asyncio
+import ctypes
 import os
 import sys
 import time
@@ -290,9 +291,27 @@ def _connections(clients: list[Any]) -> dict[str, int]:
     return dict(sorted(per_node.items()))
 
 
+def _malloc_trim() -> Callable[[int], object] | None:
+    """glibc's ``malloc_trim(0)`` (hands the heap's free pages back to the system), or None."""
+    try:
+        trim: Callable[[int], object] = ctypes.CDLL("libc.so.6").malloc_trim
+        return trim
+    except (OSError, AttributeError):
+        return None
+
+
 async def sample(
-    ledger: Ledger, clients: list[Any], producers: list[AIOKafkaProducer], stop: anyio.Event
+    ledger: Ledger,
+    clients: list[Any],
+    producers: list[AIOKafkaProducer],
+    stop: anyio.Event,
+    *,
+    trim: bool = False,
 ) -> None:
+    """Every ``SAMPLE_S``: the process's resources. ``trim``: also the RSS once glibc handed
+    its free heap pages back (``rss_trimmed_mib``), which tells memory in use from memory
+    the allocator keeps."""
+    malloc_trim = _malloc_trim() if trim else None
     while not stop.is_set():
         rss, ledger_mib = _rss_mib(), ledger.nbytes() / 2**20
         ledger.samples.append(
@@ -307,6 +326,9 @@ async def sample(
                 "buffered_bytes": sum(p.metrics()["buffer_used"] for p in producers),
             }
         )
+        if malloc_trim is not None:
+            malloc_trim(0)
+            ledger.samples[-1]["rss_trimmed_mib"] = round(_rss_mib() - ledger_mib, 1)
         if tracemalloc.is_tracing():
             ledger.samples[-1]["traced_mib"] = round(tracemalloc.get_traced_memory()[0] / 2**20, 1)
         with anyio.move_on_after(SAMPLE_S):
