@@ -132,13 +132,26 @@ async def scenario(conn: Connection, topic: str) -> dict[str, Any]:
         first = None
         found: list[tuple[Any, ...]] = []
         offset = start
-        with anyio.fail_after(30):
-            while offset < end:
-                response = await conn.send(read_committed(offset), version=17)
-                got = batches(response)
-                first = first or response
-                found += got
-                offset = got[-1][0] + got[-1][1] + 1 if got else offset
+        last = "none"
+        try:
+            with anyio.fail_after(30):
+                while offset < end:
+                    response = await conn.send(read_committed(offset), version=17)
+                    part = response.responses[0].partitions[0]
+                    last = (
+                        f"error {part.error_code}, high watermark {part.high_watermark}, "
+                        f"last stable offset {part.last_stable_offset}, "
+                        f"{len(part.records or b'')} bytes of records"
+                    )
+                    got = batches(response)
+                    first = first or response
+                    found += got
+                    offset = got[-1][0] + got[-1][1] + 1 if got else offset
+        except TimeoutError:
+            raise AssertionError(
+                f"read_committed fetches from {start} stayed at offset {offset} of {end} for 30 s "
+                f"(batches so far {found}; last answer: {last})"
+            ) from None
         return first, found
 
     out["find_coordinator"] = await until(
