@@ -21,7 +21,8 @@ includes the SparkSession's warm-up. The connector's jars come from Maven Centra
     python benchmarks/spark.py --master spark://host:7077 --bootstrap-server H:P
     python benchmarks/spark.py --rounds 1 --workloads 2000x100 --brokers 1 --replication 1  # smoke
 
-Writes benchmarks/results/spark.json and, with matplotlib, docs/img/spark.png.
+Writes benchmarks/results/spark.json and, with matplotlib, docs/img/spark.png
+(``spark_standalone.json`` / ``.png`` with ``--standalone``).
 """
 
 from __future__ import annotations
@@ -258,14 +259,14 @@ def table(results: dict[str, Any]) -> str:
     return "\n".join(lines)
 
 
-def plot(results: dict[str, Any], title: str) -> Path:
+def plot(results: dict[str, Any], title: str, path: Path = PLOT) -> Path:
     groups = [f"{name}\n{direction}" for name, ds in results.items() for direction in ds]
     cells = {
         side: [data["summary"][side] for ds in results.values() for data in ds.values()] for side in SIDES
     }
     panel = ("records/s (thousands)", groups, cells, 1000.0, "%.0f")
     size = (4 + 2 * len(groups), 5)
-    return bench.save_bars(PLOT, title, [panel], colors=COLORS, labels=SIDES, figsize=size)
+    return bench.save_bars(path, title, [panel], colors=COLORS, labels=SIDES, figsize=size)
 
 
 def main(args: argparse.Namespace) -> int:
@@ -291,12 +292,17 @@ def main(args: argparse.Namespace) -> int:
         "python": sys.version.split()[0],
         "date": time.strftime("%Y-%m-%d"),
     }
-    RESULT.parent.mkdir(parents=True, exist_ok=True)
-    RESULT.write_text(json.dumps({"env": env, "results": results}, indent=1))
+    result, picture = (
+        (RESULT.with_name("spark_standalone.json"), PLOT.with_name("spark_standalone.png"))
+        if args.standalone
+        else (RESULT, PLOT)
+    )
+    result.parent.mkdir(parents=True, exist_ok=True)
+    result.write_text(json.dumps({"env": env, "results": results}, indent=1))
     bench.say("\n" + table(results))
     title = f"Spark {env['master']}, PySpark {env['pyspark']}: aiokafka_lead vs Spark's Kafka connector"
-    bench.say(f"plot: {plot(results, title)}" if can_plot() else NO_PLOT)
-    bench.say(f"results: {RESULT}")
+    bench.say(f"plot: {plot(results, title, picture)}" if can_plot() else NO_PLOT)
+    bench.say(f"results: {result}")
     return 0
 
 
