@@ -156,7 +156,7 @@ class SchemaRegistryClient:
         loop = asyncio.get_running_loop()
         deadline = loop.time() + self._timeout_s
         attempts = 0
-        answered = ""  # the last error answer, for the message when the deadline cuts a retry
+        failed = ""  # the last attempt's failure, for the message when the deadline cuts a retry
         url = f"{self.url}{path}"
         while True:
             headers = await self._auth_headers()
@@ -171,17 +171,17 @@ class SchemaRegistryClient:
                 ) from exc
             except TimeoutError as exc:
                 # the deadline cut this attempt: the last answer, if one came, says more
-                cut = f"{answered} (the next attempt cut by the deadline)"
-                cause = cut if answered else f"no answer: {exc!r}"
+                cut = f"{failed} (the next attempt cut by the deadline)"
+                cause = cut if failed else f"no answer: {exc!r}"
             except OSError as exc:
-                cause = f"no answer: {exc!r}"
+                cause = failed = f"no answer: {exc!r}"
             else:
                 if 200 <= answer.status < 300:
                     return json.loads(answer.body) if answer.body else None
                 error = self._error(answer, url)
                 if answer.status not in RETRIABLE_STATUSES:
                     raise error
-                cause = answered = str(error)
+                cause = failed = str(error)
             delay = self._backoff.delay_s(attempts)
             attempts += 1
             if loop.time() + delay >= deadline:

@@ -245,6 +245,32 @@ async def test_http_answers_of_every_framing(answer: bytes) -> None:
         assert await SchemaRegistryClient(f"http://127.0.0.1:{port}").get_subjects() == ["a", "b"]
 
 
+async def test_a_failure_stays_named_when_the_deadline_cuts_the_next_attempt() -> None:
+    """The first attempt gets a garbled answer, the second none at all: the error names the
+    garbled answer, not only the deadline."""
+    connections = 0
+
+    async def handle(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        nonlocal connections
+        connections += 1
+        await reader.readuntil(b"\r\n\r\n")
+        if connections == 1:
+            writer.write(b"SMTP ready\r\n\r\n")
+            await writer.drain()
+            writer.close()
+            return
+        await asyncio.sleep(5)  # no answer: the deadline cuts this attempt
+        writer.close()
+
+    server = await asyncio.start_server(handle, "127.0.0.1", 0)
+    async with server:
+        port = server.sockets[0].getsockname()[1]
+        client = SchemaRegistryClient(f"http://127.0.0.1:{port}", request_timeout_ms=500, retry_backoff_ms=10)
+        with pytest.raises(RegistryUnavailableError, match=r"not an HTTP answer.*cut by the deadline"):
+            await client.get_subjects()
+    assert connections >= 2
+
+
 async def test_a_garbled_answer_is_retried_then_named() -> None:
     server, port = await _serve_once(b"SMTP ready\r\n\r\n")
     async with server:
