@@ -46,6 +46,14 @@ Setup = Callable[[anyio.abc.TaskGroup], Awaitable[None]]
 OnFailure = Callable[["ClientFailedError"], Awaitable[None]]
 
 
+def asyncio_loop() -> asyncio.AbstractEventLoop | None:
+    """The running asyncio loop; None off asyncio (trio) or outside a loop."""
+    try:
+        return asyncio.get_running_loop()
+    except RuntimeError:
+        return None
+
+
 def weakly(method: Callable[P, R], default: R) -> Callable[P, R]:
     """A bound ``method`` that does not keep its object alive (``default`` once the object is
     gone): the callbacks a client hands its background parts, so that the task tree never

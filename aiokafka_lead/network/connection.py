@@ -29,7 +29,6 @@ from typing import Any
 import anyio
 import anyio.abc
 import anyio.to_thread
-from anyio.streams.tls import TLSStream
 
 from aiokafka_lead._version import __version__
 from aiokafka_lead.error_code import ErrorCode
@@ -49,9 +48,9 @@ from aiokafka_lead.network.authenticate import (
 )
 from aiokafka_lead.network.config import ConnectionConfig
 from aiokafka_lead.network.sasl import SaslMechanism
+from aiokafka_lead.network.stream import FrameStream, TLSHandshakeFailed, open_frame_stream
 from aiokafka_lead.protocol.framing import (
     THREAD_DECODE_BYTES,
-    FrameReader,
     decode_response,
     encode_request,
     peek_correlation_id,
@@ -77,7 +76,7 @@ request_broker: ContextVar[str | None] = ContextVar("aiokafka_lead_request_broke
 
 
 def _api_name(response_cls: Any) -> str:
-    """"Metadata" for MetadataResponse: the API's name in the Kafka spec."""
+    """ "Metadata" for MetadataResponse: the API's name in the Kafka spec."""
     return str(response_cls.__name__).removesuffix("Response")
 
 
@@ -130,14 +129,6 @@ class ConnectionStats:
         peak.record(seconds)
 
 
-class _TLSFailed(Exception):
-    """The TCP connection was up but the TLS handshake failed."""
-
-    def __init__(self, cause: BaseException) -> None:
-        super().__init__(repr(cause))
-        self.cause = cause
-
-
 class Connection:
     """A connection to one broker address (``node_id`` -1 for bootstrap servers)."""
 
@@ -156,8 +147,7 @@ class Connection:
         self.node_id = node_id
         self._config = config
         self._on_latency = on_latency
-        self._stream: anyio.abc.ByteStream | None = None
-        self._reader = FrameReader(config.max_frame_size)
+        self._stream: FrameStream | None = None
         self._pending: dict[int, _Pending] = {}
         self._correlation = itertools.count(1)
         # fast_acquire: an uncontended acquire does not yield to the event loop; every
@@ -167,9 +157,7 @@ class Connection:
         self._window = anyio.Semaphore(config.max_in_flight, fast_acquire=True)
         self._closed = anyio.Event()
         self._close_reason: BaseException | None = None
-        self._first_bytes = b""  # what the peer sent first: names a listener mismatch
         self._answered = 0  # responses received (a close before the second one hints a mismatch)
-        self._unanswered_bytes = 0  # bytes received that are not yet part of a whole frame
         self.api_versions: ApiVersionTable | None = None
         #: finalized feature levels from ApiVersions v3+ (e.g. ``transaction.version``)
         self.finalized_features: dict[str, int] = {}
@@ -213,7 +201,7 @@ class Connection:
                 self._stream = await self._open_stream()
             self.stats.created += 1
         except Exception as exc:  # of any kind (an OverflowError for a bad port): this node only
-            if isinstance(exc, _TLSFailed):
+            if isinstance(exc, TLSHandshakeFailed):
                 what = (
                     f"failed in the TLS handshake ({exc.cause!r}): is this a TLS listener "
                     f"(security_protocol={self._config.security_protocol}) and does ssl_context trust it?"
@@ -253,25 +241,10 @@ class Connection:
         finally:
             await self._close_stream()
 
-    async def _open_stream(self) -> anyio.abc.ByteStream:
-        stream: anyio.abc.ByteStream = await anyio.connect_tcp(self.host, self.port)
-        if not self._config.uses_tls:
-            return stream
-        try:
-            return await TLSStream.wrap(
-                stream,
-                ssl_context=self._config.ssl_context,
-                hostname=self.host,
-                standard_compatible=False,
-            )
-        except (OSError, anyio.BrokenResourceError, anyio.EndOfStream) as exc:
-            with anyio.move_on_after(1, shield=True):
-                await stream.aclose()  # the TCP connection must not outlive the failed handshake
-            raise _TLSFailed(exc) from exc
-        except BaseException:
-            with anyio.move_on_after(1, shield=True):
-                await stream.aclose()
-            raise
+    async def _open_stream(self) -> FrameStream:
+        config = self._config
+        ssl_context = config.ssl_context if config.uses_tls else None
+        return await open_frame_stream(self.host, self.port, ssl_context, config.max_frame_size)
 
     async def _handshake(self) -> None:
         """ApiVersions (retrying with the broker's own max on UNSUPPORTED_VERSION), then SASL."""
@@ -499,42 +472,40 @@ class Connection:
     async def _read_loop(self) -> None:
         stream = self._stream
         assert stream is not None
+        counted = 0  # of stream.received, in stats.bytes_in
         try:
             while not self._closed.is_set():
-                data = await stream.receive(256 * 1024)
-                if len(self._first_bytes) < 8:
-                    self._first_bytes += data[: 8 - len(self._first_bytes)]
-                self._unanswered_bytes += len(data)
+                frames = await stream.receive_frames()
                 received = self.stats.bytes_in
-                received[self.node_id] = received.get(self.node_id, 0) + len(data)
-                for frame in self._reader.feed(data):
-                    self._unanswered_bytes -= len(frame) + 4
+                received[self.node_id] = received.get(self.node_id, 0) + stream.received - counted
+                counted = stream.received
+                for frame in frames:
                     if len(frame) >= THREAD_DECODE_BYTES:
                         await self._dispatch_big(frame)
                     else:
                         self._dispatch(frame)
         except anyio.EndOfStream:
             self.stats.closed_by_broker += 1
-            reason = f"the broker closed the connection{self._hint(closed=True)}"
+            reason = f"the broker closed the connection{self._hint(stream, closed=True)}"
             self._mark_closed(KafkaConnectionError(reason))
         except (OSError, anyio.BrokenResourceError, anyio.ClosedResourceError) as exc:
             self._mark_closed(KafkaConnectionError(f"read from {self.broker} failed: {exc!r}"))
         except DecodeError as exc:
-            reason = f"malformed frame from {self.broker}: {exc}{self._hint(closed=False)}"
+            reason = f"malformed frame from {self.broker}: {exc}{self._hint(stream, closed=False)}"
             self._mark_closed(KafkaConnectionError(reason))
 
-    def _hint(self, *, closed: bool) -> str:
+    def _hint(self, stream: FrameStream, *, closed: bool) -> str:
         """Why a connection may have failed this early: the listener expects something else."""
-        first = self._first_bytes
+        first, unanswered = stream.first_bytes, stream.buffered
         protocol = self._config.security_protocol
         if len(first) >= 2 and first[0] in (0x15, 0x16) and first[1] == 3:
             return f" (it answered with TLS: use security_protocol 'SSL' or 'SASL_SSL', not {protocol})"
         if first and self._answered == 0 and all(32 <= b < 127 for b in first[:4]):
             return f" (it answered {first.decode('ascii', 'replace')!r}...: not a Kafka listener)"
-        if closed and self._unanswered_bytes:
+        if closed and unanswered:
             # it had begun an answer: a broker that failed or a cut network, not a listener
             # that refused our request (that one closes without a byte)
-            return f" in the middle of a response ({self._unanswered_bytes} bytes of it received)"
+            return f" in the middle of a response ({unanswered} bytes of it received)"
         if closed and self._answered <= 1:
             return (
                 f" before answering a request after ApiVersions; a listener that expects SASL or TLS "

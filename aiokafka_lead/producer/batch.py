@@ -22,6 +22,7 @@ from typing import TYPE_CHECKING, Any, NamedTuple
 import anyio
 
 from aiokafka_lead.records import HEADER_SIZE, RecordBatch, RecordBatchBuilder, native
+from aiokafka_lead.runtime import asyncio_loop
 from aiokafka_lead.structs import RecordMetadata, TopicPartition
 
 LOG_APPEND_TIME = 1
@@ -185,14 +186,6 @@ def _cancelled_error() -> BaseException:
 
 def _invalid_state() -> BaseException:
     return asyncio.InvalidStateError("delivery is still pending")
-
-
-def asyncio_loop() -> asyncio.AbstractEventLoop | None:
-    """The running asyncio loop; None off asyncio (trio) or outside a loop."""
-    try:
-        return asyncio.get_running_loop()
-    except RuntimeError:
-        return None
 
 
 class ProducerBatch:

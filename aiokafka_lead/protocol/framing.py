@@ -57,9 +57,7 @@ def _size(parts: list[Buf]) -> int:
     return sum(len(p) if type(p) is bytes else memoryview(p).nbytes for p in parts)
 
 
-def encode_request(
-    body: Request, version: int, correlation_id: int, client_id: str | None
-) -> bytes:
+def encode_request(body: Request, version: int, correlation_id: int, client_id: str | None) -> bytes:
     """Size prefix + request header (v1/v2 by the body's flexibility) + body, one copy."""
     parts: list[Buf] = [b"", _REQ_HEAD.pack(body.API_KEY, version, correlation_id)]
     ap = parts.append
@@ -160,6 +158,13 @@ def decode_response(frame: Buf, response_cls: type[R], version: int) -> tuple[in
     return correlation_id, body
 
 
+def check_frame_size(size: int, limit: int) -> int:
+    """A frame's size prefix, refused when negative or over ``limit``."""
+    if size < 0 or size > limit:
+        raise DecodeError(f"frame size {size} outside 0..{limit}")
+    return size
+
+
 class FrameReader:
     """Splits a byte stream into size-prefixed frames (sans-I/O: feed bytes, get frames).
 
@@ -178,9 +183,7 @@ class FrameReader:
         self._need = -1  # total bytes (prefix + body) of the frame being buffered
 
     def _check(self, size: int) -> int:
-        if size < 0 or size > self._max:
-            raise DecodeError(f"frame size {size} outside 0..{self._max}")
-        return size
+        return check_frame_size(size, self._max)
 
     def feed(self, data: Buf) -> list[memoryview | bytes]:
         frames: list[memoryview | bytes] = []
@@ -222,3 +225,80 @@ class FrameReader:
     def buffered(self) -> int:
         """Bytes held for an incomplete frame."""
         return len(self._buf)
+
+
+class BufferedFrameReader:
+    """Splits a byte stream into frames, receiving straight into buffers it owns (for
+    :class:`asyncio.BufferedProtocol`: :meth:`get_buffer`, then :meth:`buffer_updated`).
+
+    Frames up to ``scratch_size`` bytes are received into one scratch buffer kept for the
+    connection's life and copied out as ``bytes`` of their exact size; a bigger frame is
+    received straight into a ``bytearray`` of its size, allocated once its size prefix has
+    arrived, and handed over as a view of it. So no read allocates more than what it keeps,
+    and nothing is copied twice. Sizes are checked like :class:`FrameReader`'s, but
+    :meth:`buffer_updated` does not raise (it runs in the event loop's callback): it returns
+    the frames before a bad size prefix and sets :attr:`error`; the stream is unusable then.
+    """
+
+    __slots__ = ("_big", "_big_filled", "_filled", "_max", "_scratch", "_view", "error")
+
+    def __init__(self, max_frame_size: int = 100 * MiB, scratch_size: int = 64 * 1024) -> None:
+        self._max = max_frame_size
+        self._scratch = bytearray(scratch_size)
+        self._view = memoryview(self._scratch)
+        self._filled = 0  # bytes at the start of the scratch buffer not yet part of a frame
+        self._big: memoryview | None = None  # the body of the big frame being received
+        self._big_filled = 0
+        #: the bad size prefix that ended the stream
+        self.error: DecodeError | None = None
+
+    def get_buffer(self) -> memoryview:
+        """Where the next bytes received go (never empty)."""
+        if self._big is not None:
+            return self._big[self._big_filled :]
+        return self._view[self._filled :]
+
+    def buffer_updated(self, nbytes: int) -> list[memoryview | bytes]:
+        """``nbytes`` were written into the last :meth:`get_buffer`: the frames completed."""
+        big = self._big
+        if big is not None:
+            self._big_filled += nbytes
+            if self._big_filled < len(big):
+                return []
+            self._big = None
+            return [big]
+        view = self._view
+        frames: list[memoryview | bytes] = []
+        pos, total = 0, self._filled + nbytes
+        while total - pos >= 4:
+            try:
+                size = check_frame_size(I32.unpack_from(view, pos)[0], self._max)
+            except DecodeError as exc:
+                self.error = exc
+                break
+            start = pos + 4
+            if total - start >= size:
+                frames.append(bytes(view[start : start + size]))
+                pos = start + size
+            elif 4 + size > len(view):  # received into a buffer of its own from here on
+                body = memoryview(bytearray(size))
+                have = total - start
+                body[:have] = view[start:total]
+                self._big, self._big_filled = body, have
+                pos = total
+            else:
+                break
+        if pos:
+            rest = total - pos
+            if rest:
+                view[:rest] = view[pos:total]
+            total = rest
+        self._filled = total
+        return frames
+
+    @property
+    def buffered(self) -> int:
+        """Bytes held for an incomplete frame."""
+        if self._big is not None:
+            return 4 + self._big_filled
+        return self._filled

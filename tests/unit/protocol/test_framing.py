@@ -1,4 +1,4 @@
-"""Framing: size prefix, header versions, and the FrameReader fed every possible way."""
+"""Framing: size prefix, header versions, and the frame readers fed every possible way."""
 
 from __future__ import annotations
 
@@ -6,6 +6,7 @@ import pytest
 
 from aiokafka_lead.errors import DecodeError
 from aiokafka_lead.protocol.framing import (
+    BufferedFrameReader,
     FrameReader,
     RequestHeader,
     decode_request,
@@ -130,3 +131,80 @@ def test_frame_reader_accepts_exactly_max() -> None:
     assert [bytes(f) for f in reader.feed(b"\x00\x00\x00\x03abc")] == [b"abc"]
     with pytest.raises(DecodeError):
         FrameReader(max_frame_size=3).feed(b"\x00\x00\x00\x04")
+
+
+def _receive(reader: BufferedFrameReader, data: bytes, most: int) -> list[bytes]:
+    """What the event loop does: recv_into get_buffer() (at most ``most`` bytes at a time)."""
+    out: list[bytes] = []
+    pos = 0
+    while pos < len(data):
+        buffer = reader.get_buffer()
+        assert len(buffer) > 0
+        n = min(len(buffer), most, len(data) - pos)
+        buffer[:n] = data[pos : pos + n]
+        pos += n
+        out.extend(bytes(f) for f in reader.buffer_updated(n))
+        if reader.error is not None:
+            raise reader.error
+    return out
+
+
+@pytest.mark.parametrize("most", [1, 2, 3, 5, 7, 64, 100, 1 << 20])
+def test_buffered_frame_reader_any_chunking(most: int) -> None:
+    big = b"\x00\x00\x01\x2c" + bytes(range(256)) + bytes(44)  # 300 bytes: over the scratch size
+    stream = (b"".join(_frames()) + big) * 3
+    reader = BufferedFrameReader(scratch_size=64)
+    assert _receive(reader, stream, most) == ([f[4:] for f in _frames()] + [big[4:]]) * 3
+    assert reader.buffered == 0
+
+
+def test_buffered_frame_reader_receives_into_buffers_it_keeps() -> None:
+    """Small frames: the one scratch buffer, then a copy of exactly the frame; a big frame:
+    straight into a buffer of its own size, handed over without another copy."""
+    reader = BufferedFrameReader(scratch_size=64)
+    scratch = reader.get_buffer().obj
+    small = encode_request(HeartbeatRequest(), 4, 1, None)
+    buffer = reader.get_buffer()
+    buffer[: len(small) + 6] = small + b"\x00\x00\x00\xc8ab"  # then the head of a 200-byte frame
+    (frame,) = reader.buffer_updated(len(small) + 6)
+    assert type(frame) is bytes and frame == small[4:]
+    assert reader.buffered == 6
+    body = reader.get_buffer()
+    assert body.obj is not scratch and len(body) == 198  # the rest of the frame, and no more
+    body[:] = b"c" * 198
+    (big,) = reader.buffer_updated(198)
+    assert isinstance(big, memoryview) and big.obj is body.obj and bytes(big) == b"ab" + b"c" * 198
+    assert reader.get_buffer().obj is scratch and reader.buffered == 0
+
+
+@pytest.mark.parametrize("prefix", [b"\xff\xff\xff\xff", b"\x80\x00\x00\x00", b"\x7f\xff\xff\xff"])
+def test_buffered_frame_reader_rejects_hostile_sizes_at_once(prefix: bytes) -> None:
+    reader = BufferedFrameReader(max_frame_size=1024)
+    with pytest.raises(DecodeError, match="outside 0..1024"):
+        _receive(reader, prefix, 4)
+    reader = BufferedFrameReader(max_frame_size=1024)
+    with pytest.raises(DecodeError):
+        _receive(reader, b"\x00\x00\x00\x01x" + prefix, 3)
+    reader = BufferedFrameReader(max_frame_size=1024)
+    buffer = reader.get_buffer()
+    buffer[:9] = b"\x00\x00\x00\x01x" + prefix  # the frame before the bad size is handed over
+    assert reader.buffer_updated(9) == [b"x"] and isinstance(reader.error, DecodeError)
+
+
+def test_buffered_frame_reader_agrees_with_frame_reader_on_garbage() -> None:
+    import random
+
+    rng = random.Random(5)
+    for _ in range(300):
+        blob = rng.randbytes(rng.randint(0, 200))
+        try:
+            expected: list[bytes] | type[DecodeError] = [bytes(f) for f in FrameReader(1 << 10).feed(blob)]
+        except DecodeError:
+            expected = DecodeError
+        try:
+            got: list[bytes] | type[DecodeError] = _receive(
+                BufferedFrameReader(1 << 10, scratch_size=32), blob, rng.randint(1, 50)
+            )
+        except DecodeError:
+            got = DecodeError
+        assert got == expected
