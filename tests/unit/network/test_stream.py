@@ -14,6 +14,7 @@ import pytest
 from aiokafka_lead.errors import DecodeError
 from aiokafka_lead.network import stream as stream_module
 from aiokafka_lead.network.stream import FrameStream, open_frame_stream
+from tests.support.waiting import eventually
 
 Peer = Callable[[anyio.abc.SocketStream], Awaitable[None]]
 
@@ -65,7 +66,9 @@ async def test_frames_of_every_size_arrive_whole_and_in_order() -> None:
                 await stream.aclose()
 
 
-async def test_reading_pauses_while_frames_wait_and_resumes_when_taken(monkeypatch: pytest.MonkeyPatch) -> None:
+async def test_reading_pauses_while_frames_wait_and_resumes_when_taken(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
     """Backpressure: frames nobody takes do not pile up in memory without bound."""
     monkeypatch.setattr(stream_module, "PAUSE_READING_AT", 10_000)
     bodies = [bytes([i]) * 5_000 for i in range(40)]
@@ -80,8 +83,7 @@ async def test_reading_pauses_while_frames_wait_and_resumes_when_taken(monkeypat
             stream = await open_frame_stream("127.0.0.1", port, None, 1 << 20)
             protocol = stream._protocol  # type: ignore[attr-defined]
             try:
-                while not protocol.reading_paused:
-                    await anyio.sleep(0.01)
+                await eventually(lambda: protocol.reading_paused)
                 # paused within one receive (the scratch buffer, 64 KiB) of the limit
                 assert protocol.queued <= 10_000 + 65_536
                 assert await receive_all(stream, len(bodies)) == bodies
@@ -169,8 +171,7 @@ async def test_sends_wait_while_the_peer_does_not_read() -> None:
             with anyio.move_on_after(1):
                 await stream.aclose()
             lost = stream._protocol.lost  # type: ignore[attr-defined]
-            while not lost.done():  # aborted: gone at the loop's next turn
-                await anyio.sleep(0.01)
+            await eventually(lost.done)  # aborted: gone at the loop's next turn
             stalled.set()
 
 

@@ -180,7 +180,7 @@ def test_buffered_frame_reader_receives_into_buffers_it_keeps() -> None:
 @pytest.mark.parametrize("prefix", [b"\xff\xff\xff\xff", b"\x80\x00\x00\x00", b"\x7f\xff\xff\xff"])
 def test_buffered_frame_reader_rejects_hostile_sizes_at_once(prefix: bytes) -> None:
     reader = BufferedFrameReader(max_frame_size=1024)
-    with pytest.raises(DecodeError, match="outside 0..1024"):
+    with pytest.raises(DecodeError, match=r"outside 0\.\.1024"):
         _receive(reader, prefix, 4)
     reader = BufferedFrameReader(max_frame_size=1024)
     with pytest.raises(DecodeError):
