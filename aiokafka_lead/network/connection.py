@@ -506,10 +506,16 @@ class Connection:
             # it had begun an answer: a broker that failed or a cut network, not a listener
             # that refused our request (that one closes without a byte)
             return f" in the middle of a response ({unanswered} bytes of it received)"
-        if closed and self._answered <= 1:
+        if closed and self._answered == 1:  # a SASL listener answers ApiVersions, then closes
             return (
-                f" before answering a request after ApiVersions; a listener that expects SASL or TLS "
+                f" before answering a request after ApiVersions; a listener that expects SASL "
                 f"does this: check security_protocol (now {protocol})"
+            )
+        if closed and self._answered == 0:
+            return (
+                " before answering ApiVersions, without a byte: a broker shutting down or a proxy "
+                "whose broker is down does this, and so does a listener that expects TLS: check "
+                f"security_protocol (now {protocol}) if it keeps happening"
             )
         return ""
 

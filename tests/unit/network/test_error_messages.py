@@ -8,6 +8,7 @@ from contextlib import asynccontextmanager
 from typing import Any
 
 import anyio
+import anyio.abc
 import pytest
 
 from aiokafka_lead.errors import DecodeError, KafkaConnectionError
@@ -51,3 +52,24 @@ async def test_a_response_cut_in_the_middle_is_not_blamed_on_sasl_or_tls() -> No
     assert str(error).startswith("Metadata v13 request to node 1 (127.0.0.1:")
     assert "in the middle of a response (30 bytes of it received)" in str(error)
     assert "SASL" not in str(error) and "TLS" not in str(error)
+
+
+async def test_a_close_before_any_answer_is_not_blamed_on_sasl() -> None:
+    """A proxy in front of a broker that is down accepts the connection and closes it at
+    once: the error must not say a SASL listener did it (that one answers ApiVersions)."""
+
+    async def close_at_once(conn: anyio.abc.SocketStream) -> None:
+        await conn.receive()  # the ApiVersions request
+        await conn.aclose()
+
+    listener = await anyio.create_tcp_listener(local_host="127.0.0.1")
+    port = listener.extra(anyio.abc.SocketAttribute.local_port)
+    async with listener, anyio.create_task_group() as tg:
+        tg.start_soon(listener.serve, close_at_once)
+        conn = Connection("127.0.0.1", port, ConnectionConfig(), node_id=2)
+        with anyio.fail_after(5), pytest.raises(KafkaConnectionError) as info:
+            await conn.run()
+        tg.cancel_scope.cancel()
+    message = str(info.value)
+    assert "before answering ApiVersions, without a byte" in message
+    assert "a proxy whose broker is down" in message and "SASL" not in message
