@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import asyncio
 import ssl
-from typing import Protocol
+from typing import Protocol, cast
 
 import anyio
 import anyio.abc
@@ -108,10 +108,12 @@ def _first_bytes(first: bytes, data: bytes | memoryview) -> bytes:
 class _FrameProtocol(asyncio.BufferedProtocol):
     """The event loop's side: receives into the frame reader and queues whole frames."""
 
+    #: the socket's transport (a TLS transport over it after ``start_tls``)
+    transport: asyncio.Transport
+
     def __init__(self, loop: asyncio.AbstractEventLoop, reader: BufferedFrameReader) -> None:
         self.loop = loop
         self.reader = reader
-        self.transport: asyncio.BaseTransport | None = None
         self.frames: list[Frame] = []
         self.queued = 0  # bytes of the frames in ``frames``
         self.received = 0
@@ -125,7 +127,7 @@ class _FrameProtocol(asyncio.BufferedProtocol):
         self._buffer: memoryview | None = None
 
     def connection_made(self, transport: asyncio.BaseTransport) -> None:
-        self.transport = transport
+        self.transport = cast(asyncio.Transport, transport)  # a stream socket's
 
     def get_buffer(self, sizehint: int) -> memoryview:
         self._buffer = buffer = self.reader.get_buffer()
@@ -150,17 +152,19 @@ class _FrameProtocol(asyncio.BufferedProtocol):
             _wake(self.receiver)
 
     def _pause_reading(self) -> None:
-        transport = self.transport
-        if not self.reading_paused and isinstance(transport, asyncio.ReadTransport):
-            transport.pause_reading()
+        if not self.reading_paused:
+            self.transport.pause_reading()
             self.reading_paused = True
 
-    def resume_reading(self) -> None:
-        transport = self.transport
-        if self.reading_paused and self.error is None and isinstance(transport, asyncio.ReadTransport):
+    def take_frames(self) -> list[Frame]:
+        """The frames received so far; reading resumes if they had paused it."""
+        frames, self.frames = self.frames, []
+        self.queued = 0
+        if self.reading_paused and self.error is None:
             self.reading_paused = False
-            if not transport.is_closing():
-                transport.resume_reading()
+            if not self.transport.is_closing():
+                self.transport.resume_reading()
+        return frames
 
     def eof_received(self) -> bool:
         self.eof = True
@@ -200,16 +204,11 @@ class _AsyncioFrameStream:
     def buffered(self) -> int:
         return self._protocol.reader.buffered
 
-    def _transport(self) -> asyncio.WriteTransport:
-        transport = self._protocol.transport
-        assert isinstance(transport, asyncio.WriteTransport)
-        return transport
-
     async def send(self, data: bytes) -> None:
         protocol = self._protocol
         if self._closing:
             raise anyio.ClosedResourceError
-        transport = self._transport()
+        transport = protocol.transport
         if protocol.lost.done() or transport.is_closing():
             raise anyio.BrokenResourceError from protocol.error
         transport.write(data)
@@ -236,16 +235,13 @@ class _AsyncioFrameStream:
                 await receiver
             finally:
                 protocol.receiver = None
-        frames, protocol.frames = protocol.frames, []
-        protocol.queued = 0
-        protocol.resume_reading()
-        return frames
+        return protocol.take_frames()
 
     async def aclose(self) -> None:
         protocol = self._protocol
         self._closing = True
         _wake(protocol.receiver)
-        transport = self._transport()
+        transport = protocol.transport
         if not transport.is_closing():
             transport.close()
         try:
