@@ -44,6 +44,7 @@ setup(
                 "aiokafka_lead/_speedups.c",
                 "aiokafka_lead/_speedups_producer.c",
                 "aiokafka_lead/_speedups_producer_columns.c",
+                "aiokafka_lead/_speedups_send.c",
                 "aiokafka_lead/_speedups_share.c",
                 "aiokafka_lead/_speedups_columns.c",
             ],

@@ -53,3 +53,19 @@ class HandleFields:
 def record_columns(
     chunks: list[Any], end_offset: int, headers: bool, /
 ) -> tuple[Any, ...]: ...
+
+class SendPath:
+    def __init__(
+        self,
+        *,
+        views: dict[str, Any],
+        store: Any,
+        accumulator: Any,
+        sticky: dict[str, Any],
+        handle_type: type[HandleFields],
+        buffer_memory: int,
+        max_request_size: int,
+        record_overhead: int,
+        yield_mask: int,
+    ) -> None: ...
+    def append(self, topic: str, key: bytes | None, value: bytes | None, /) -> Any: ...

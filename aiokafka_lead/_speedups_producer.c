@@ -108,6 +108,47 @@ records_dealloc(RecordsBuffer *self)
 }
 
 
+/* A record without headers: its index, RECORDS_FULL when the batch is sealed or the record
+ * would take the records past the limit (never the first), -1 with an error set. */
+static Py_ssize_t
+append_plain(RecordsBuffer *self, long long ts, const Blob *key, const Blob *value)
+{
+    long long delta;
+    Py_ssize_t body, total;
+    unsigned char *out;
+    if (self->sealed)
+        return RECORDS_FULL;
+    if (record_delta(self, ts, &delta) < 0)
+        return -1;
+    body = record_head_size(self, delta, key, value) + 1; /* + the header count, 0 */
+    total = varint_size(body) + body;
+    if (self->count > 0 && (double)(self->len + total) > self->limit)
+        return RECORDS_FULL;
+    if (records_reserve(self, total) < 0)
+        return -1;
+    out = put_record_head(self, body, delta, key, value);
+    *out = 0; /* no headers: varint 0 */
+    record_written(self, ts, total);
+    return self->count - 1;
+}
+
+Py_ssize_t
+records_append_bytes(RecordsBuffer *self, long long ts, PyObject *key, PyObject *value)
+{
+    Blob k, v;
+    Py_ssize_t index;
+    if (blob_get(key, &k, "key") < 0)
+        return -1;
+    if (blob_get(value, &v, "value") < 0) {
+        blob_release(&k);
+        return -1;
+    }
+    index = append_plain(self, ts, &k, &v);
+    blob_release(&k);
+    blob_release(&v);
+    return index;
+}
+
 /* append(timestamp_ms, key, value, headers=()) -> the record's offset delta, or None when the
  * batch is sealed or the record would take the records past the limit (never the first). */
 static PyObject *
@@ -134,6 +175,12 @@ records_append(RecordsBuffer *self, PyObject *const *args, Py_ssize_t nargs)
     ts = PyLong_AsLongLong(args[0]);
     if (ts == -1 && PyErr_Occurred())
         return NULL;
+    if (nargs == 3) {
+        Py_ssize_t index = records_append_bytes(self, ts, args[1], args[2]);
+        if (index == RECORDS_FULL)
+            Py_RETURN_NONE;
+        return index < 0 ? NULL : PyLong_FromSsize_t(index);
+    }
     if (record_delta(self, ts, &delta) < 0)
         return NULL;
     if (blob_get(args[1], &key, "key") < 0)
@@ -267,20 +314,26 @@ static PyTypeObject RecordsBufferType = {
 
 /* ------------------------------------------------------------------ HandleFields */
 
-typedef struct {
-    PyObject_HEAD
-    PyObject *batch;
-    PyObject *timestamp;
-    Py_ssize_t index;
-    char cancelled;
-} HandleFields;
+PyObject *
+handle_make(PyTypeObject *type, PyObject *batch, Py_ssize_t index, PyObject *timestamp)
+{
+    HandleFields *self = (HandleFields *)type->tp_alloc(type, 0);
+    if (self == NULL)
+        return NULL;
+    Py_INCREF(batch);
+    self->batch = batch;
+    Py_INCREF(timestamp);
+    self->timestamp = timestamp;
+    self->index = index;
+    self->cancelled = 0;
+    return (PyObject *)self;
+}
 
 static PyObject *
 handle_new(PyTypeObject *type, PyObject *args, PyObject *kwds)
 {
     PyObject *batch, *index, *timestamp;
     Py_ssize_t i;
-    HandleFields *self;
 
     if ((kwds != NULL && PyDict_GET_SIZE(kwds) != 0) || PyTuple_GET_SIZE(args) != 3) {
         PyErr_SetString(PyExc_TypeError, "DeliveryHandle(batch, index, timestamp)");
@@ -292,16 +345,7 @@ handle_new(PyTypeObject *type, PyObject *args, PyObject *kwds)
     i = PyNumber_AsSsize_t(index, PyExc_OverflowError);
     if (i == -1 && PyErr_Occurred())
         return NULL;
-    self = (HandleFields *)type->tp_alloc(type, 0);
-    if (self == NULL)
-        return NULL;
-    Py_INCREF(batch);
-    self->batch = batch;
-    Py_INCREF(timestamp);
-    self->timestamp = timestamp;
-    self->index = i;
-    self->cancelled = 0;
-    return (PyObject *)self;
+    return handle_make(type, batch, i, timestamp);
 }
 
 static int
@@ -397,13 +441,25 @@ murmur2(PyObject *self, PyObject *arg)
 }
 
 
+int
+wall_ms(long long *out)
+{
+    struct timespec ts;
+    if (clock_gettime(CLOCK_REALTIME, &ts) != 0) {
+        PyErr_SetFromErrno(PyExc_OSError);
+        return -1;
+    }
+    *out = (long long)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+    return 0;
+}
+
 static PyObject *
 now_ms(PyObject *self, PyObject *unused)
 {
-    struct timespec ts;
-    if (clock_gettime(CLOCK_REALTIME, &ts) != 0)
-        return PyErr_SetFromErrno(PyExc_OSError);
-    return PyLong_FromLongLong((long long)ts.tv_sec * 1000 + ts.tv_nsec / 1000000);
+    long long ms;
+    if (wall_ms(&ms) < 0)
+        return NULL;
+    return PyLong_FromLongLong(ms);
 }
 
 /* ------------------------------------------------------------------------ set-up */
@@ -423,7 +479,7 @@ int
 speedups_add_producer(PyObject *module)
 {
     if (PyModule_AddType(module, &RecordsBufferType) < 0 ||
-        PyModule_AddType(module, &HandleFieldsType) < 0)
+        PyModule_AddType(module, &HandleFieldsType) < 0 || speedups_add_send(module, &RecordsBufferType) < 0)
         return -1;
     return PyModule_AddFunctions(module, producer_functions);
 }

@@ -134,6 +134,27 @@ record_written(RecordsBuffer *self, long long ts, Py_ssize_t total)
     self->count++;
 }
 
+/* The fields of producer.batch.DeliveryHandle (the C base class HandleFields). */
+typedef struct {
+    PyObject_HEAD
+    PyObject *batch;
+    PyObject *timestamp;
+    Py_ssize_t index;
+    char cancelled;
+} HandleFields;
+
+/* records_append_bytes: the batch is sealed or the record does not fit (not an error). */
+#define RECORDS_FULL (-2)
+
+/* Appends a record without headers (key and value bytes-like or None): its index in the
+ * batch, RECORDS_FULL, or -1 with an error set. */
+Py_ssize_t records_append_bytes(RecordsBuffer *self, long long ts, PyObject *key, PyObject *value);
+/* A new handle of `type` (HandleFields or a subclass adding no fields) for a record. */
+PyObject *handle_make(PyTypeObject *type, PyObject *batch, Py_ssize_t index, PyObject *timestamp);
+/* Wall-clock milliseconds since the epoch (0, or -1 with OSError set). */
+int wall_ms(long long *out);
+/* _speedups_send.c: SendPath added to the module (`records`: the RecordsBuffer type). */
+int speedups_add_send(PyObject *module, PyTypeObject *records);
 /* Makes room for `extra` more bytes at the buffer's end (-1 with MemoryError). */
 int records_reserve(RecordsBuffer *self, Py_ssize_t extra);
 /* Kafka's murmur2 (Java's Utils.murmur2) of `length` bytes. */

@@ -120,6 +120,12 @@ class DefaultPartitioner:
         self._checked[topic] = (current, pool)
         return current
 
+    @property
+    def checked_choices(self) -> dict[str, tuple[int, Sequence[int]]]:
+        """Per topic, the sticky partition and the pool it was checked against: the C send
+        path reads it (the same dict for the partitioner's life)."""
+        return self._checked
+
     def sticks_to(self, topic: str, partition: int) -> bool:
         """True if keyless records of ``topic`` currently go to ``partition``."""
         return self._sticky.get(topic) == partition

@@ -197,6 +197,9 @@ class AIOKafkaProducer(ProducerKeywords, ProducerCompat, TelemetryAPI, ExitOnLea
         self._ids: IdempotenceState | None = None
         self._txn: TransactionManager | None = None
         self._appended = 0
+        #: send()'s common case in C once started (``_send_path``): a handle, ``(handle,)``
+        #: when send() yields first, or None for the Python path
+        self._fast_append: Callable[[str, bytes | None, bytes | None], Any] | None = None
         self._closed = False
         self._core.on_failure(weakly(self._on_failure, None))
         self._running = False  # True between a successful start and stop
@@ -225,7 +228,32 @@ class AIOKafkaProducer(ProducerKeywords, ProducerCompat, TelemetryAPI, ExitOnLea
             transaction=self._txn,
         )
         await tg.start(sender.run)
+        self._fast_append = self._send_path()
         self._running = True
+
+    def _send_path(self) -> Callable[[str, bytes | None, bytes | None], Any] | None:
+        """send()'s common case in one C call (``_speedups_send.c``), where it applies: bytes
+        in without serializers, the default partitioner, no transaction."""
+        if (
+            native.SendPath is None
+            or self._default_partitioner is None
+            or self._txn is not None
+            or not self._config.send_takes_bytes
+        ):
+            return None
+        path = native.SendPath(
+            views=self._views,
+            store=self._store,
+            accumulator=self._acc,
+            sticky=self._default_partitioner.checked_choices,
+            handle_type=DeliveryHandle,
+            buffer_memory=self._config.buffer_memory,
+            max_request_size=self._config.max_request_size,
+            record_overhead=RECORD_OVERHEAD,
+            yield_mask=YIELD_EVERY_MASK,
+        )
+        append: Callable[[str, bytes | None, bytes | None], Any] = path.append
+        return append
 
     def _on_failure(self, error: ClientFailedError) -> None:
         """A background task failed: every pending delivery fails with that cause, no more sends."""
@@ -388,6 +416,14 @@ class AIOKafkaProducer(ProducerKeywords, ProducerCompat, TelemetryAPI, ExitOnLea
         """
         if not self._running:
             self._check_open()  # raises
+        fast = self._fast_append
+        if fast is not None and partition is None and timestamp_ms is None and headers is None:
+            handle = fast(topic, key, value)  # None: not the common case, nothing changed
+            if handle is not None:
+                if type(handle) is not tuple:
+                    return handle  # type: ignore[no-any-return]
+                await anyio.lowlevel.cancel_shielded_checkpoint()  # as below
+                return handle[0]  # type: ignore[no-any-return]
         # every argument is checked before anything changes (arguments.py); a topic with a
         # cached view was checked before
         view = self._views.get(topic) if type(topic) is str else None

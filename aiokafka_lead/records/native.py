@@ -1,11 +1,12 @@
-"""The optional C speedups (``aiokafka_lead/_speedups.c``, ``_speedups_producer.c``,
+"""The optional C speedups (``aiokafka_lead/_speedups.c``, ``_speedups_producer.c``, ``_speedups_send.c``,
 ``_speedups_producer_columns.c``, ``_speedups_share.c``, ``_speedups_columns.c``), set up once.
 
 ``decode_records`` and ``build_consumer_records`` are the consumer's C loops;
 ``build_share_records`` the share consumer's (its record class is bound by
 ``share/acquire.py`` through ``configure_share``, so this codec module names no share type);
 ``RecordsBuffer`` (the base class of ``records.builder.RecordBatchBuilder``),
-``HandleFields`` (the base class of ``producer.batch.DeliveryHandle``), ``murmur2`` and
+``HandleFields`` (the base class of ``producer.batch.DeliveryHandle``), ``SendPath``
+(``send()``'s common case, ``_speedups_send.c``), ``murmur2`` and
 ``now_ms`` the producer's per-record steps; each is ``None`` when the extension was not built (no
 compiler at install time, another interpreter) or the environment variable
 ``AIOKAFKA_LEAD_NO_EXTENSIONS`` is set; callers then run the pure-Python code, which stays
@@ -31,6 +32,7 @@ from aiokafka_lead.structs import ConsumerRecord
 __all__ = [
     "HandleFields",
     "RecordsBuffer",
+    "SendPath",
     "build_consumer_records",
     "build_share_records",
     "configure_share",
@@ -70,7 +72,7 @@ CONSUMER_RECORD_FIELDS = (
 )
 
 #: the ``_speedups.ABI`` this module calls (configure's signature, the functions' contracts)
-ABI = 6
+ABI = 7
 
 decode_records: DecodeRecords | None = None
 build_consumer_records: BuildConsumerRecords | None = None
@@ -81,6 +83,8 @@ configure_share: Callable[[type[Any], tuple[str, ...]], None] | None = None
 RecordsBuffer: type[Any] | None = None
 #: the C base class of the producer's ``DeliveryHandle`` (its four fields)
 HandleFields: type[Any] | None = None
+#: the producer's send() common case in one call (``_speedups_send.c``)
+SendPath: type[Any] | None = None
 #: Kafka's murmur2 (signed int32) of a bytes-like key
 murmur2: Callable[[bytes | bytearray | memoryview], int] | None = None
 #: (keys, rows, num_partitions) -> int32 partition per row of an Arrow key column (-1: null)
@@ -115,7 +119,7 @@ def gc_paused() -> Iterator[None]:
 
 def _load() -> None:
     global HandleFields, RecordsBuffer, build_consumer_records, decode_records, murmur2, now_ms
-    global build_share_records, configure_share, record_columns, key_partitions
+    global build_share_records, configure_share, record_columns, key_partitions, SendPath
     global unavailable_reason
     if os.environ.get("AIOKAFKA_LEAD_NO_EXTENSIONS"):
         unavailable_reason = "disabled by AIOKAFKA_LEAD_NO_EXTENSIONS"
@@ -140,6 +144,7 @@ def _load() -> None:
     configure_share = _speedups.configure_share
     RecordsBuffer = _speedups.RecordsBuffer
     HandleFields = _speedups.HandleFields
+    SendPath = _speedups.SendPath
     murmur2 = _speedups.murmur2
     key_partitions = _speedups.key_partitions
     now_ms = _speedups.now_ms

@@ -1,0 +1,178 @@
+"""send()'s common case in C (``_speedups_send.c``) against the Python path it short-cuts:
+the same records in the same partitions and batches, the same buffer accounting, the same
+refusals, and the event loop still gets its turns."""
+
+from __future__ import annotations
+
+import random
+from typing import Any
+
+import anyio
+import anyio.lowlevel
+import pytest
+
+from aiokafka_lead import AIOKafkaProducer
+from aiokafka_lead.errors import MessageSizeTooLargeError
+from aiokafka_lead.producer import producer as producer_module
+from aiokafka_lead.producer.accumulator import DrainResult
+from aiokafka_lead.producer.batch import DeliveryHandle
+from aiokafka_lead.producer.partitioner import DefaultPartitioner
+from aiokafka_lead.records import native
+from aiokafka_lead.testing.fake import FakeCluster
+
+pytestmark = pytest.mark.anyio
+
+TOPIC = "t"
+PARTITIONS = 4
+
+
+def _records(seed: int) -> list[dict[str, Any]]:
+    """send() keywords of every kind the paths must agree on, in a fixed random order."""
+    rng = random.Random(seed)
+    out: list[dict[str, Any]] = []
+    for i in range(3000):
+        kind = rng.random()
+        value: bytes | None = rng.randbytes(rng.choice([0, 1, 90, 700, 5000]))
+        if kind < 0.45:
+            out.append({"value": value})  # keyless: the sticky partition
+        elif kind < 0.85:
+            out.append({"value": value, "key": b"key-%d" % rng.randrange(50)})
+        elif kind < 0.88:
+            out.append({"value": None, "key": b"tombstone-%d" % i})
+        elif kind < 0.92:
+            out.append({"value": value, "headers": [("h", b"%d" % i)]})
+        elif kind < 0.96:
+            out.append({"value": value, "partition": rng.randrange(PARTITIONS)})
+        else:
+            out.append({"value": bytearray(value or b""), "key": memoryview(b"mv")})  # not bytes
+    return out
+
+
+async def _run(c_path: bool, monkeypatch: pytest.MonkeyPatch) -> dict[str, Any]:
+    """The records of _records() sent with the C path on or off, the sender held meanwhile:
+    what each send() left in the accumulator, then what the cluster stored."""
+    if not c_path:
+        monkeypatch.setattr(native, "SendPath", None)
+    taken = 0
+    accounting: list[tuple[int, int, int]] = []
+    async with FakeCluster(brokers=1) as fc:
+        fc.create_topic(TOPIC, partitions=PARTITIONS)
+        async with AIOKafkaProducer(
+            bootstrap_servers=fc.bootstrap,
+            linger_ms=5,
+            max_batch_size=16_384,
+            partitioner=DefaultPartitioner(random.Random(7)),
+        ) as producer:
+            assert (producer._fast_append is not None) is c_path
+            if c_path:
+                fast = producer._fast_append
+                assert fast is not None
+
+                def counted(topic: str, key: bytes | None, value: bytes | None) -> Any:
+                    nonlocal taken
+                    handle = fast(topic, key, value)
+                    taken += handle is not None
+                    return handle
+
+                producer._fast_append = counted
+            acc = producer._acc
+            drain = acc.drain
+            acc.drain = lambda *a, **k: DrainResult()  # type: ignore[method-assign]
+            handles = []
+            for kwargs in _records(seed=11):
+                handles.append(await producer.send(TOPIC, **kwargs))
+                batch = handles[-1]._batch
+                accounting.append((acc.buffer_used, batch.reserved, handles[-1]._index))
+            acc.drain = drain  # type: ignore[method-assign]
+            acc.wake()
+            await producer.flush()
+            metadata = [await h for h in handles]
+        stored = {p: fc.records((TOPIC, p)) for p in range(PARTITIONS)}
+    return {
+        "taken": taken,
+        "accounting": accounting,
+        "placed": [(m.partition, m.offset) for m in metadata],
+        "stored": stored,
+    }
+
+
+async def test_the_c_path_places_and_counts_every_record_as_the_python_path(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    assert native.SendPath is not None, native.unavailable_reason
+    with_c = await _run(True, monkeypatch)
+    without = await _run(False, monkeypatch)
+    assert with_c["placed"] == without["placed"]  # same partition, same offset, record by record
+    assert with_c["stored"] == without["stored"]
+    assert with_c["accounting"] == without["accounting"]  # buffer used, batch reserved, index
+    # the C path took the common case: most keyless and keyed bytes records
+    assert with_c["taken"] > 0.7 * len(_records(seed=11)), with_c["taken"]
+
+
+async def test_the_c_path_refuses_nothing_the_python_path_takes_and_raises_nothing_new() -> None:
+    async with FakeCluster(brokers=1) as fc:
+        fc.create_topic(TOPIC, partitions=2)
+        async with AIOKafkaProducer(bootstrap_servers=fc.bootstrap, max_request_size=2048) as producer:
+            await producer.send_and_wait(TOPIC, b"first")  # the topic's view is cached
+            fast = producer._fast_append
+            assert fast is not None
+            assert fast(TOPIC, None, b"x") is None  # the partition's batch was sent: none is open
+            await producer.send(TOPIC, b"x")  # opens one
+            assert isinstance(fast(TOPIC, None, b"x"), DeliveryHandle)
+            assert fast("other", None, b"x") is None  # no view yet: the Python path
+            assert fast(TOPIC, None, b"x" * 4096) is None  # too large: the Python path raises
+            with pytest.raises(MessageSizeTooLargeError):
+                await producer.send(TOPIC, b"x" * 4096)
+            assert fast(TOPIC, "str key", b"x") is None  # type: ignore[arg-type]
+            with pytest.raises(TypeError, match="key must be bytes"):
+                await producer.send(TOPIC, b"x", key="str key")
+            with pytest.raises(TypeError):
+                fast(TOPIC, None)  # type: ignore[call-arg]
+            await producer.flush()
+
+
+async def test_a_send_loop_on_the_c_path_still_gives_the_loop_its_turns() -> None:
+    turns = 0
+
+    async def ticker() -> None:
+        nonlocal turns
+        while True:
+            turns += 1
+            await anyio.lowlevel.checkpoint()
+
+    async with FakeCluster(brokers=1) as fc:
+        fc.create_topic(TOPIC, partitions=1)
+        async with AIOKafkaProducer(bootstrap_servers=fc.bootstrap, max_batch_size=1 << 20) as producer:
+            await producer.send_and_wait(TOPIC, b"first")
+            async with anyio.create_task_group() as tg:
+                tg.start_soon(ticker)
+                await anyio.lowlevel.checkpoint()
+                before = turns
+                records = 8 * (producer_module.YIELD_EVERY_MASK + 1)
+                for _ in range(records):
+                    await producer.send(TOPIC, b"v")  # one batch of 1 MiB holds them all
+                tg.cancel_scope.cancel()
+            # a turn every YIELD_EVERY_MASK + 1 records appended by the C path (the first send
+            # and each new batch take the Python path, which counts its own)
+            assert turns - before >= 7
+            await producer.flush()
+
+
+def test_the_send_path_refuses_a_handle_type_with_fields() -> None:
+    assert native.SendPath is not None, native.unavailable_reason
+
+    class WithFields(DeliveryHandle):
+        __slots__ = ("extra",)
+
+    with pytest.raises(TypeError, match="handle_type"):
+        native.SendPath(
+            views={},
+            store=None,
+            accumulator=None,
+            sticky={},
+            handle_type=WithFields,
+            buffer_memory=1,
+            max_request_size=1,
+            record_overhead=1,
+            yield_mask=1,
+        )
