@@ -75,6 +75,10 @@ records_reserve(RecordsBuffer *self, Py_ssize_t extra)
     need = self->len + extra;
     if (need <= self->cap)
         return 0;
+    if (self->owner != NULL) {
+        PyErr_SetString(PyExc_BufferError, "the records were handed over sealed: they cannot grow");
+        return -1;
+    }
     cap = self->cap ? self->cap : 1024;
     while (cap < need)
         cap = cap > PY_SSIZE_T_MAX / 2 ? need : cap * 2;
@@ -102,7 +106,10 @@ records_new(PyTypeObject *type, PyObject *args, PyObject *kwds)
 static void
 records_dealloc(RecordsBuffer *self)
 {
-    PyMem_Free(self->buf);
+    if (self->owner != NULL)
+        Py_CLEAR(self->owner); /* frees buf unless a view still holds it */
+    else
+        PyMem_Free(self->buf);
     self->buf = NULL;
     Py_TYPE(self)->tp_free((PyObject *)self);
 }
@@ -281,12 +288,66 @@ records_bytes(RecordsBuffer *self, PyObject *unused)
     return PyBytes_FromStringAndSize((const char *)self->buf, self->len);
 }
 
+/* SealedRecords: the sealed records' buffer, handed over by its RecordsBuffer (which keeps
+ * a reference and reads it, never writes or moves it again). Its memoryview refers to this
+ * object, not to the builder, so a builder holding the view of its own records is no
+ * reference cycle: both are freed by reference counting when the batch is. */
+typedef struct {
+    PyObject_HEAD
+    unsigned char *buf;
+    Py_ssize_t len;
+} SealedRecords;
+
+static int
+sealed_getbuffer(SealedRecords *self, Py_buffer *view, int flags)
+{
+    return PyBuffer_FillInfo(view, (PyObject *)self, self->buf, self->len, 1, flags);
+}
+
+static void
+sealed_dealloc(SealedRecords *self)
+{
+    PyMem_Free(self->buf);
+    Py_TYPE(self)->tp_free((PyObject *)self);
+}
+
+static PyBufferProcs sealed_as_buffer = {.bf_getbuffer = (getbufferproc)sealed_getbuffer};
+
+static PyTypeObject SealedRecordsType = {
+    PyVarObject_HEAD_INIT(NULL, 0)
+    .tp_name = "aiokafka_lead._speedups.SealedRecords",
+    .tp_basicsize = sizeof(SealedRecords),
+    .tp_flags = Py_TPFLAGS_DEFAULT,
+    .tp_doc = "A sealed batch's records, read-only (see RecordsBuffer._sealed_records).",
+    .tp_dealloc = (destructor)sealed_dealloc,
+    .tp_as_buffer = &sealed_as_buffer,
+};
+
+/* _sealed_records() -> the records as a read-only memoryview, no copy; later appends
+ * return None (as after close) and the buffer never moves again. */
+static PyObject *
+records_sealed_view(RecordsBuffer *self, PyObject *unused)
+{
+    self->sealed = 1;
+    if (self->owner == NULL) {
+        SealedRecords *owner = PyObject_New(SealedRecords, &SealedRecordsType);
+        if (owner == NULL)
+            return NULL;
+        owner->buf = self->buf; /* ownership moves; self->buf stays readable through it */
+        owner->len = self->len;
+        self->owner = (PyObject *)owner;
+    }
+    return PyMemoryView_FromObject(self->owner);
+}
+
 static PyMethodDef records_methods[] = {
     {"append", (PyCFunction)(void (*)(void))records_append, METH_FASTCALL,
      "append(timestamp_ms, key, value, headers=()) -> offset delta, or None (sealed or full)"},
     {"append_column", (PyCFunction)(void (*)(void))records_append_column, METH_FASTCALL,
      "append_column(timestamp_ms, rows, values, keys, start) -> the first row not appended"},
     {"_records_bytes", (PyCFunction)records_bytes, METH_NOARGS, "the records section so far, as bytes"},
+    {"_sealed_records", (PyCFunction)records_sealed_view, METH_NOARGS,
+     "seal the records and return them as a read-only memoryview (no copy)"},
     {NULL, NULL, 0, NULL},
 };
 
@@ -478,7 +539,7 @@ int speedups_add_producer(PyObject *module);
 int
 speedups_add_producer(PyObject *module)
 {
-    if (PyModule_AddType(module, &RecordsBufferType) < 0 ||
+    if (PyType_Ready(&SealedRecordsType) < 0 || PyModule_AddType(module, &RecordsBufferType) < 0 ||
         PyModule_AddType(module, &HandleFieldsType) < 0 || speedups_add_send(module, &RecordsBufferType) < 0)
         return -1;
     return PyModule_AddFunctions(module, producer_functions);

@@ -24,6 +24,7 @@ typedef struct {
     long long base_ts;      /* first record's timestamp */
     long long max_ts;       /* -1 before the first record */
     double limit;           /* bytes of records a second or later record may not exceed */
+    PyObject *owner;        /* once sealed and viewed: the SealedRecords that owns buf */
     char sealed;            /* closed: append() returns None */
 } RecordsBuffer;
 

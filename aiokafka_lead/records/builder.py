@@ -96,6 +96,12 @@ class PyRecords:
     def _records_bytes(self) -> bytes:
         return bytes(self._buf)
 
+    def _sealed_records(self) -> bytes | memoryview:
+        """Seal the records (later appends return None) and return them; the C twin
+        returns a read-only view of its buffer instead of a copy."""
+        self._sealed = True
+        return bytes(self._buf)
+
     def append(
         self,
         timestamp_ms: int,
@@ -219,7 +225,7 @@ class _Builder(_BuilderBase):
     _compression_level: int | None
     _attributes: int
     _estimate_factor: float
-    _payload: bytes | None
+    _payload: bytes | memoryview | None
 
     def __init__(
         self,
@@ -302,9 +308,8 @@ class _Builder(_BuilderBase):
             if self._count == 0:
                 raise ValueError("cannot build an empty record batch")
             codec = self.compression_type
-            records = self._records_bytes()
+            records = self._sealed_records()  # the C builder's: a view of its buffer, no copy
             self._payload = compress(codec, records, self._compression_level) if codec else records
-            self._sealed = True
 
     def build(
         self,

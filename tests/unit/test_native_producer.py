@@ -174,3 +174,35 @@ def test_a_handle_in_a_cycle_with_its_batch_is_collected() -> None:
     del batch, handle
     gc.collect()
     assert gone() is None
+
+
+def test_sealed_records_are_a_view_of_the_c_buffer_and_the_same_bytes_as_the_python_twin() -> None:
+    c_builder = RecordBatchBuilder(0, 1 << 20)
+    py_builder = PyRecordBatchBuilder(0, 1 << 20)
+    for builder in (c_builder, py_builder):
+        for i in range(50):
+            assert builder.append(1_000 + i, b"k%d" % i, b"v" * i) == i
+    view = c_builder._sealed_records()
+    assert isinstance(view, memoryview) and view.readonly
+    assert bytes(view) == py_builder._sealed_records() == c_builder._records_bytes()
+    assert c_builder.append(2_000, None, b"late") is None  # sealed, as after close()
+    assert c_builder.build(5, 1, 0) == py_builder.build(5, 1, 0)  # the batch from the view
+    assert bytes(c_builder._sealed_records()) == bytes(view)  # again: the same buffer
+
+
+def test_sealed_records_never_move_and_hold_no_reference_back_to_their_builder() -> None:
+    builder = RecordBatchBuilder(0, 1 << 20)
+    builder.append(1, None, b"x")
+    view = builder._sealed_records()
+    before = bytes(view)
+    builder._sealed = False  # only a test reopens it
+    with pytest.raises(BufferError, match="cannot grow"):
+        builder.append(2, None, b"y" * 100_000)  # would move the buffer under the view
+    assert bytes(view) == before
+    builder.close()  # the builder keeps the view as its payload
+    reached: list[Any] = [builder._payload]
+    for _ in range(4):  # the view, its managed buffer, the records' owner: not the builder
+        reached = [r for obj in reached for r in gc.get_referents(obj)]
+        assert not any(r is builder for r in reached)
+    del builder
+    assert bytes(view) == before  # the view keeps the records alive
