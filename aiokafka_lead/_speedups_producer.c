@@ -1,13 +1,17 @@
 /*
  * aiokafka_lead._speedups, the producer's per-record steps (the module and the consumer's
  * loops are in _speedups.c; its ABI covers these too; the Arrow input is in
- * _speedups_producer_columns.c, what both share in _speedups_producer.h).
+ * _speedups_producer_columns.c, send()'s common case in _speedups_send.c, what they share
+ * in _speedups_producer.h).
  *
  *   RecordsBuffer
  *       The base class of records.builder.RecordBatchBuilder that encodes each appended
  *       record (varints, key, value, headers) into the batch's records section, one record
  *       at a time or the rows of Arrow binary columns at once (append_column); the same
- *       contract as the pure-Python records.builder.PyRecords.
+ *       contract as the pure-Python records.builder.PyRecords. Sealed (_sealed_records),
+ *       it hands its buffer to a SealedRecords and returns a read-only memoryview of it:
+ *       the batch is built from the records without copying them, and the view refers to
+ *       the SealedRecords, not back to the builder that holds it.
  *   HandleFields
  *       The fields of producer.batch.DeliveryHandle (its base class): the batch, the record's
  *       index in it, its timestamp, whether it was cancelled; the same as
