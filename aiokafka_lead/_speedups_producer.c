@@ -119,10 +119,8 @@ records_dealloc(RecordsBuffer *self)
 }
 
 
-/* A record without headers: its index, RECORDS_FULL when the batch is sealed or the record
- * would take the records past the limit (never the first), -1 with an error set. */
-static Py_ssize_t
-append_plain(RecordsBuffer *self, long long ts, const Blob *key, const Blob *value)
+Py_ssize_t
+records_append_blobs(RecordsBuffer *self, long long ts, const Blob *key, const Blob *value)
 {
     long long delta;
     Py_ssize_t body, total;
@@ -154,7 +152,7 @@ records_append_bytes(RecordsBuffer *self, long long ts, PyObject *key, PyObject 
         blob_release(&k);
         return -1;
     }
-    index = append_plain(self, ts, &k, &v);
+    index = records_append_blobs(self, ts, &k, &v);
     blob_release(&k);
     blob_release(&v);
     return index;

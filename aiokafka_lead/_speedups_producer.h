@@ -147,8 +147,10 @@ typedef struct {
 /* records_append_bytes: the batch is sealed or the record does not fit (not an error). */
 #define RECORDS_FULL (-2)
 
-/* Appends a record without headers (key and value bytes-like or None): its index in the
- * batch, RECORDS_FULL, or -1 with an error set. */
+/* Appends a record without headers: its index in the batch, RECORDS_FULL when the batch is
+ * sealed or the record would take the records past the limit (never the first), or -1 with
+ * an error set. The _bytes form takes key and value as bytes-like objects or None. */
+Py_ssize_t records_append_blobs(RecordsBuffer *self, long long ts, const Blob *key, const Blob *value);
 Py_ssize_t records_append_bytes(RecordsBuffer *self, long long ts, PyObject *key, PyObject *value);
 /* A new handle of `type` (HandleFields or a subclass adding no fields) for a record. */
 PyObject *handle_make(PyTypeObject *type, PyObject *batch, Py_ssize_t index, PyObject *timestamp);
@@ -160,6 +162,14 @@ int speedups_add_send(PyObject *module, PyTypeObject *records);
 int records_reserve(RecordsBuffer *self, Py_ssize_t extra);
 /* Kafka's murmur2 (Java's Utils.murmur2) of `length` bytes. */
 uint32_t murmur2_hash(const unsigned char *data, Py_ssize_t length);
+
+/* The Java client's partition of a key: toPositive(murmur2(key)) % num_partitions (> 0). */
+static inline Py_ssize_t
+key_partition(const char *key, Py_ssize_t length, Py_ssize_t num_partitions)
+{
+    return (Py_ssize_t)((murmur2_hash((const unsigned char *)key, length) & 0x7FFFFFFFu) %
+                        (uint32_t)num_partitions);
+}
 /* RecordsBuffer.append_column and the module's key_partitions (_speedups_producer_columns.c). */
 PyObject *records_append_column(RecordsBuffer *self, PyObject *const *args, Py_ssize_t nargs);
 PyObject *key_partitions(PyObject *self, PyObject *const *args, Py_ssize_t nargs);

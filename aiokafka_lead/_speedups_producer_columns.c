@@ -124,11 +124,10 @@ arrow_binary_row(const ArrowBinary *c, Py_ssize_t i, Blob *b, const char *what)
 PyObject *
 records_append_column(RecordsBuffer *self, PyObject *const *args, Py_ssize_t nargs)
 {
-    long long ts, delta;
-    Py_ssize_t rows, start, i, body, total;
+    long long ts;
+    Py_ssize_t rows, start, i, appended;
     ArrowBinary values, keys;
     Blob key, value;
-    unsigned char *out;
 
     if (nargs != 5) {
         PyErr_SetString(PyExc_TypeError, "append_column(timestamp_ms, rows, values, keys, start)");
@@ -152,19 +151,13 @@ records_append_column(RecordsBuffer *self, PyObject *const *args, Py_ssize_t nar
         return NULL;
     }
     for (i = start; i < rows; i++) {
-        if (record_delta(self, ts, &delta) < 0)
-            goto fail;
         if (arrow_binary_row(&keys, i, &key, "key") < 0 || arrow_binary_row(&values, i, &value, "value") < 0)
             goto fail;
-        body = record_head_size(self, delta, &key, &value) + 1; /* + the header count, 0 */
-        total = varint_size(body) + body;
-        if (self->count > 0 && (double)(self->len + total) > self->limit)
+        appended = records_append_blobs(self, ts, &key, &value);
+        if (appended == RECORDS_FULL)
             break;
-        if (records_reserve(self, total) < 0)
+        if (appended < 0)
             goto fail;
-        out = put_record_head(self, body, delta, &key, &value);
-        *out = 0; /* no headers */
-        record_written(self, ts, total);
     }
     arrow_binary_release(&values);
     arrow_binary_release(&keys);
@@ -207,9 +200,7 @@ key_partitions(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
             Py_CLEAR(out);
             goto done;
         }
-        parts[i] = key.n < 0 ? -1
-                             : (int32_t)((murmur2_hash((const unsigned char *)key.data, key.n) & 0x7FFFFFFFu) %
-                                         (uint32_t)n);
+        parts[i] = key.n < 0 ? -1 : (int32_t)key_partition(key.data, key.n, n);
     }
 done:
     arrow_binary_release(&keys);

@@ -140,10 +140,7 @@ choose_partition(SendPath *self, PyObject *topic, PyObject *key, PyObject *all, 
     if (key != Py_None) {
         if (!PyList_CheckExact(all) || (n = PyList_GET_SIZE(all)) == 0)
             return NULL;
-        return PyLong_FromSsize_t(
-            (Py_ssize_t)((murmur2_hash((const unsigned char *)PyBytes_AS_STRING(key), PyBytes_GET_SIZE(key)) &
-                          0x7FFFFFFFu) %
-                         (uint32_t)n));
+        return PyLong_FromSsize_t(key_partition(PyBytes_AS_STRING(key), PyBytes_GET_SIZE(key), n));
     }
     switch (PyObject_IsTrue(available)) {
     case -1:
@@ -167,8 +164,8 @@ choose_partition(SendPath *self, PyObject *topic, PyObject *key, PyObject *all, 
 static PyObject *
 append_to_batch(SendPath *self, PyObject *tp, PyObject *key, PyObject *value, Py_ssize_t size)
 {
-    PyObject *queue, *batch = NULL, *builder = NULL, *used = NULL, *reserved = NULL, *sum = NULL;
-    PyObject *timestamp = NULL, *result = NULL;
+    PyObject *queue, *batch = NULL, *builder = NULL, *used = NULL, *now_used = NULL, *reserved = NULL;
+    PyObject *record_size = NULL, *sum = NULL, *timestamp = NULL, *result = NULL;
     long long used_bytes, ts;
     Py_ssize_t index;
 
@@ -199,19 +196,17 @@ append_to_batch(SendPath *self, PyObject *tp, PyObject *key, PyObject *value, Py
     if (index < 0)
         goto done;
     /* the record is in the batch: from here on only the accounting the Python path does */
-    Py_DECREF(used);
-    if ((used = PyLong_FromLongLong(used_bytes + size)) == NULL ||
-        PyObject_SetAttr(self->accumulator, s_buffer_used, used) < 0)
-        goto done;
-    if ((reserved = PyObject_GetAttr(batch, s_reserved)) == NULL)
-        goto done;
-    Py_DECREF(used); /* reused for the record's size */
-    if ((used = PyLong_FromSsize_t(size)) == NULL || (sum = PyNumber_Add(reserved, used)) == NULL ||
+    if ((now_used = PyLong_FromLongLong(used_bytes + size)) == NULL ||
+        PyObject_SetAttr(self->accumulator, s_buffer_used, now_used) < 0 ||
+        (reserved = PyObject_GetAttr(batch, s_reserved)) == NULL ||
+        (record_size = PyLong_FromSsize_t(size)) == NULL || (sum = PyNumber_Add(reserved, record_size)) == NULL ||
         PyObject_SetAttr(batch, s_reserved, sum) < 0 || (timestamp = PyLong_FromLongLong(ts)) == NULL)
         goto done;
     result = handle_make(self->handle_type, batch, index, timestamp);
 done:
     Py_XDECREF(used);
+    Py_XDECREF(now_used);
+    Py_XDECREF(record_size);
     Py_XDECREF(batch);
     Py_XDECREF(builder);
     Py_XDECREF(reserved);
