@@ -10,17 +10,16 @@ from __future__ import annotations
 
 import asyncio
 import ctypes
+import mmap
 import os
-import sys
 import time
 import tracemalloc
 from array import array
 from collections import Counter, defaultdict
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
-from itertools import repeat
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 import anyio
 
@@ -35,13 +34,61 @@ PARTITIONS = 6
 SAMPLE_S = 5.0
 
 
+#: entries each of the ledger's records can hold: 16 Mi (hours at the soak's rates); the
+#: pages are reserved, not used, until written
+CAPACITY = 1 << 24
+
+
+class MappedArray:
+    """Numbers of one type in an anonymous memory map of fixed capacity, outside the
+    allocator's heap. A growing ``array`` is reallocated as it grows, and each move leaves
+    a freed block in the heap that glibc keeps resident: the ledger itself would then show
+    as a slow growth of the client's RSS. A map is never moved; only its written pages are
+    resident, and :meth:`nbytes` counts them."""
+
+    def __init__(self, typecode: Literal["d", "q"], capacity: int = CAPACITY) -> None:
+        self._itemsize = array(typecode).itemsize
+        self._map = mmap.mmap(-1, capacity * self._itemsize)
+        whole = memoryview(self._map)
+        self._view: memoryview[Any] = whole.cast("d") if typecode == "d" else whole.cast("q")
+        self.capacity = capacity
+        self.length = 0
+
+    def append(self, value: float) -> None:
+        self[self.length] = value
+
+    def __getitem__(self, index: int) -> Any:
+        return self._view[index]
+
+    def __setitem__(self, index: int, value: float) -> None:
+        if index >= self.capacity:
+            raise OverflowError(
+                f"the soak's ledger holds {self.capacity} entries a record: the run made more"
+            )
+        self._view[index] = value
+        if index >= self.length:
+            self.length = index + 1
+
+    def __iter__(self) -> Iterator[Any]:
+        return iter(self._view[: self.length])
+
+    def __len__(self) -> int:
+        return self.length
+
+    def nbytes(self) -> int:
+        """The resident bytes: every page up to the last entry written."""
+        used = self.length * self._itemsize
+        return -(-used // mmap.PAGESIZE) * mmap.PAGESIZE
+
+
 class Series:
-    """(time, value) points in two float arrays: 16 bytes a point, so an hour of them stays a
-    small part of the process's memory (a list of tuples takes about 120 bytes a point)."""
+    """(time, value) points in two mapped float arrays: 16 bytes a point, so an hour of them
+    stays a small part of the process's memory (a list of tuples takes about 120 bytes a
+    point), and they leave no freed blocks in the heap as they grow."""
 
     def __init__(self) -> None:
-        self._t = array("d")
-        self._v = array("d")
+        self._t = MappedArray("d")
+        self._v = MappedArray("d")
 
     def append(self, point: tuple[float, float]) -> None:
         self._t.append(point[0])
@@ -54,33 +101,31 @@ class Series:
         return len(self._t)
 
     def nbytes(self) -> int:
-        return sys.getsizeof(self._t) + sys.getsizeof(self._v)
+        return self._t.nbytes() + self._v.nbytes()
 
 
 class AckedOffsets:
-    """A partition's acknowledged records: the offset of each sequence number (-1: not
+    """A partition's acknowledged records: per sequence number its offset plus one (0: not
     acknowledged), 8 bytes a record."""
 
     def __init__(self) -> None:
-        self._offsets = array("q")
+        self._offsets = MappedArray("q")
         self._count = 0
 
     def __setitem__(self, seq: int, offset: int) -> None:
-        if seq >= len(self._offsets):
-            self._offsets.extend(repeat(-1, seq + 1 - len(self._offsets)))
-        if self._offsets[seq] < 0:
+        if seq >= len(self._offsets) or self._offsets[seq] == 0:
             self._count += 1
-        self._offsets[seq] = offset
+        self._offsets[seq] = offset + 1
 
     def __iter__(self) -> Iterator[int]:
         """The acknowledged sequence numbers."""
-        return (seq for seq, offset in enumerate(self._offsets) if offset >= 0)
+        return (seq for seq, stored in enumerate(self._offsets) if stored > 0)
 
     def __len__(self) -> int:
         return self._count
 
     def nbytes(self) -> int:
-        return sys.getsizeof(self._offsets)
+        return self._offsets.nbytes()
 
 
 @dataclass
