@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import ctypes
+import functools
 import mmap
 import os
 import time
@@ -172,36 +173,61 @@ async def produce(
     producer: AIOKafkaProducer, partitions: list[int], ledger: Ledger, rate: float, stop: anyio.Event
 ) -> None:
     """Numbered records, round-robin over this producer's own ``partitions`` (one writer per
-    partition, so its order is the log's), paced at ``rate`` records/s."""
+    partition, so its order is the log's), paced at ``rate`` records/s. Each acknowledgement
+    is recorded by a callback on its handle, not a task a record: the harness's own memory
+    must not grow with the records in flight (a burst after a fault would raise the heap's
+    high-water mark and show as the client's RSS). Returns once every record sent resolved."""
     n = 0
     t0 = time.monotonic()
-    async with anyio.create_task_group() as tg:
-        while not stop.is_set():
-            partition = partitions[n % len(partitions)]
-            seq = ledger.next_seq[partition]
-            ledger.next_seq[partition] += 1
-            sent = time.monotonic()
-            try:
-                handle = await producer.send(DATA, encode(partition, seq), partition=partition)
-            except KafkaError as exc:
-                ledger.error("produce", exc)
-                ledger.failed[type(exc).__name__] += 1
-                continue
-            tg.start_soon(_acked, handle, partition, seq, sent, ledger)
-            n += 1
-            ahead = t0 + n / rate - time.monotonic()
-            if ahead > 0:
-                await anyio.sleep(ahead)
+    outstanding = _Outstanding()
+    while not stop.is_set():
+        partition = partitions[n % len(partitions)]
+        seq = ledger.next_seq[partition]
+        ledger.next_seq[partition] += 1
+        sent = time.monotonic()
+        try:
+            handle = await producer.send(DATA, encode(partition, seq), partition=partition)
+        except KafkaError as exc:
+            ledger.error("produce", exc)
+            ledger.failed[type(exc).__name__] += 1
+            continue
+        outstanding.count += 1
+        handle.add_done_callback(functools.partial(_acked, partition, seq, sent, ledger, outstanding))
+        n += 1
+        ahead = t0 + n / rate - time.monotonic()
+        if ahead > 0:
+            await anyio.sleep(ahead)
+    await outstanding.settled()
 
 
-async def _acked(handle: Any, partition: int, seq: int, sent: float, ledger: Ledger) -> None:
-    try:
-        metadata = await handle
-    except KafkaError as exc:
-        ledger.error("delivery", exc)
-        ledger.failed[type(exc).__name__] += 1
+class _Outstanding:
+    """Records sent whose acknowledgement has not been recorded yet."""
+
+    def __init__(self) -> None:
+        self.count = 0
+        self._none_left: anyio.Event | None = None
+
+    def resolved(self) -> None:
+        self.count -= 1
+        if not self.count and self._none_left is not None:
+            self._none_left.set()
+
+    async def settled(self) -> None:
+        if self.count:
+            self._none_left = anyio.Event()
+            await self._none_left.wait()
+
+
+def _acked(  # noqa: PLR0917 - a done-callback's bound arguments
+    partition: int, seq: int, sent: float, ledger: Ledger, outstanding: _Outstanding, handle: Any
+) -> None:
+    outstanding.resolved()
+    error = handle.exception()
+    if error is not None:
+        ledger.error("delivery", error)
+        ledger.failed[type(error).__name__] += 1
         return
-    ledger.acked[partition][seq] = metadata.offset
+    ledger.acked[partition][seq] = handle.result().offset
     ledger.produce_ms.append((ledger.now(), (time.monotonic() - sent) * 1000))
 
 

@@ -43,7 +43,8 @@ class OIDCServer:
         self.lifetime_s = lifetime_s
         self.unsigned = unsigned
         self._key = rsa.generate_private_key(public_exponent=65537, key_size=2048)
-        self._failures: list[int] = []
+        self._failures = 0  # token requests still to fail
+        self._failure_status = 500
         self._assertion_keys: dict[str, Any] = {}  # subject -> public key of its assertions
         self._lock = threading.Lock()
         #: token requests received (every one, answered or failed)
@@ -96,7 +97,7 @@ class OIDCServer:
     def fail_next(self, count: int, status: int) -> None:
         """Answer the next ``count`` token requests with HTTP ``status``."""
         with self._lock:
-            self._failures = [status] * count
+            self._failures, self._failure_status = count, status
 
     # ------------------------------------------------------------------ tokens
     def token_for(
@@ -139,8 +140,9 @@ class OIDCServer:
     def _token_answer(self, headers: Any, body: bytes) -> tuple[int, dict[str, Any]]:
         with self._lock:
             self.requests += 1
-            if self._failures:
-                status = self._failures.pop(0)
+            if self._failures > 0:
+                self._failures -= 1
+                status = self._failure_status
                 return status, {"error": "server_error", "error_description": f"told to fail with {status}"}
         form = {k: v[0] for k, v in parse_qs(body.decode()).items()}
         if form.get("grant_type") == JWT_BEARER:

@@ -85,3 +85,24 @@ async def test_jwt_bearer_grant_with_an_assertion_file(tmp_path: Path) -> None:
             await missing.token()
     with pytest.raises(ValueError, match="one of assertion_file and assertion"):
         JWTBearerTokenProvider("https://idp/token")
+
+
+async def test_an_endpoint_told_to_fail_for_long_holds_a_count_not_a_list() -> None:
+    """The soak takes the endpoint down with ``fail_next(1_000_000, 503)``: that must not
+    allocate per failure to come (8 MB in the soak's own process, seen as client RSS)."""
+    import tracemalloc
+
+    with running_oidc_server(clients={"c": "s"}) as server:
+        provider = OIDCTokenProvider(server.token_url, "c", "s", retries=0)
+        tracemalloc.start()
+        try:
+            server.fail_next(10_000_000, 503)
+            grown = tracemalloc.get_traced_memory()[1]
+        finally:
+            tracemalloc.stop()
+        assert grown < 1 << 20
+        with pytest.raises(TokenEndpointError, match="HTTP 503"):
+            await provider.token()
+        server.fail_next(0, 503)
+        assert await provider.token()
+        assert server.requests == 2
