@@ -176,10 +176,10 @@ async def produce(
     partition, so its order is the log's), paced at ``rate`` records/s. Each acknowledgement
     is recorded by a callback on its handle, not a task a record: the harness's own memory
     must not grow with the records in flight (a burst after a fault would raise the heap's
-    high-water mark and show as the client's RSS). Returns once every record sent resolved."""
+    high-water mark and show as the client's RSS). Returns once every record sent resolved
+    (the handles' callbacks run as their batch resolves, so ``flush()`` covers them)."""
     n = 0
     t0 = time.monotonic()
-    outstanding = _Outstanding()
     while not stop.is_set():
         partition = partitions[n % len(partitions)]
         seq = ledger.next_seq[partition]
@@ -191,37 +191,15 @@ async def produce(
             ledger.error("produce", exc)
             ledger.failed[type(exc).__name__] += 1
             continue
-        outstanding.count += 1
-        handle.add_done_callback(functools.partial(_acked, partition, seq, sent, ledger, outstanding))
+        handle.add_done_callback(functools.partial(_acked, partition, seq, sent, ledger))
         n += 1
         ahead = t0 + n / rate - time.monotonic()
         if ahead > 0:
             await anyio.sleep(ahead)
-    await outstanding.settled()
+    await producer.flush()
 
 
-class _Outstanding:
-    """Records sent whose acknowledgement has not been recorded yet."""
-
-    def __init__(self) -> None:
-        self.count = 0
-        self._none_left: anyio.Event | None = None
-
-    def resolved(self) -> None:
-        self.count -= 1
-        if not self.count and self._none_left is not None:
-            self._none_left.set()
-
-    async def settled(self) -> None:
-        if self.count:
-            self._none_left = anyio.Event()
-            await self._none_left.wait()
-
-
-def _acked(  # noqa: PLR0917 - a done-callback's bound arguments
-    partition: int, seq: int, sent: float, ledger: Ledger, outstanding: _Outstanding, handle: Any
-) -> None:
-    outstanding.resolved()
+def _acked(partition: int, seq: int, sent: float, ledger: Ledger, handle: Any) -> None:
     error = handle.exception()
     if error is not None:
         ledger.error("delivery", error)
