@@ -184,4 +184,4 @@ class MetadataRefresher:
             snapshot = await anyio.to_thread.run_sync(
                 snapshot_from_response, response, version, requested, source
             )
-        return self._store.apply_metadata(snapshot, reason=reason)
+        return await self._store.apply_metadata_sliced(snapshot, reason=reason)

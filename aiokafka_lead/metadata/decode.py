@@ -5,28 +5,23 @@ a request for all topics from another client sharing nothing with us). The produ
 the consumer keep only their own topics, so the topics nobody asked for are dropped from
 the encoded body (walked by schema, :mod:`aiokafka_lead.protocol.skim`) before the
 generated decoder builds objects: memory follows what the client uses, not the cluster's
-size. The walk gives the event loop a turn every ``SLICE_S`` (a thread would not: the
-loop would wait for the interpreter lock at every system call), so even an answer of a
-million partitions never holds the loop long. What is kept is decoded in a worker thread
-when it is big (``THREAD_DECODE_BYTES``), as the connection decodes other big answers; the
-store's merge of a huge topic still runs on the loop (``benchmarks/metadata_scale.py
---layout one-topic --phases`` times each step).
+size. The walk runs in slices (:mod:`aiokafka_lead.slices`), yielding within a topic's
+partitions too, so even a topic of a million partitions never holds the loop long. What is
+kept is decoded in a worker thread when it is big (``THREAD_DECODE_BYTES``), as the
+connection decodes other big answers (``benchmarks/metadata_scale.py --layout one-topic
+--phases`` times each step).
 """
 
 from __future__ import annotations
 
-import time
 from collections.abc import Callable, Collection
 
-import anyio.lowlevel
 import anyio.to_thread
 
 from aiokafka_lead.protocol.framing import THREAD_DECODE_BYTES, decode_response
 from aiokafka_lead.protocol.messages import MetadataResponse
 from aiokafka_lead.protocol.skim import iter_keep_array_items, keep_array_items, read_name
-
-#: the longest the walk holds the event loop before it gives it a turn
-SLICE_S = 0.01
+from aiokafka_lead.slices import run_in_slices
 
 # Metadata topics begin with error_code (int16) then name, in every version
 _TOPIC_FIELDS = [f.attr for f in MetadataResponse.MetadataResponseTopic._FIELDS[:2]]
@@ -83,14 +78,5 @@ async def decode_metadata(
         return await _decode_kept(frame, version)
     header, keep = plan
     walk = iter_keep_array_items(MetadataResponse, view[header:], version, "topics", keep)
-    turn_at = time.monotonic() + SLICE_S
-    while True:
-        try:
-            next(walk)
-        except StopIteration as done:
-            body: bytes = done.value
-            break
-        if time.monotonic() >= turn_at:
-            await anyio.lowlevel.checkpoint()
-            turn_at = time.monotonic() + SLICE_S
+    body = await run_in_slices(walk)
     return await _decode_kept(bytes(view[:header]) + body, version)

@@ -20,7 +20,15 @@ Rules (KIP-951, KIP-320; docs/DESIGN.md "non-obvious invariants"):
   kept for the timeout error); topics nobody asked for are ignored. Other topics and nodes
   of the same answer are applied as usual.
 
-Mutators are synchronous and never await, so state is consistent without locks.
+Mutators are synchronous and never await, so state is consistent without locks; the one
+exception is :meth:`MetadataStore.apply_metadata_sliced`, which merges a huge answer giving
+the event loop a turn now and then:
+
+* Merges run one at a time (a lock); between slices, hints and readers run. Every partition
+  is still merged under the epoch rules against what the store holds at that moment.
+* A topic becomes visible (``partitions_for_topic``, ``topics``) only once all its
+  partitions are in, so nobody partitions records over half a topic. Listeners hear of the
+  merge once, at its end.
 """
 
 from __future__ import annotations
@@ -30,7 +38,7 @@ import dataclasses
 import logging
 import time
 import uuid
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Generator, Iterable
 from dataclasses import dataclass
 
 import anyio
@@ -49,12 +57,19 @@ from aiokafka_lead.metadata.model import (
     TopicMetadata,
 )
 from aiokafka_lead.ratelog import RateLimitedLog
+from aiokafka_lead.slices import run_in_slices, run_to_end
 from aiokafka_lead.structs import TopicPartition
 
 log = logging.getLogger(__name__)
 
 
 Listener = Callable[[MetadataChange], None]
+
+#: partitions a merge handles between two chances to give the event loop a turn
+_STEP = 512
+
+#: a step of a merge: a generator that yields now and then (a chance to give the loop a turn)
+_Steps = Generator[None, None, None]
 
 
 @dataclass(slots=True)
@@ -101,7 +116,8 @@ class MetadataStore:
         self._stale: dict[TopicPartition, _StaleRun] = {}
         self._listeners: list[Listener] = []
         self.version = 0  #: bumped by every mutation that changed something
-        self._partition_ids: dict[str, frozenset[int]] = {}  # cache, cleared on every change
+        self._partition_ids: dict[str, set[int]] = {}  # topic -> ids of its partitions held
+        self._merging = anyio.Lock()
         self._changed: anyio.Event | None = None
         self._refresh_reasons: list[str] = []
         self._refresh_wanted: anyio.Event | None = None
@@ -141,17 +157,9 @@ class MetadataStore:
         return set(self._topics)
 
     def partitions_for_topic(self, topic: str) -> set[int] | None:
-        cached = self._partition_ids.get(topic)
-        if cached is not None:
-            return set(cached)
-        state = self._topics.get(topic)
-        if state is None:
+        if topic not in self._topics:
             return None
-        ids = frozenset(
-            p for p in range(state.partition_count) if TopicPartition(topic, p) in self._partitions
-        )
-        self._partition_ids[topic] = ids
-        return set(ids)
+        return set(self._partition_ids.get(topic, ()))
 
     def topic_id(self, topic: str) -> uuid.UUID | None:
         state = self._topics.get(topic)
@@ -196,7 +204,6 @@ class MetadataStore:
         if not change:
             return
         self.version += 1
-        self._partition_ids.clear()
         log.debug("metadata changed (%s): %s", change.reason, change)
         if self._changed is not None:
             self._changed.set()
@@ -233,9 +240,20 @@ class MetadataStore:
     # -------------------------------------------------------- metadata response
     def apply_metadata(self, snapshot: MetadataSnapshot, reason: str = "metadata") -> MetadataChange:
         """Merge a Metadata response under the epoch rules; return what changed."""
+        return run_to_end(self._merge(snapshot, reason))
+
+    async def apply_metadata_sliced(
+        self, snapshot: MetadataSnapshot, reason: str = "metadata"
+    ) -> MetadataChange:
+        """:meth:`apply_metadata`, giving the event loop a turn every few milliseconds (a
+        topic of a million partitions takes seconds to merge); one merge at a time."""
+        async with self._merging:
+            return await run_in_slices(self._merge(snapshot, reason))
+
+    def _merge(self, snapshot: MetadataSnapshot, reason: str) -> Generator[None, None, MetadataChange]:
         change = MetadataChange(reason=reason)
         self.last_refresh = self._clock()
-        lagging = snapshot.epochs_reliable and self._is_lagging(snapshot)
+        lagging = snapshot.epochs_reliable and (yield from self._is_lagging(snapshot))
         if snapshot.controller_id >= 0:
             self.controller_id = snapshot.controller_id
         if snapshot.cluster_id is not None:
@@ -246,26 +264,31 @@ class MetadataStore:
             if requested is not None and topic.name not in requested:
                 continue  # nobody asked: keeping it would cost memory for nothing
             seen.add(topic.name)
-            self._merge_topic(topic, snapshot, change)
+            yield from self._merge_topic(topic, snapshot, change)
         if requested is None:
             for name in list(self._topics):
                 if name not in seen:
                     self._drop_topic(name, change)
         brokers = self._usable_nodes(snapshot.brokers, snapshot.source, "Brokers")
         if brokers:
-            self._merge_nodes(brokers, change, lagging=lagging)
-        self._warn_leaderless(snapshot, seen)
+            yield from self._merge_nodes(brokers, change, lagging=lagging)
+        yield from self._warn_leaderless(snapshot, seen)
         self._publish(change)
         return change
 
-    def _warn_leaderless(self, snapshot: MetadataSnapshot, seen: set[str]) -> None:
+    def _warn_leaderless(self, snapshot: MetadataSnapshot, seen: set[str]) -> _Steps:
         """One WARNING (rate-limited) per topic whose partitions stay without a usable leader
         in two answers in a row (a new topic's first answer often has none yet)."""
         for topic in snapshot.topics:
             name = topic.name
             if name not in seen or name not in self._topics:
                 continue
-            missing = [p.partition for p in topic.partitions if self.leader_for(p.tp) is None]
+            missing = []
+            for i, p in enumerate(topic.partitions):
+                if self.leader_for(p.tp) is None:
+                    missing.append(p.partition)
+                if i % _STEP == _STEP - 1:
+                    yield
             key = ("no leader", name)
             if not missing:
                 if self._leaderless.pop(name, None) is not None:
@@ -284,16 +307,18 @@ class MetadataStore:
                 )
             self._leaderless[name] = len(missing)
 
-    def _is_lagging(self, snapshot: MetadataSnapshot) -> bool:
+    def _is_lagging(self, snapshot: MetadataSnapshot) -> Generator[None, None, bool]:
         """True if the response knows an older leader epoch than we do for any partition."""
         for topic in snapshot.topics:
-            for p in topic.partitions:
+            for i, p in enumerate(topic.partitions):
                 cur = self._partitions.get(p.tp)
                 if cur is not None and 0 <= p.leader_epoch < cur.leader_epoch:
                     return True
+                if i % _STEP == _STEP - 1:
+                    yield
         return False
 
-    def _merge_nodes(self, brokers: Iterable[BrokerNode], change: MetadataChange, *, lagging: bool) -> None:
+    def _merge_nodes(self, brokers: Iterable[BrokerNode], change: MetadataChange, *, lagging: bool) -> _Steps:
         """A full response replaces the node list, except that a node still leading a known
         partition is kept; a lagging response (older epochs than ours) may only add nodes,
         so it cannot undo an address just learned from KIP-951 NodeEndpoints."""
@@ -304,12 +329,17 @@ class MetadataStore:
             if self._nodes.get(node_id) != node:
                 change.nodes_changed.add(node_id)
                 self._nodes[node_id] = node
-        if lagging:
+        gone = set(self._nodes) - set(fresh)
+        if lagging or not gone:
             return
-        leaders = {p.leader_id for p in self._partitions.values()}
-        for node_id in set(self._nodes) - set(fresh) - leaders:
-            del self._nodes[node_id]
-            change.nodes_removed.add(node_id)
+        for i, p in enumerate(list(self._partitions.values())):
+            gone.discard(p.leader_id)
+            if i % _STEP == _STEP - 1:
+                yield
+        for node_id in gone:
+            if node_id in self._nodes:
+                del self._nodes[node_id]
+                change.nodes_removed.add(node_id)
 
     def _usable_nodes(self, nodes: Iterable[BrokerNode], source: str, field: str) -> list[BrokerNode]:
         """The nodes whose id, host and port can be used; the others are logged and left out."""
@@ -328,10 +358,17 @@ class MetadataStore:
             )
         return usable
 
-    def _merge_topic(self, topic: TopicMetadata, snapshot: MetadataSnapshot, change: MetadataChange) -> None:
+    def _merge_topic(
+        self, topic: TopicMetadata, snapshot: MetadataSnapshot, change: MetadataChange
+    ) -> _Steps:
         name = topic.name
         reliable = snapshot.epochs_reliable
-        problem = None if topic.error_code else partitions_problem(p.partition for p in topic.partitions)
+        indexes = []
+        for i, p in enumerate(topic.partitions):
+            indexes.append(p.partition)
+            if i % _STEP == _STEP - 1:
+                yield
+        problem = None if topic.error_code else partitions_problem(indexes)
         if problem is not None:
             why = f"{snapshot.source}: topic {name!r} {problem}"
             self._topic_problems[name] = why
@@ -366,14 +403,18 @@ class MetadataStore:
             if topic.topic_id != ZERO_UUID
             else (current.topic_id if current is not None else ZERO_UUID)
         )
-        count = max((p.partition for p in topic.partitions), default=-1) + 1
+        for i, p in enumerate(topic.partitions):
+            self._merge_partition(p, reliable, change)
+            if i % _STEP == _STEP - 1:
+                yield
+        # last, so the topic shows whole (a sliced merge lets readers in between)
+        count = max(indexes, default=-1) + 1
+        current = self._topics.get(name)
         if current is not None:
             count = max(count, current.partition_count)
         self._topics[name] = _TopicState(topic_id, topic.is_internal, count)
         if topic_id != ZERO_UUID:
             self._names_by_id[topic_id] = name
-        for p in topic.partitions:
-            self._merge_partition(p, reliable, change)
 
     def _merge_partition(self, new: PartitionMetadata, reliable: bool, change: MetadataChange) -> None:
         tp = new.tp
@@ -387,7 +428,10 @@ class MetadataStore:
         ):
             return
         self._stale.pop(tp, None)
-        self._partitions[tp] = new
+        if new != cur:  # an unchanged partition keeps its object: no garbage per refresh
+            self._partitions[tp] = new
+        if cur is None:
+            self._partition_ids.setdefault(tp.topic, set()).add(tp.partition)
         if cur is None or (cur.leader_id, cur.leader_epoch) != (new.leader_id, new.leader_epoch):
             change.leaders_changed.add(tp)
         if new.leader_id == NO_LEADER:
@@ -421,7 +465,8 @@ class MetadataStore:
         change.topics_removed.add(name)
         if state.topic_id != ZERO_UUID and self._names_by_id.get(state.topic_id) == name:
             del self._names_by_id[state.topic_id]
-        for tp in [tp for tp in self._partitions if tp.topic == name]:
+        for partition in self._partition_ids.pop(name, ()):
+            tp = TopicPartition(name, partition)
             del self._partitions[tp]
             self._stale.pop(tp, None)
             change.leaders_changed.add(tp)

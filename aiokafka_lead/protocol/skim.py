@@ -16,6 +16,7 @@ from collections.abc import Callable, Generator
 from aiokafka_lead.errors import DecodeError
 from aiokafka_lead.protocol.primitives import read_uvarint, uvarint
 from aiokafka_lead.protocol.schema import Field, Struct, Versioned
+from aiokafka_lead.slices import run_to_end
 
 _FIXED = {"int8": 1, "bool": 1, "int16": 2, "int32": 4, "int64": 8, "float64": 8, "uuid": 16}
 _I16 = struct.Struct(">h")
@@ -107,6 +108,29 @@ def struct_end(cls: type[Struct], buf: memoryview, pos: int, version: int, flexi
         raise DecodeError(f"{cls.__name__} v{version}: truncated ({exc})") from None
 
 
+#: elements of a big array skipped between two yields of :func:`iter_keep_array_items`
+YIELD_EVERY = 256
+
+
+def _iter_struct_end(
+    cls: type[Struct], buf: memoryview, pos: int, version: int, flexible: bool
+) -> Generator[None, None, int]:
+    """:func:`struct_end`, yielding every ``YIELD_EVERY`` elements of the struct's arrays of
+    structs: one item may hold a million partitions."""
+    for f in _inline(cls, version):
+        if f.kind != "array" or f.struct is None:
+            pos = _skip_field(f, buf, pos, version, flexible)
+            continue
+        n, pos = _length(buf, pos, "array", flexible)
+        if n > len(buf) - pos:
+            raise DecodeError(f"array length {n} at offset {pos} is impossible")
+        for i in range(n):
+            pos = struct_end(f.struct, buf, pos, version, flexible)
+            if i % YIELD_EVERY == YIELD_EVERY - 1:
+                yield
+    return _skip_tags(buf, pos) if flexible else pos
+
+
 def iter_keep_array_items(
     cls: type[Versioned],
     body: memoryview,
@@ -114,8 +138,9 @@ def iter_keep_array_items(
     array: str,
     keep: Callable[[memoryview, int], bool],
 ) -> Generator[None, None, bytes]:
-    """Like :func:`keep_array_items`, yielding after each item of the array, so a caller on
-    an event loop can give it a turn now and then; the body is the generator's return value."""
+    """Like :func:`keep_array_items`, yielding after each item of the array and within an
+    item's big arrays, so a caller on an event loop can give it a turn now and then; the
+    body is the generator's return value."""
     flexible = cls.is_flexible(version)
     pos = 0
     try:
@@ -133,7 +158,7 @@ def iter_keep_array_items(
             kept: list[memoryview] = []
             for _ in range(n):
                 item = pos
-                pos = struct_end(f.struct, body, pos, version, flexible)
+                pos = yield from _iter_struct_end(f.struct, body, pos, version, flexible)
                 if keep(body, item):
                     kept.append(body[item:pos])
                 yield
@@ -153,13 +178,7 @@ def keep_array_items(
 ) -> bytes:
     """``body`` (a ``cls`` message at ``version``) with the top-level struct array ``array``
     holding only the items for which ``keep(body, item_start)`` is true."""
-    walk = iter_keep_array_items(cls, body, version, array, keep)
-    while True:
-        try:
-            next(walk)
-        except StopIteration as done:
-            result: bytes = done.value
-            return result
+    return run_to_end(iter_keep_array_items(cls, body, version, array, keep))
 
 
 def read_name(body: memoryview, pos: int, flexible: bool) -> str | None:

@@ -87,3 +87,36 @@ async def test_the_cooperative_metadata_decode_gives_the_same_answer(version: in
     wanted = {"t3", "t49", "absent"}
     assert await decode_metadata(frame, version, wanted) == metadata_decoder(version, wanted)(frame)
     assert await decode_metadata(frame, version, None) == metadata_decoder(version, None)(frame)
+
+
+def _one_topic_answer(partitions: int, version: int = 12) -> memoryview:
+    part = MetadataResponse.MetadataResponsePartition
+    body = MetadataResponse(
+        topics=[
+            MetadataResponse.MetadataResponseTopic(
+                name="t",
+                partitions=[part(partition_index=p, leader_id=1, leader_epoch=0) for p in range(partitions)],
+            )
+        ],
+    ).encode(version)
+    return memoryview(body)
+
+
+def test_the_walk_yields_within_one_topic_of_many_partitions() -> None:
+    """One topic of a million partitions is one item of the topics array: the walk must give
+    its caller chances to yield inside it, not only between topics."""
+    from aiokafka_lead.protocol.skim import YIELD_EVERY, iter_keep_array_items
+
+    partitions = 4 * YIELD_EVERY + 3
+    body = _one_topic_answer(partitions)
+    walk = iter_keep_array_items(MetadataResponse, body, 12, "topics", lambda buf, item: True)
+    yields = 0
+    while True:
+        try:
+            next(walk)
+        except StopIteration as done:
+            kept: bytes = done.value
+            break
+        yields += 1
+    assert yields >= 4  # the old walk yielded once: after the topic
+    assert kept == bytes(body)
