@@ -134,12 +134,13 @@ def child(path: Path, version: int) -> None:
 
 
 def phases(path: Path, version: int) -> dict[str, float]:
-    """Seconds of each step a refresh runs on the answer, run one after the other (what each
-    would hold the event loop for, if run on it)."""
+    """Seconds of each step a refresh runs on the answer, run one after the other without
+    pauses (a refresh runs the first and the merges in slices, giving the loop turns)."""
     from aiokafka_lead.core.refresher import snapshot_from_response
-    from aiokafka_lead.metadata.decode import metadata_decoder
+    from aiokafka_lead.metadata.decode import iter_decode_metadata
     from aiokafka_lead.metadata.store import MetadataStore
     from aiokafka_lead.protocol.messages import MetadataResponse
+    from aiokafka_lead.slices import run_to_end
 
     # the broker's port (0 in the file) made usable, so the merge sees a led topic
     marker = b"127.0.0.1" + (0).to_bytes(4, "big")
@@ -154,12 +155,16 @@ def phases(path: Path, version: int) -> dict[str, float]:
         out[f"{name}_s"] = time.perf_counter() - started
         return result
 
-    response = timed("decode", lambda: metadata_decoder(version, ["topic-0"])(head + body))
-    snapshot = timed("store_terms", lambda: snapshot_from_response(response, version, {"topic-0"}))
+    decoded = timed("decode", lambda: run_to_end(iter_decode_metadata(head + body, version, ["topic-0"])))
+    snapshot = timed(
+        "store_terms",
+        lambda: snapshot_from_response(decoded.response, version, {"topic-0"}, topics=decoded.topics),
+    )
     store = MetadataStore()
     timed("store_merge_first", lambda: store.apply_metadata(snapshot))
     timed("store_merge_again", lambda: store.apply_metadata(snapshot))
     timed("partitions_for_topic", lambda: store.partitions_for_topic("topic-0"))
+    timed("available_partitions", lambda: store.available_partitions("topic-0"))
     return out
 
 

@@ -38,9 +38,9 @@ from aiokafka_lead.admin.share_groups import ShareGroupsMixin
 from aiokafka_lead.admin.topics import TopicsCore, TopicsMixin
 from aiokafka_lead.admin.types import ConfigResource, NewPartitions, NewTopic
 from aiokafka_lead.core.client import ClientCore, guarded
-from aiokafka_lead.core.refresher import topics_from_response
 from aiokafka_lead.core.telemetry_api import TelemetryAPI
 from aiokafka_lead.errors import KafkaError, NotLeaderOrFollowerError, error_for_code
+from aiokafka_lead.metadata.decode import topics_from_response
 from aiokafka_lead.metadata.model import TopicMetadata
 from aiokafka_lead.requests.base import RequestBase
 from aiokafka_lead.runtime import ExitOnLeave

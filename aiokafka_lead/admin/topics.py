@@ -28,7 +28,6 @@ from aiokafka_lead.admin.types import (
     TopicDescription,
 )
 from aiokafka_lead.core.client import guarded
-from aiokafka_lead.core.refresher import topics_from_response
 from aiokafka_lead.error_code import ErrorCode
 from aiokafka_lead.errors import (
     KafkaError,
@@ -36,6 +35,7 @@ from aiokafka_lead.errors import (
     KafkaTimeoutError,
     UnknownTopicOrPartitionError,
 )
+from aiokafka_lead.metadata.decode import topics_from_response
 from aiokafka_lead.metadata.model import TopicMetadata
 from aiokafka_lead.network.connection import request_broker
 from aiokafka_lead.protocol.messages import (

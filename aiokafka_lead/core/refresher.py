@@ -19,7 +19,6 @@ from collections.abc import Callable, Collection
 
 import anyio
 import anyio.abc
-import anyio.to_thread
 
 from aiokafka_lead.backoff import ExponentialBackoff
 from aiokafka_lead.errors import (
@@ -29,12 +28,11 @@ from aiokafka_lead.errors import (
     RebootstrapRequiredError,
     error_for_code,
 )
-from aiokafka_lead.metadata.decode import decode_metadata
+from aiokafka_lead.metadata.decode import decode_metadata, topics_from_response
 from aiokafka_lead.metadata.model import (
     BrokerNode,
     MetadataChange,
     MetadataSnapshot,
-    PartitionMetadata,
     TopicMetadata,
 )
 from aiokafka_lead.metadata.store import MetadataStore
@@ -46,50 +44,25 @@ log = logging.getLogger(__name__)
 # Metadata below v9 carries no reliable leader epochs (guide section 2).
 RELIABLE_EPOCHS_VERSION = 9
 
-#: an answer with at least this many partitions is turned into the store's terms in a worker
-#: thread (~10 ms of work on the loop)
-THREAD_TERMS_PARTITIONS = 20_000
-
 TopicsFn = Callable[[], Collection[str] | None]
 #: why the client wants another refresh soon (None: the periodic one will do)
 RefreshSoonFn = Callable[[], str | None]
 
 
-def topics_from_response(
-    response: MetadataResponse, wanted: Collection[str] | None = None
-) -> list[TopicMetadata]:
-    """A Metadata response's topics in the store's terms: each named one (a topic asked for
-    by id and unknown has no name), or only those among ``wanted`` unless it is None."""
-    topics = []
-    for t in response.topics:
-        if t.name is None or (wanted is not None and t.name not in wanted):
-            continue
-        parts = tuple(
-            PartitionMetadata(
-                topic=t.name,
-                partition=p.partition_index,
-                leader_id=p.leader_id,
-                leader_epoch=p.leader_epoch,
-                replica_nodes=tuple(p.replica_nodes),
-                isr_nodes=tuple(p.isr_nodes),
-                offline_replicas=tuple(p.offline_replicas),
-                error_code=p.error_code,
-            )
-            for p in t.partitions
-        )
-        topics.append(TopicMetadata(t.name, t.topic_id, t.is_internal, t.error_code, parts))
-    return topics
-
-
 def snapshot_from_response(
-    response: MetadataResponse, version: int, requested: Collection[str] | None, source: str = "Metadata"
+    response: MetadataResponse,
+    version: int,
+    requested: Collection[str] | None,
+    source: str = "Metadata",
+    topics: Collection[TopicMetadata] | None = None,
 ) -> MetadataSnapshot:
     """Translate a MetadataResponse into the store's terms (the store checks the values);
-    topics not ``requested`` are left out (the store would ignore them)."""
+    topics not ``requested`` are left out (the store would ignore them). ``topics``, when
+    given, are the answer's topics already in those terms (:func:`decode_metadata`)."""
     wanted = None if requested is None else frozenset(requested)
     return MetadataSnapshot(
         brokers=tuple(BrokerNode(b.node_id, b.host, b.port, b.rack) for b in response.brokers),
-        topics=tuple(topics_from_response(response, wanted)),
+        topics=tuple(topics_from_response(response, wanted) if topics is None else topics),
         controller_id=response.controller_id,
         cluster_id=response.cluster_id,
         epochs_reliable=version >= RELIABLE_EPOCHS_VERSION,
@@ -168,20 +141,16 @@ class MetadataRefresher:
         # only our topics are decoded (metadata/decode.py): memory follows what we use
         frame: bytes = await conn.send(request, version=version, decode=bytes)
         try:
-            response = await decode_metadata(frame, version, requested)
+            decoded = await decode_metadata(frame, version, requested)
         except DecodeError as exc:
             raise DecodeError(f"Metadata v{version} response from {conn.broker}: {exc}") from None
         del frame
+        response = decoded.response
         if version >= 13 and response.error_code:
             if response.error_code == RebootstrapRequiredError.errno:
                 self._pool.forget_nodes()
             raise error_for_code(response.error_code, f"Metadata from {conn!r}")
         self.refreshes += 1
         source = f"Metadata v{version} from {conn.broker}"
-        if sum(len(t.partitions) for t in response.topics) < THREAD_TERMS_PARTITIONS:
-            snapshot = snapshot_from_response(response, version, requested, source)
-        else:  # a huge topic's partitions: turned into the store's terms off the loop too
-            snapshot = await anyio.to_thread.run_sync(
-                snapshot_from_response, response, version, requested, source
-            )
+        snapshot = snapshot_from_response(response, version, requested, source, decoded.topics)
         return await self._store.apply_metadata_sliced(snapshot, reason=reason)

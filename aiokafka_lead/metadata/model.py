@@ -3,13 +3,19 @@
 They are plain values, decoupled from the wire classes: the refresher converts a
 MetadataResponse into a :class:`MetadataSnapshot`, the producer and fetcher turn the
 KIP-951 fields of their responses into :class:`LeaderHint` and :class:`BrokerNode`.
+
+A partition travels and is kept as a :data:`PartitionRow`, a plain tuple of ints and tuples
+of ints: the garbage collector stops tracking such tuples, so a topic of a million
+partitions costs its collections nothing (an object per partition made each full collection
+walk millions of them, holding the event loop for most of a second).
+:class:`PartitionMetadata` is built from a row when someone asks for one partition.
 """
 
 from __future__ import annotations
 
 import enum
 import uuid
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Protocol
 
@@ -47,6 +53,12 @@ class BrokerNode:
         return (self.host, self.port)
 
 
+#: one partition of a Metadata answer: (partition, leader_id, leader_epoch, replica_nodes,
+#: isr_nodes, offline_replicas, error_code), the fields of :class:`PartitionMetadata` after
+#: its topic, in that order
+PartitionRow = tuple[int, int, int, tuple[int, ...], tuple[int, ...], tuple[int, ...], int]
+
+
 @dataclass(frozen=True, slots=True)
 class PartitionMetadata(PartitionValue):
     """One partition's leadership, as last accepted by the store."""
@@ -58,16 +70,33 @@ class PartitionMetadata(PartitionValue):
     offline_replicas: tuple[int, ...] = ()
     error_code: int = 0
 
+    @property
+    def row(self) -> PartitionRow:
+        return (
+            self.partition,
+            self.leader_id,
+            self.leader_epoch,
+            self.replica_nodes,
+            self.isr_nodes,
+            self.offline_replicas,
+            self.error_code,
+        )
+
 
 @dataclass(frozen=True, slots=True)
 class TopicMetadata:
-    """A topic as one Metadata response described it."""
+    """A topic as one Metadata response described it, its partitions as rows."""
 
     name: str
     topic_id: uuid.UUID = ZERO_UUID
     is_internal: bool = False
     error_code: int = 0
-    partitions: tuple[PartitionMetadata, ...] = ()
+    rows: Sequence[PartitionRow] = ()  # a list for a big answer: no copy of a million
+
+    @property
+    def partitions(self) -> tuple[PartitionMetadata, ...]:
+        """The partitions as values (one object each: for the few of an admin answer)."""
+        return tuple(PartitionMetadata(self.name, *row) for row in self.rows)
 
 
 @dataclass(frozen=True, slots=True)
@@ -145,7 +174,8 @@ class MetadataChange:
     """What one mutation changed; handed to listeners (sender, fetcher, pool)."""
 
     reason: str
-    leaders_changed: set[TopicPartition] = field(default_factory=set)
+    #: (topic, partition) keys; a TopicPartition finds its own among them
+    leaders_changed: set[tuple[str, int]] = field(default_factory=set)
     nodes_changed: set[int] = field(default_factory=set)
     nodes_removed: set[int] = field(default_factory=set)
     topics_added: set[str] = field(default_factory=set)
@@ -170,6 +200,7 @@ __all__ = [
     "MetadataSnapshot",
     "NodeEndpoint",
     "PartitionMetadata",
+    "PartitionRow",
     "TopicMetadata",
     "endpoint_nodes",
 ]

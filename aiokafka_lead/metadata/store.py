@@ -34,18 +34,19 @@ the event loop a turn now and then:
 from __future__ import annotations
 
 import collections
-import dataclasses
 import logging
 import time
 import uuid
 from collections.abc import Callable, Generator, Iterable
 from dataclasses import dataclass
+from typing import Final
 
 import anyio
 
 from aiokafka_lead.error_code import ErrorCode
 from aiokafka_lead.metadata.checks import node_problem, partitions_problem
 from aiokafka_lead.metadata.model import (
+    NO_EPOCH,
     NO_LEADER,
     ZERO_UUID,
     BrokerNode,
@@ -54,6 +55,7 @@ from aiokafka_lead.metadata.model import (
     MetadataChange,
     MetadataSnapshot,
     PartitionMetadata,
+    PartitionRow,
     TopicMetadata,
 )
 from aiokafka_lead.ratelog import RateLimitedLog
@@ -67,6 +69,10 @@ Listener = Callable[[MetadataChange], None]
 
 #: partitions a merge handles between two chances to give the event loop a turn
 _STEP = 512
+
+#: where a row holds the leader and its epoch (model.PartitionRow)
+_LEADER: Final = 1
+_EPOCH: Final = 2
 
 #: a step of a merge: a generator that yields now and then (a chance to give the loop a turn)
 _Steps = Generator[None, None, None]
@@ -105,7 +111,9 @@ class MetadataStore:
         self._stale_accept_after_s = stale_accept_after_s
         self._clock = clock
         self._nodes: dict[int, BrokerNode] = {}
-        self._partitions: dict[TopicPartition, PartitionMetadata] = {}
+        #: (topic, partition) -> its row: plain tuples, which the garbage collector stops
+        #: tracking (model.py); a TopicPartition looks its row up as it is
+        self._partitions: dict[tuple[str, int], PartitionRow] = {}
         self._topics: dict[str, _TopicState] = {}
         self._names_by_id: dict[uuid.UUID, str] = {}
         self._topic_errors: dict[str, int] = {}
@@ -113,10 +121,12 @@ class MetadataStore:
         self._topic_problems: dict[str, str] = {}  # topic -> why its last description was refused
         self._leaderless: dict[str, int] = {}  # topic -> partitions without a usable leader
         self._warn = RateLimitedLog(log)
-        self._stale: dict[TopicPartition, _StaleRun] = {}
+        self._stale: dict[tuple[str, int], _StaleRun] = {}
         self._listeners: list[Listener] = []
         self.version = 0  #: bumped by every mutation that changed something
         self._partition_ids: dict[str, set[int]] = {}  # topic -> ids of its partitions held
+        #: topic -> leader id -> how many of its partitions that node leads
+        self._leader_counts: dict[str, collections.Counter[int]] = {}
         self._merging = anyio.Lock()
         self._changed: anyio.Event | None = None
         self._refresh_reasons: list[str] = []
@@ -140,18 +150,19 @@ class MetadataStore:
         return list(self._nodes.values())
 
     def partition(self, tp: TopicPartition) -> PartitionMetadata | None:
-        return self._partitions.get(tp)
+        row = self._partitions.get(tp)
+        return None if row is None else PartitionMetadata(tp[0], *row)
 
     def leader_epoch(self, tp: TopicPartition) -> int:
-        p = self._partitions.get(tp)
-        return -1 if p is None else p.leader_epoch
+        row = self._partitions.get(tp)
+        return -1 if row is None else row[_EPOCH]
 
-    def leader_for(self, tp: TopicPartition) -> BrokerNode | None:
+    def leader_for(self, tp: tuple[str, int]) -> BrokerNode | None:
         """The leader's node, or None when the leader or its address is unknown."""
-        p = self._partitions.get(tp)
-        if p is None or p.leader_id == NO_LEADER:
+        row = self._partitions.get(tp)
+        if row is None or row[_LEADER] == NO_LEADER:
             return None
-        return self._nodes.get(p.leader_id)
+        return self._nodes.get(row[_LEADER])
 
     def topics(self) -> set[str]:
         return set(self._topics)
@@ -160,6 +171,29 @@ class MetadataStore:
         if topic not in self._topics:
             return None
         return set(self._partition_ids.get(topic, ()))
+
+    def available_partitions(self, topic: str) -> list[int]:
+        """The topic's partitions whose leader is known and usable, in order (what a
+        partitioner picks from). Counts of partitions per leader keep it cheap for a topic
+        of a million partitions, unless some leader is unusable."""
+        ids = self._partition_ids.get(topic)
+        if topic not in self._topics or not ids:
+            return []
+        counts = self._leader_counts.get(topic, collections.Counter())
+        unusable = {n for n, c in counts.items() if c and (n == NO_LEADER or n not in self._nodes)}
+        if not unusable:
+            return self.partition_list(topic)
+        return sorted(p for p in ids if self._partitions[(topic, p)][_LEADER] not in unusable)
+
+    def partition_list(self, topic: str) -> list[int]:
+        """The topic's partition ids in order ([] if the topic is unknown)."""
+        ids = self._partition_ids.get(topic)
+        state = self._topics.get(topic)
+        if ids is None or state is None:
+            return []
+        if len(ids) == state.partition_count:  # all of 0..N-1: no sort of a million
+            return list(range(state.partition_count))
+        return sorted(ids)
 
     def topic_id(self, topic: str) -> uuid.UUID | None:
         state = self._topics.get(topic)
@@ -284,9 +318,9 @@ class MetadataStore:
             if name not in seen or name not in self._topics:
                 continue
             missing = []
-            for i, p in enumerate(topic.partitions):
-                if self.leader_for(p.tp) is None:
-                    missing.append(p.partition)
+            for i, row in enumerate(topic.rows):
+                if self.leader_for((name, row[0])) is None:
+                    missing.append(row[0])
                 if i % _STEP == _STEP - 1:
                     yield
             key = ("no leader", name)
@@ -310,9 +344,9 @@ class MetadataStore:
     def _is_lagging(self, snapshot: MetadataSnapshot) -> Generator[None, None, bool]:
         """True if the response knows an older leader epoch than we do for any partition."""
         for topic in snapshot.topics:
-            for i, p in enumerate(topic.partitions):
-                cur = self._partitions.get(p.tp)
-                if cur is not None and 0 <= p.leader_epoch < cur.leader_epoch:
+            for i, row in enumerate(topic.rows):
+                cur = self._partitions.get((topic.name, row[0]))
+                if cur is not None and 0 <= row[_EPOCH] < cur[_EPOCH]:
                     return True
                 if i % _STEP == _STEP - 1:
                     yield
@@ -332,8 +366,8 @@ class MetadataStore:
         gone = set(self._nodes) - set(fresh)
         if lagging or not gone:
             return
-        for i, p in enumerate(list(self._partitions.values())):
-            gone.discard(p.leader_id)
+        for i, row in enumerate(list(self._partitions.values())):
+            gone.discard(row[_LEADER])
             if i % _STEP == _STEP - 1:
                 yield
         for node_id in gone:
@@ -363,12 +397,16 @@ class MetadataStore:
     ) -> _Steps:
         name = topic.name
         reliable = snapshot.epochs_reliable
-        indexes = []
-        for i, p in enumerate(topic.partitions):
-            indexes.append(p.partition)
+        in_order = True  # as brokers list them: then no list of indexes is needed to check
+        for i, row in enumerate(topic.rows):
+            if row[0] != i:
+                in_order = False
+                break
             if i % _STEP == _STEP - 1:
                 yield
-        problem = None if topic.error_code else partitions_problem(indexes)
+        problem = None
+        if not topic.error_code and not (in_order and topic.rows):
+            problem = partitions_problem(row[0] for row in topic.rows)
         if problem is not None:
             why = f"{snapshot.source}: topic {name!r} {problem}"
             self._topic_problems[name] = why
@@ -403,12 +441,12 @@ class MetadataStore:
             if topic.topic_id != ZERO_UUID
             else (current.topic_id if current is not None else ZERO_UUID)
         )
-        for i, p in enumerate(topic.partitions):
-            self._merge_partition(p, reliable, change)
+        for i, row in enumerate(topic.rows):
+            self._merge_partition(name, row, reliable, change)
             if i % _STEP == _STEP - 1:
                 yield
         # last, so the topic shows whole (a sliced merge lets readers in between)
-        count = max(indexes, default=-1) + 1
+        count = len(topic.rows)  # numbered 0..N-1 (checked above)
         current = self._topics.get(name)
         if current is not None:
             count = max(count, current.partition_count)
@@ -416,28 +454,37 @@ class MetadataStore:
         if topic_id != ZERO_UUID:
             self._names_by_id[topic_id] = name
 
-    def _merge_partition(self, new: PartitionMetadata, reliable: bool, change: MetadataChange) -> None:
-        tp = new.tp
-        cur = self._partitions.get(tp)
+    def _merge_partition(self, topic: str, new: PartitionRow, reliable: bool, change: MetadataChange) -> None:
+        key = (topic, new[0])
+        cur = self._partitions.get(key)
         if not reliable:
-            new = dataclasses.replace(new, leader_epoch=-1)
+            new = (new[0], new[_LEADER], NO_EPOCH, new[3], new[4], new[5], new[6])
         elif (
             cur is not None
-            and 0 <= new.leader_epoch < cur.leader_epoch
-            and not self._accept_lower_epoch(tp, new.leader_epoch, cur.leader_epoch)
+            and 0 <= new[_EPOCH] < cur[_EPOCH]
+            and not self._accept_lower_epoch(key, new[_EPOCH], cur[_EPOCH])
         ):
             return
-        self._stale.pop(tp, None)
-        if new != cur:  # an unchanged partition keeps its object: no garbage per refresh
-            self._partitions[tp] = new
+        self._stale.pop(key, None)
+        if new != cur:  # an unchanged partition keeps its row: no garbage per refresh
+            self._set_row(key, cur, new)
         if cur is None:
-            self._partition_ids.setdefault(tp.topic, set()).add(tp.partition)
-        if cur is None or (cur.leader_id, cur.leader_epoch) != (new.leader_id, new.leader_epoch):
-            change.leaders_changed.add(tp)
-        if new.leader_id == NO_LEADER:
-            self.request_refresh(f"no leader: {tp.topic}-{tp.partition}")
+            self._partition_ids.setdefault(topic, set()).add(new[0])
+        if cur is None or (cur[_LEADER], cur[_EPOCH]) != (new[_LEADER], new[_EPOCH]):
+            change.leaders_changed.add(key)
+        if new[_LEADER] == NO_LEADER:
+            self.request_refresh(f"no leader: {topic}-{new[0]}")
 
-    def _accept_lower_epoch(self, tp: TopicPartition, epoch: int, known: int) -> bool:
+    def _set_row(self, key: tuple[str, int], cur: PartitionRow | None, new: PartitionRow) -> None:
+        self._partitions[key] = new
+        counts = self._leader_counts.get(key[0])
+        if counts is None:
+            counts = self._leader_counts[key[0]] = collections.Counter()
+        if cur is not None:
+            counts[cur[_LEADER]] -= 1
+        counts[new[_LEADER]] += 1
+
+    def _accept_lower_epoch(self, tp: tuple[str, int], epoch: int, known: int) -> bool:
         now = self._clock()
         run = self._stale.get(tp)
         if run is None or run.epoch != epoch:
@@ -449,13 +496,13 @@ class MetadataStore:
                 "(unclean recovery?)",
                 epoch,
                 known,
-                tp.topic,
-                tp.partition,
+                tp[0],
+                tp[1],
                 run.count,
             )
             return True
         self.stale_metadata_ignored += 1
-        log.debug("ignoring stale metadata for %s-%d: epoch %d < %d", tp.topic, tp.partition, epoch, known)
+        log.debug("ignoring stale metadata for %s-%d: epoch %d < %d", tp[0], tp[1], epoch, known)
         return False
 
     def _drop_topic(self, name: str, change: MetadataChange) -> None:
@@ -465,8 +512,9 @@ class MetadataStore:
         change.topics_removed.add(name)
         if state.topic_id != ZERO_UUID and self._names_by_id.get(state.topic_id) == name:
             del self._names_by_id[state.topic_id]
+        self._leader_counts.pop(name, None)
         for partition in self._partition_ids.pop(name, ()):
-            tp = TopicPartition(name, partition)
+            tp = (name, partition)
             del self._partitions[tp]
             self._stale.pop(tp, None)
             change.leaders_changed.add(tp)
@@ -500,18 +548,17 @@ class MetadataStore:
     ) -> HintOutcome:
         if hint.leader_id < 0 or hint.leader_epoch < 0:
             return HintOutcome.INVALID
-        cur = self._partitions.get(hint.tp)
+        key = (hint.topic, hint.partition)
+        cur = self._partitions.get(key)
         if cur is None:
             return HintOutcome.UNKNOWN_PARTITION
         if hint.leader_id not in self._nodes and hint.leader_id not in listed:
             return HintOutcome.UNKNOWN_NODE
-        if hint.leader_epoch <= cur.leader_epoch:
+        if hint.leader_epoch <= cur[_EPOCH]:
             return HintOutcome.STALE_EPOCH
-        self._partitions[hint.tp] = dataclasses.replace(
-            cur, leader_id=hint.leader_id, leader_epoch=hint.leader_epoch, error_code=0
-        )
-        self._stale.pop(hint.tp, None)
-        change.leaders_changed.add(hint.tp)
+        self._set_row(key, cur, (cur[0], hint.leader_id, hint.leader_epoch, cur[3], cur[4], cur[5], 0))
+        self._stale.pop(key, None)
+        change.leaders_changed.add(key)
         node = listed.get(hint.leader_id)
         if node is not None and self._nodes.get(node.node_id) != node:
             self._nodes[node.node_id] = node

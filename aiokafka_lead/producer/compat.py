@@ -9,7 +9,7 @@ not otherwise have: ``client``, ``_partition()`` and the configured ``_key_seria
 
 from __future__ import annotations
 
-from collections.abc import Callable, Collection
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from aiokafka_lead.client_view import AIOKafkaClientView
@@ -38,7 +38,7 @@ class ProducerCompat:
         _default_partitioner: DefaultPartitioner | None
         _views: dict[str, TopicView]
 
-        def _cache_view(self, topic: str, parts: Collection[int]) -> TopicView: ...
+        def _cache_view(self, topic: str) -> TopicView: ...
 
         async def partitions_for(self, topic: str) -> set[int]: ...
 
@@ -85,7 +85,7 @@ class ProducerCompat:
             return partition
         view = self._views.get(topic)
         if view is None or view[0] != store.version:
-            view = self._cache_view(topic, parts)
+            view = self._cache_view(topic)
         _, all_parts, available, _ = view
         if self._default_partitioner is not None:
             return self._default_partitioner.partition(topic, serialized_key, all_parts, available)

@@ -10,7 +10,7 @@ from __future__ import annotations
 import inspect
 import time
 import warnings
-from collections.abc import Awaitable, Callable, Collection, Iterable, Sequence
+from collections.abc import Awaitable, Callable, Iterable, Sequence
 from typing import Any, Self
 
 import anyio
@@ -55,6 +55,16 @@ Headers = Sequence[tuple[str, bytes | None]]
 #: leader, the TopicPartition of each partition id)
 NO_HEADERS: tuple[tuple[str, bytes | None], ...] = ()
 YIELD_EVERY_MASK = 0x1FF  # send() gives the event loop a turn every 512 records at least
+#: a topic's TopicPartitions are made at once up to this many partitions, as records go to
+#: them above (a million objects would cost every full garbage collection)
+EAGER_TOPIC_PARTITIONS = 10_000
+
+
+def _shown(partitions: list[int]) -> str:
+    """A topic's partitions in an error message: all of a few, the range of many."""
+    if len(partitions) <= 20:
+        return str(partitions)
+    return f"{len(partitions)} of them, {partitions[0]}..{partitions[-1]}"
 #: aiokafka's path of its ``acks`` default marker (frameworks import it to pass ``acks`` on unset)
 _missing = ACKS_UNSET
 
@@ -325,9 +335,7 @@ class AIOKafkaProducer(ProducerKeywords, ProducerCompat, TelemetryAPI, ExitOnLea
             self._partitioner.batch_closed(tp.topic, tp.partition, available)
 
     def _available(self, topic: str) -> list[int]:
-        store = self._core.store
-        parts = store.partitions_for_topic(topic) or set()
-        return sorted(p for p in parts if store.leader_for(TopicPartition(topic, p)) is not None)
+        return self._core.store.available_partitions(topic)
 
     @guarded
     async def partitions_for(self, topic: str) -> set[int]:
@@ -351,7 +359,8 @@ class AIOKafkaProducer(ProducerKeywords, ProducerCompat, TelemetryAPI, ExitOnLea
 
     async def _topic_view(self, topic: str) -> TopicView:
         """The topic's partitions as send() uses them, cached until the metadata changes."""
-        return self._cache_view(topic, await self.partitions_for(topic))
+        await self.partitions_for(topic)  # waits for the topic's metadata, or raises
+        return self._cache_view(topic)
 
     async def _cached_view(self, topic: str) -> TopicView:
         """:meth:`_topic_view`, from the cache while the metadata is unchanged."""
@@ -360,10 +369,31 @@ class AIOKafkaProducer(ProducerKeywords, ProducerCompat, TelemetryAPI, ExitOnLea
             view = await self._topic_view(topic)
         return view
 
-    def _cache_view(self, topic: str, parts: Collection[int]) -> TopicView:
-        tps = {p: TopicPartition(topic, p) for p in parts}
-        view = self._views[topic] = (self._store.version, sorted(parts), self._available(topic), tps)
+    def _cache_view(self, topic: str) -> TopicView:
+        all_parts = self._store.partition_list(topic)
+        old = self._views.get(topic)
+        if old is not None and len(old[1]) == len(all_parts):
+            tps = old[3]  # the same partitions (numbered 0..N-1): their TopicPartitions stay
+        elif len(all_parts) <= EAGER_TOPIC_PARTITIONS:
+            tps = {p: TopicPartition(topic, p) for p in all_parts}
+        else:  # a huge topic: made as records go to them (an object each would cost the GC)
+            tps = {}
+        view = self._views[topic] = (self._store.version, all_parts, self._available(topic), tps)
         return view
+
+    @staticmethod
+    def _view_tp(topic: str, view: TopicView, partition: int) -> TopicPartition:
+        """The TopicPartition of one of the view's partitions (ValueError if it is not one)."""
+        _, all_parts, _, tps = view
+        tp = tps.get(partition)
+        if tp is not None:
+            return tp
+        numbered = type(partition) is int and 0 <= partition < len(all_parts)
+        if not numbered or all_parts[partition] != partition:
+            shown = _shown(all_parts)
+            raise ValueError(f"topic {topic!r} has no partition {partition!r} (partitions: {shown})")
+        tp = tps[partition] = TopicPartition(topic, partition)
+        return tp
 
     def _serialize(self, key: Any, value: Any) -> tuple[bytes | None, bytes | None]:
         """send()'s slow path (its hot path already took bytes in without serializers)."""
@@ -458,8 +488,8 @@ class AIOKafkaProducer(ProducerKeywords, ProducerCompat, TelemetryAPI, ExitOnLea
             else:
                 partition = self._partitioner(key_bytes, all_parts, available)
         tp = tps.get(partition)
-        if tp is None:  # the caller's choice, or a custom partitioner's
-            raise ValueError(f"topic {topic!r} has no partition {partition!r} (partitions: {all_parts})")
+        if tp is None:  # the caller's choice, a custom partitioner's, or a huge topic's
+            tp = self._view_tp(topic, view, partition)
         timestamp = _now_ms() if timestamp_ms is None else timestamp_ms
         txn = self._txn
         if txn is not None and not txn.holds(tp):
@@ -514,17 +544,15 @@ class AIOKafkaProducer(ProducerKeywords, ProducerCompat, TelemetryAPI, ExitOnLea
             raise ValueError("the batch is empty")
         if batch.size() > self._config.max_request_size:
             raise MessageSizeTooLargeError(f"the batch is {batch.size()} bytes, over max_request_size")
-        _, all_parts, available, tps = await self._cached_view(topic)
+        view = await self._cached_view(topic)
+        _, all_parts, available, _ = view
         if partition is None:
             partition = self._partitioner(None, all_parts, available)
-        if partition not in tps:
-            raise ValueError(f"topic {topic!r} has no partition {partition!r} (partitions: {all_parts})")
+        tp = self._view_tp(topic, view, partition)
         if self._txn is not None:
-            self._txn.add_partition(TopicPartition(topic, partition))
+            self._txn.add_partition(tp)
         await self._acc.reserve(batch.reserved)
-        queued = batch._sent = self._acc.enqueue_built(
-            TopicPartition(topic, partition), batch._builder, batch.reserved
-        )
+        queued = batch._sent = self._acc.enqueue_built(tp, batch._builder, batch.reserved)
         return queued.handle()
 
     async def key_column_partitions(self, topic: str, keys: ArrowBinary, rows: int) -> bytes | None:

@@ -12,15 +12,18 @@ from __future__ import annotations
 
 import struct
 from collections.abc import Callable, Generator
+from dataclasses import dataclass
+from typing import Generic, TypeVar
 
 from aiokafka_lead.errors import DecodeError
-from aiokafka_lead.protocol.primitives import read_uvarint, uvarint
+from aiokafka_lead.protocol.primitives import Buf, read_uvarint, uvarint
 from aiokafka_lead.protocol.schema import Field, Struct, Versioned
 from aiokafka_lead.slices import run_to_end
 
 _FIXED = {"int8": 1, "bool": 1, "int16": 2, "int32": 4, "int64": 8, "float64": 8, "uuid": 16}
 _I16 = struct.Struct(">h")
 _I32 = struct.Struct(">i")
+T = TypeVar("T")
 
 
 def _take(buf: memoryview, pos: int, n: int) -> int:
@@ -55,7 +58,7 @@ def _skip_value(  # noqa: PLR0917 - a private helper of the walk
     raise DecodeError(f"cannot skim a field of kind {kind}")
 
 
-def _skip_field(f: Field, buf: memoryview, pos: int, version: int, flex: bool) -> int:
+def skip_field(f: Field, buf: memoryview, pos: int, version: int, flex: bool) -> int:
     nullable = f.nullable is not None and f.nullable[0] <= version <= f.nullable[1]
     if f.kind == "struct" and f.struct is not None and nullable:
         _take(buf, pos, 1)  # a nullable struct: a marker byte (0xff for null) before it
@@ -74,7 +77,7 @@ def _skip_field(f: Field, buf: memoryview, pos: int, version: int, flex: bool) -
     return pos
 
 
-def _skip_tags(buf: memoryview, pos: int) -> int:
+def skip_tags(buf: memoryview, pos: int) -> int:
     count, pos = read_uvarint(buf, pos)
     for _ in range(count):
         _, pos = read_uvarint(buf, pos)
@@ -102,68 +105,85 @@ def struct_end(cls: type[Struct], buf: memoryview, pos: int, version: int, flexi
     """Where the struct of ``cls`` encoded at ``buf[pos:]`` ends."""
     try:
         for f in _inline(cls, version):
-            pos = _skip_field(f, buf, pos, version, flexible)
-        return _skip_tags(buf, pos) if flexible else pos
+            pos = skip_field(f, buf, pos, version, flexible)
+        return skip_tags(buf, pos) if flexible else pos
     except (IndexError, struct.error) as exc:
         raise DecodeError(f"{cls.__name__} v{version}: truncated ({exc})") from None
 
 
-#: elements of a big array skipped between two yields of :func:`iter_keep_array_items`
+#: elements of a big array walked between two yields of the walks below
 YIELD_EVERY = 256
 
 
-def _iter_struct_end(
+def iter_struct_end(
     cls: type[Struct], buf: memoryview, pos: int, version: int, flexible: bool
 ) -> Generator[None, None, int]:
     """:func:`struct_end`, yielding every ``YIELD_EVERY`` elements of the struct's arrays of
     structs: one item may hold a million partitions."""
     for f in _inline(cls, version):
         if f.kind != "array" or f.struct is None:
-            pos = _skip_field(f, buf, pos, version, flexible)
+            pos = skip_field(f, buf, pos, version, flexible)
             continue
-        n, pos = _length(buf, pos, "array", flexible)
-        if n > len(buf) - pos:
-            raise DecodeError(f"array length {n} at offset {pos} is impossible")
+        n, pos = array_length(buf, pos, flexible)
         for i in range(n):
             pos = struct_end(f.struct, buf, pos, version, flexible)
             if i % YIELD_EVERY == YIELD_EVERY - 1:
                 yield
-    return _skip_tags(buf, pos) if flexible else pos
+    return skip_tags(buf, pos) if flexible else pos
 
 
-def iter_keep_array_items(
+#: reads one item of an array from its start: a generator (it may yield) returning the value
+#: and where the item ends
+ItemReader = Callable[[memoryview, int], Generator[None, None, tuple[T, int]]]
+
+
+@dataclass(frozen=True, slots=True)
+class Split(Generic[T]):
+    """A message body cut around one of its top-level arrays: what :func:`iter_take_items`
+    returns."""
+
+    before: memoryview  # the body up to the array (its length not included)
+    after: memoryview  # the body after the array
+    items: list[T]  # the values read from the items taken
+    flexible: bool
+
+    def joined(self, parts: list[Buf]) -> bytes:
+        """The body with the array holding ``parts``, encoded items."""
+        count = uvarint(len(parts) + 1) if self.flexible else _I32.pack(len(parts))
+        return b"".join((self.before, count, *parts, self.after))
+
+
+def iter_take_items(
     cls: type[Versioned],
     body: memoryview,
     version: int,
     array: str,
-    keep: Callable[[memoryview, int], bool],
-) -> Generator[None, None, bytes]:
-    """Like :func:`keep_array_items`, yielding after each item of the array and within an
-    item's big arrays, so a caller on an event loop can give it a turn now and then; the
-    body is the generator's return value."""
+    take: Callable[[memoryview, int], ItemReader[T] | None],
+) -> Generator[None, None, Split[T]]:
+    """Walk ``body`` (a ``cls`` message at ``version``) by schema: of the top-level struct
+    array ``array``, read the items for which ``take(body, item_start)`` gives a reader, skip
+    the others. Yields after each item and within items' big arrays, so a caller on an event
+    loop can give it a turn now and then. A null array counts as empty."""
     flexible = cls.is_flexible(version)
     pos = 0
     try:
         for f in _inline(cls, version):
             if f.attr != array:
-                pos = _skip_field(f, body, pos, version, flexible)
+                pos = skip_field(f, body, pos, version, flexible)
                 continue
-            start = pos
-            n, pos = _length(body, pos, "array", flexible)
-            if n > len(body) - pos:
-                raise DecodeError(f"{cls.__name__}.{array}: length {n} is impossible")
-            if n < 0:
-                return bytes(body)  # null array: nothing to drop
             assert f.struct is not None
-            kept: list[memoryview] = []
+            start = pos
+            n, pos = array_length(body, pos, flexible)
+            items: list[T] = []
             for _ in range(n):
-                item = pos
-                pos = yield from _iter_struct_end(f.struct, body, pos, version, flexible)
-                if keep(body, item):
-                    kept.append(body[item:pos])
+                reader = take(body, pos)
+                if reader is None:
+                    pos = yield from iter_struct_end(f.struct, body, pos, version, flexible)
+                else:
+                    value, pos = yield from reader(body, pos)
+                    items.append(value)
                 yield
-            count = uvarint(len(kept) + 1) if flexible else _I32.pack(len(kept))
-            return b"".join((body[:start], count, *kept, body[pos:]))
+            return Split(body[:start], body[pos:], items, flexible)
     except (IndexError, struct.error) as exc:
         raise DecodeError(f"{cls.__name__} v{version}: truncated ({exc})") from None
     raise ValueError(f"{cls.__name__} v{version} has no field {array!r}")
@@ -178,19 +198,62 @@ def keep_array_items(
 ) -> bytes:
     """``body`` (a ``cls`` message at ``version``) with the top-level struct array ``array``
     holding only the items for which ``keep(body, item_start)`` is true."""
-    return run_to_end(iter_keep_array_items(cls, body, version, array, keep))
+    item_cls = next(f.struct for f in cls._FIELDS if f.attr == array)
+    assert item_cls is not None
+    flexible = cls.is_flexible(version)
+
+    def encoded(buf: memoryview, start: int) -> Generator[None, None, tuple[memoryview, int]]:
+        end = yield from iter_struct_end(item_cls, buf, start, version, flexible)
+        return buf[start:end], end
+
+    walk = iter_take_items(cls, body, version, array, lambda b, i: encoded if keep(b, i) else None)
+    split = run_to_end(walk)
+    return split.joined(list(split.items))
 
 
-def read_name(body: memoryview, pos: int, flexible: bool) -> str | None:
-    """A (nullable) string at ``pos``: how an item names itself."""
+def read_string(body: memoryview, pos: int, flexible: bool) -> tuple[str | None, int]:
+    """A (nullable) string at ``pos``, and where it ends."""
     n, pos = _length(body, pos, "string", flexible)
     if n < 0:
-        return None
+        return None, pos
     end = _take(body, pos, n)
     try:
-        return str(body[pos:end], "utf-8")
+        return str(body[pos:end], "utf-8"), end
     except UnicodeDecodeError as exc:
         raise DecodeError(f"string at offset {pos} is not UTF-8") from exc
 
 
-__all__ = ["iter_keep_array_items", "keep_array_items", "read_name", "struct_end"]
+def read_name(body: memoryview, pos: int, flexible: bool) -> str | None:
+    """A (nullable) string at ``pos``: how an item names itself."""
+    return read_string(body, pos, flexible)[0]
+
+
+def array_length(buf: memoryview, pos: int, flexible: bool) -> tuple[int, int]:
+    """An array's length (-1: null) and where its items start; a length the rest of the
+    buffer cannot hold is a :class:`DecodeError`."""
+    n, pos = _length(buf, pos, "array", flexible)
+    if n > len(buf) - pos:
+        raise DecodeError(f"array length {n} at offset {pos} is impossible")
+    return n, pos
+
+
+def inline_fields(cls: type[Struct], version: int) -> tuple[Field, ...]:
+    """The fields of ``cls`` written in place at ``version``, in order."""
+    return _inline(cls, version)
+
+
+__all__ = [
+    "YIELD_EVERY",
+    "ItemReader",
+    "Split",
+    "array_length",
+    "inline_fields",
+    "iter_struct_end",
+    "iter_take_items",
+    "keep_array_items",
+    "read_name",
+    "read_string",
+    "skip_field",
+    "skip_tags",
+    "struct_end",
+]

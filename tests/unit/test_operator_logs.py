@@ -33,7 +33,7 @@ def answer(leader: int) -> MetadataSnapshot:
     parts = (PartitionMetadata("t", 0, leader, 1), PartitionMetadata("t", 1, 1, 1))
     return MetadataSnapshot(
         brokers=(BrokerNode(1, "h", 9092),),
-        topics=(TopicMetadata("t", partitions=parts),),
+        topics=(TopicMetadata("t", rows=tuple(p.row for p in parts)),),
         source="Metadata v13 from x",
     )
 

@@ -25,8 +25,8 @@ class Clock:
 
 
 def snapshot(epoch: int, brokers: tuple[BrokerNode, ...] = NODES, leader: int = 1) -> MetadataSnapshot:
-    parts = tuple(PartitionMetadata("t", p, leader, epoch, (1, 2, 3), (1, 2, 3)) for p in (0, 1))
-    return MetadataSnapshot(brokers=brokers, topics=(TopicMetadata("t", uuid.UUID(int=7), False, 0, parts),))
+    rows = tuple(PartitionMetadata("t", p, leader, epoch, (1, 2, 3), (1, 2, 3)).row for p in (0, 1))
+    return MetadataSnapshot(brokers=brokers, topics=(TopicMetadata("t", uuid.UUID(int=7), False, 0, rows),))
 
 
 def setup(expiry_ms: int = 60_000) -> tuple[MetadataStore, ReadReplicas, Clock]:

@@ -35,7 +35,7 @@ SOURCE = "Metadata v13 from node 1 (h1:9092)"
 
 def topic(name: str, indexes: list[int]) -> TopicMetadata:
     parts = tuple(PartitionMetadata(name, i, 1, 0) for i in indexes)
-    return TopicMetadata(name, partitions=parts)
+    return TopicMetadata(name, rows=tuple(p.row for p in parts))
 
 
 def snapshot(*topics: TopicMetadata, brokers: tuple[BrokerNode, ...] = NODES) -> MetadataSnapshot:

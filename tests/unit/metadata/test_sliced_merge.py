@@ -26,7 +26,9 @@ NODES = (BrokerNode(1, "h1", 9092), BrokerNode(2, "h2", 9092))
 def snapshot(epoch: int, partitions: int = PARTITIONS, leader: int = 1) -> MetadataSnapshot:
     parts = tuple(PartitionMetadata("t", p, leader, epoch, (1, 2), (1, 2)) for p in range(partitions))
     return MetadataSnapshot(
-        brokers=NODES, topics=(TopicMetadata("t", uuid.UUID(int=7), False, 0, parts),), controller_id=1
+        brokers=NODES,
+        topics=(TopicMetadata("t", uuid.UUID(int=7), False, 0, tuple(p.row for p in parts)),),
+        controller_id=1,
     )
 
 
@@ -102,10 +104,32 @@ async def test_merges_run_one_at_a_time() -> None:
     assert held == []
 
 
-def test_an_unchanged_partition_keeps_the_object_the_store_holds() -> None:
+def test_an_unchanged_partition_keeps_the_row_the_store_holds() -> None:
+    """A refresh that changes nothing leaves no garbage: the rows held stay."""
     store = MetadataStore()
     store.apply_metadata(snapshot(epoch=3, partitions=2))
-    held = store.partition(TopicPartition("t", 0))
+    held = store._partitions[("t", 0)]
     change = store.apply_metadata(snapshot(epoch=3, partitions=2))
     assert not change
-    assert store.partition(TopicPartition("t", 0)) is held
+    assert store._partitions[("t", 0)] is held
+
+
+def test_available_partitions_leave_out_those_without_a_usable_leader() -> None:
+    store = MetadataStore()
+    store.apply_metadata(snapshot(epoch=3, partitions=4))
+    assert store.available_partitions("t") == [0, 1, 2, 3]
+    assert store.partition_list("t") == [0, 1, 2, 3]
+    rows = (
+        (0, 1, 4, (1, 2), (1, 2), (), 0),
+        (1, -1, 4, (1, 2), (1,), (), 0),  # no leader elected
+        (2, 5, 4, (5, 2), (5, 2), (), 0),  # led by a node the answer does not list
+        (3, 2, 4, (1, 2), (1, 2), (), 0),
+    )
+    store.apply_metadata(
+        MetadataSnapshot(brokers=NODES, topics=(TopicMetadata("t", uuid.UUID(int=7), False, 0, rows),))
+    )
+    assert store.available_partitions("t") == [0, 3]
+    assert store.partition_list("t") == [0, 1, 2, 3]
+    store.apply_leader_hints([LeaderHint("t", 1, 2, 5)])  # a leader again
+    assert store.available_partitions("t") == [0, 1, 3]
+    assert store.available_partitions("absent") == []

@@ -47,7 +47,7 @@ def snapshot(
     parts = tuple(PartitionMetadata("t", p, leader, epoch, (1, 2, 3), isr) for p in range(partitions))
     return MetadataSnapshot(
         brokers=brokers,
-        topics=(TopicMetadata("t", topic_id, False, 0, parts),),
+        topics=(TopicMetadata("t", topic_id, False, 0, tuple(p.row for p in parts)),),
         controller_id=1,
         cluster_id="c",
         epochs_reliable=reliable,
@@ -133,7 +133,7 @@ def test_lower_epoch_run_restarts_when_epoch_differs() -> None:
 
 def test_partial_metadata_keeps_other_topics_full_drops_them() -> None:
     store, _ = store_with()
-    other = TopicMetadata("u", uuid.UUID(int=7), False, 0, (PartitionMetadata("u", 0, 2, 1),))
+    other = TopicMetadata("u", uuid.UUID(int=7), False, 0, (PartitionMetadata("u", 0, 2, 1).row,))
     partial = MetadataSnapshot(brokers=NODES, topics=(other,), requested_topics=frozenset({"u"}))
     store.apply_metadata(partial)
     assert store.topics() == {"t", "u"}

@@ -8,10 +8,16 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from aiokafka_lead.errors import DecodeError
-from aiokafka_lead.metadata.decode import decode_metadata, metadata_decoder
+from aiokafka_lead.metadata.decode import (
+    decode_metadata,
+    iter_decode_metadata,
+    metadata_decoder,
+    topics_from_response,
+)
 from aiokafka_lead.protocol.framing import encode_response
 from aiokafka_lead.protocol.messages import RESPONSE_CLASSES, MetadataResponse, Versioned
 from aiokafka_lead.protocol.skim import struct_end
+from aiokafka_lead.slices import run_to_end
 
 from .strategies import struct_strategy
 
@@ -84,9 +90,38 @@ def test_metadata_decoded_for_some_topics(version: int) -> None:
 async def test_the_cooperative_metadata_decode_gives_the_same_answer(version: int) -> None:
     names: list[str | None] = [f"t{i}" for i in range(50)]
     frame = memoryview(encode_response(answer(names), version, 7))[4:]
-    wanted = {"t3", "t49", "absent"}
-    assert await decode_metadata(frame, version, wanted) == metadata_decoder(version, wanted)(frame)
-    assert await decode_metadata(frame, version, None) == metadata_decoder(version, None)(frame)
+    for wanted in ({"t3", "t49", "absent"}, None):
+        decoded = await decode_metadata(frame, version, wanted)
+        reference = metadata_decoder(version, wanted)(frame)
+        assert decoded.topics == tuple(topics_from_response(reference))
+        assert [t.name for t in decoded.topics] == (["t3", "t49"] if wanted else names)
+        rest = decoded.response
+        assert (rest.brokers, rest.cluster_id, rest.controller_id) == (
+            reference.brokers,
+            reference.cluster_id,
+            reference.controller_id,
+        )
+
+
+@pytest.mark.parametrize("version", range(MetadataResponse.MIN_VERSION, MetadataResponse.LATEST_VERSION + 1))
+def test_partitions_read_as_rows_equal_the_generated_decode(version: int) -> None:
+    """Any answer the schema allows (tagged fields, empty and long node lists, every
+    version): the rows read by schema are what the generated decoder gives."""
+
+    @SETTINGS
+    @given(st.data())
+    def check(data: st.DataObject) -> None:
+        response = data.draw(struct_strategy(MetadataResponse, version))
+        frame = memoryview(encode_response(response, version, 7))[4:]
+        decoded = run_to_end(iter_decode_metadata(frame, version, None))
+        reference = metadata_decoder(version, None)(frame)
+        assert decoded.topics == tuple(topics_from_response(reference))
+        assert decoded.response.brokers == reference.brokers
+        if decoded.topics:
+            with pytest.raises(DecodeError):
+                run_to_end(iter_decode_metadata(frame[:-1], version, None))
+
+    check()
 
 
 def _one_topic_answer(partitions: int, version: int = 12) -> memoryview:
@@ -105,18 +140,19 @@ def _one_topic_answer(partitions: int, version: int = 12) -> memoryview:
 def test_the_walk_yields_within_one_topic_of_many_partitions() -> None:
     """One topic of a million partitions is one item of the topics array: the walk must give
     its caller chances to yield inside it, not only between topics."""
-    from aiokafka_lead.protocol.skim import YIELD_EVERY, iter_keep_array_items
+    from aiokafka_lead.protocol.skim import YIELD_EVERY
 
     partitions = 4 * YIELD_EVERY + 3
-    body = _one_topic_answer(partitions)
-    walk = iter_keep_array_items(MetadataResponse, body, 12, "topics", lambda buf, item: True)
-    yields = 0
-    while True:
-        try:
-            next(walk)
-        except StopIteration as done:
-            kept: bytes = done.value
-            break
-        yields += 1
-    assert yields >= 4  # the old walk yielded once: after the topic
-    assert kept == bytes(body)
+    frame = b"\x00\x00\x00\x07\x00" + bytes(_one_topic_answer(partitions))
+    for wanted in ({"t"}, {"other"}):  # read, and skipped
+        walk = iter_decode_metadata(frame, 12, wanted)
+        yields = 0
+        while True:
+            try:
+                next(walk)
+            except StopIteration as done:
+                decoded = done.value
+                break
+            yields += 1
+        assert yields >= 4  # the old walk yielded once: after the topic
+        assert len(decoded.topics) == (1 if wanted == {"t"} else 0)
