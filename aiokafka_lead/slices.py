@@ -22,14 +22,28 @@ T = TypeVar("T")
 SLICE_S = 0.01
 
 
+class _Running:
+    """What :func:`_advance` returns while the work is not done."""
+
+
+_RUNNING = _Running()
+
+
+def _advance(work: Generator[None, None, T]) -> T | _Running:
+    """One step of the work: its return value once it is done, else ``_RUNNING``."""
+    try:
+        next(work)
+    except StopIteration as done:
+        result: T = done.value
+        return result
+    return _RUNNING
+
+
 def run_to_end(work: Generator[None, None, T]) -> T:
     """The generator's return value, run without a pause."""
-    while True:
-        try:
-            next(work)
-        except StopIteration as done:
-            result: T = done.value
-            return result
+    while isinstance(result := _advance(work), _Running):
+        pass
+    return result
 
 
 async def run_in_slices(work: Generator[None, None, T], slice_s: float | None = None) -> T:
@@ -37,15 +51,11 @@ async def run_in_slices(work: Generator[None, None, T], slice_s: float | None = 
     (default ``SLICE_S``)."""
     slice_s = SLICE_S if slice_s is None else slice_s
     turn_at = time.monotonic() + slice_s
-    while True:
-        try:
-            next(work)
-        except StopIteration as done:
-            result: T = done.value
-            return result
+    while isinstance(result := _advance(work), _Running):
         if time.monotonic() >= turn_at:
             await anyio.lowlevel.checkpoint()
             turn_at = time.monotonic() + slice_s
+    return result
 
 
 __all__ = ["SLICE_S", "run_in_slices", "run_to_end"]
