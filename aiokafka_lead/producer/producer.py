@@ -520,13 +520,23 @@ class AIOKafkaProducer(ProducerKeywords, ProducerCompat, TelemetryAPI, ExitOnLea
         return await handle
 
     def create_batch(self) -> BatchBuilder:
+        return self._batch_builder(self._config.max_batch_size)
+
+    def create_backlog_batch(self) -> BatchBuilder:
+        """:meth:`create_batch` with room for a backlog: up to 64x ``max_batch_size``
+        (``max_request_size`` at most), as ``send()``'s batches grow behind one in flight
+        (DESIGN.md invariant 23). For a writer that hands over many records at once (the
+        Spark sink): the brokers' cost is per batch as much as per byte."""
+        return self._batch_builder(self._acc.backlog_batch_size)
+
+    def _batch_builder(self, size: int) -> BatchBuilder:
         if self._config.async_serializers:
             raise TypeError(
                 "create_batch() calls serializers synchronously: with an async serializer, "
                 "append bytes to a batch of a producer without serializers"
             )
         return BatchBuilder(
-            RecordBatchBuilder(self._config.compression, self._config.max_batch_size),
+            RecordBatchBuilder(self._config.compression, size),
             self._config.key_serializer,
             self._config.value_serializer,
         )

@@ -214,7 +214,7 @@ async def _send_columns(
         values, keys = _buffers(_binary_array(rows, "value")), _buffers(_binary_array(rows, "key"))
         start = 0
         while start < count:
-            built = producer.create_batch()
+            built = producer.create_backlog_batch()  # the rows are a backlog already
             start = built.append_column(count, values, keys, start)
             await producer.send_batch(built, topic, partition=partition)
             sent.append(built)

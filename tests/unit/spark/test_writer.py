@@ -60,6 +60,24 @@ async def test_rows_without_keys_go_by_columns_each_once() -> None:
 
 
 @pytest.mark.usefixtures("columns_only")
+async def test_rows_by_columns_fill_batches_beyond_max_batch_size() -> None:
+    """A task's rows are a backlog already: they go in batches grown as send()'s grow behind
+    one in flight (64x max_batch_size, max_request_size at most), not 16 KiB ones."""
+    rows = 20_000
+    values = [b"%0100d" % i for i in range(rows)]  # 100 B each: ~2.4 MB in all
+    batch = pa.RecordBatch.from_pydict({"value": pa.array(values, type=pa.binary())})
+    with anyio.fail_after(DEADLINE):
+        async with FakeCluster(brokers=1) as fc:
+            fc.create_topic("t", partitions=2, replication_factor=1)
+            assert await write(fc, [batch]) == rows
+            stored = [b for p in range(2) for b in fc.partition(("t", p)).batches]
+            got = sorted(v for p in range(2) for _, v, _ in log(fc, "t", p) if v is not None)
+    assert got == values
+    assert len(stored) <= 6, f"{len(stored)} batches: 16 KiB ones would be ~150"
+    assert max(len(b.data) for b in stored) > 16 * 1024 * 16
+
+
+@pytest.mark.usefixtures("columns_only")
 async def test_a_partition_column_keeps_each_partitions_order_and_keys() -> None:
     rows = {
         "key": pa.array([b"k%d" % (i % 7) for i in range(600)], type=pa.binary()),
