@@ -175,9 +175,10 @@ def client_kinds(args: argparse.Namespace, labels: Mapping[str, str]) -> list[st
 
 
 def client_order(kinds: Sequence[str], run: int) -> list[str]:
-    """Run ``run``'s client order: rotated by one per run and reversed every other run, so a
-    noisy neighbour does not always hit the same client."""
-    shift = run % len(kinds)
+    """Run ``run``'s client order: reversed every other run and rotated by one every two, so
+    over ``2 * len(kinds)`` runs each client goes first and last, and a noisy neighbour (or
+    the first run on a fresh topic) does not always hit the same client."""
+    shift = (run // 2) % len(kinds)
     order = [*kinds[shift:], *kinds[:shift]]
     if run % 2:
         order.reverse()
