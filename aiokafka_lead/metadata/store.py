@@ -24,8 +24,9 @@ Mutators are synchronous and never await, so state is consistent without locks; 
 exception is :meth:`MetadataStore.apply_metadata_sliced`, which merges a huge answer giving
 the event loop a turn now and then:
 
-* Merges run one at a time (a lock); between slices, hints and readers run. Every partition
-  is still merged under the epoch rules against what the store holds at that moment.
+* Merges run one at a time (a lock) and each completes even if its caller is cancelled;
+  between slices, hints and readers run. Every partition is still merged under the epoch
+  rules against what the store holds at that moment.
 * A topic becomes visible (``partitions_for_topic``, ``topics``) only once all its
   partitions are in, so nobody partitions records over half a topic. Listeners hear of the
   merge once, at its end.
@@ -280,9 +281,13 @@ class MetadataStore:
         self, snapshot: MetadataSnapshot, reason: str = "metadata"
     ) -> MetadataChange:
         """:meth:`apply_metadata`, giving the event loop a turn every few milliseconds (a
-        topic of a million partitions takes seconds to merge); one merge at a time."""
-        async with self._merging:
-            return await run_in_slices(self._merge(snapshot, reason))
+        topic of a million partitions takes seconds to merge); one merge at a time. A merge
+        once begun completes, cancelled or not: half of one would change partitions without
+        telling the listeners, and the next answer, equal to them, would not either."""
+        with anyio.CancelScope(shield=True):
+            async with self._merging:
+                change = await run_in_slices(self._merge(snapshot, reason))
+        return change
 
     def _merge(self, snapshot: MetadataSnapshot, reason: str) -> Generator[None, None, MetadataChange]:
         change = MetadataChange(reason=reason)

@@ -133,3 +133,17 @@ def test_available_partitions_leave_out_those_without_a_usable_leader() -> None:
     store.apply_leader_hints([LeaderHint("t", 1, 2, 5)])  # a leader again
     assert store.available_partitions("t") == [0, 1, 3]
     assert store.available_partitions("absent") == []
+
+
+@pytest.mark.usefixtures("every_yield_a_turn")
+async def test_a_cancelled_merge_still_completes_and_tells_the_listeners() -> None:
+    """Cancelled halfway, a merge would leave leaders changed that no listener heard of, and
+    the next answer (equal to them) would announce nothing either."""
+    store = MetadataStore()
+    store.apply_metadata(snapshot(epoch=3))
+    heard: list[int] = []
+    store.add_listener(lambda change: heard.append(len(change.leaders_changed)))
+    with anyio.move_on_after(0):  # cancelled at its first turn
+        await store.apply_metadata_sliced(snapshot(epoch=4, leader=2))
+    assert heard == [PARTITIONS]
+    assert {store.leader_epoch(TopicPartition("t", p)) for p in range(PARTITIONS)} == {4}
