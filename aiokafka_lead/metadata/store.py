@@ -473,15 +473,16 @@ class MetadataStore:
         self._stale.pop(key, None)
         if new != cur:  # an unchanged partition keeps its row: no garbage per refresh
             self._set_row(key, cur, new)
-        if cur is None:
-            self._partition_ids.setdefault(topic, set()).add(new[0])
         if cur is None or (cur[_LEADER], cur[_EPOCH]) != (new[_LEADER], new[_EPOCH]):
             change.leaders_changed.add(key)
         if new[_LEADER] == NO_LEADER:
             self.request_refresh(f"no leader: {topic}-{new[0]}")
 
     def _set_row(self, key: tuple[str, int], cur: PartitionRow | None, new: PartitionRow) -> None:
+        """Hold ``new`` for ``key`` (``cur`` before it), and the indexes derived from rows."""
         self._partitions[key] = new
+        if cur is None:
+            self._partition_ids.setdefault(key[0], set()).add(key[1])
         counts = self._leader_counts.get(key[0])
         if counts is None:
             counts = self._leader_counts[key[0]] = collections.Counter()

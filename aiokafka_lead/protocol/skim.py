@@ -11,7 +11,7 @@ Bad bytes raise :class:`DecodeError` as the decoders do.
 from __future__ import annotations
 
 import struct
-from collections.abc import Callable, Generator
+from collections.abc import Callable, Generator, Sequence
 from dataclasses import dataclass
 from typing import Generic, TypeVar
 
@@ -147,7 +147,7 @@ class Split(Generic[T]):
     items: list[T]  # the values read from the items taken
     flexible: bool
 
-    def joined(self, parts: list[Buf]) -> bytes:
+    def joined(self, parts: Sequence[Buf]) -> bytes:
         """The body with the array holding ``parts``, encoded items."""
         count = uvarint(len(parts) + 1) if self.flexible else _I32.pack(len(parts))
         return b"".join((self.before, count, *parts, self.after))
@@ -208,7 +208,7 @@ def keep_array_items(
 
     walk = iter_take_items(cls, body, version, array, lambda b, i: encoded if keep(b, i) else None)
     split = run_to_end(walk)
-    return split.joined(list(split.items))
+    return split.joined(split.items)
 
 
 def read_string(body: memoryview, pos: int, flexible: bool) -> tuple[str | None, int]:
