@@ -37,6 +37,7 @@ import anyio
 import anyio.abc
 
 from aiokafka_lead.errors import ClientClosedError, ClientFailedError
+from aiokafka_lead.wakeup import Wakeup, asyncio_loop
 
 log = logging.getLogger(__name__)
 P = ParamSpec("P")
@@ -44,14 +45,6 @@ R = TypeVar("R")
 
 Setup = Callable[[anyio.abc.TaskGroup], Awaitable[None]]
 OnFailure = Callable[["ClientFailedError"], Awaitable[None]]
-
-
-def asyncio_loop() -> asyncio.AbstractEventLoop | None:
-    """The running asyncio loop; None off asyncio (trio) or outside a loop."""
-    try:
-        return asyncio.get_running_loop()
-    except RuntimeError:
-        return None
 
 
 def weakly(method: Callable[P, R], default: R) -> Callable[P, R]:
@@ -264,7 +257,7 @@ class WakeLoop:
 
     def __init__(self, plan: Plan) -> None:
         self._plan = plan
-        self._wake = anyio.Event()
+        self._wake = Wakeup()
 
     def wake(self) -> None:
         self._wake.set()
@@ -278,13 +271,12 @@ class WakeLoop:
         async with anyio.create_task_group() as tg:
             task_status.started()
             while True:
-                self._wake = anyio.Event()
+                self._wake.clear()
                 next_at = self._plan(tg)
                 timeout = (
                     None if next_at is None or next_at == math.inf else max(next_at - time.monotonic(), 0.0)
                 )
-                with anyio.move_on_after(timeout):
-                    await self._wake.wait()
+                await self._wake.wait(timeout)
 
 
 __all__ = [
@@ -294,5 +286,6 @@ __all__ = [
     "Plan",
     "TaskGroupHost",
     "WakeLoop",
+    "asyncio_loop",
     "unwrap_group",
 ]

@@ -66,6 +66,9 @@ class Summary:
     blocked_total_ms: float  # time spent inside send() over the run
     blocked_max_ms: float  # the longest single send() call
     cpu_s: float  # CPU time of the client's process over the whole run (warm-up included), if known
+    # its CPU time from the end of its warm-up to its exit (the measured production, its
+    # flush and the writing of its samples; not its start, imports, connecting or warm-up)
+    cpu_measured_s: float = math.nan
 
     def row(self) -> dict[str, Any]:
         return asdict(self)
@@ -95,4 +98,5 @@ def summarize(samples: Samples) -> Summary:
         blocked_total_ms=sum(samples.blocked_ms),
         blocked_max_ms=max(samples.blocked_ms, default=0.0),
         cpu_s=float(samples.extra.get("cpu_s", math.nan)),
+        cpu_measured_s=float(samples.extra.get("cpu_measured_s", math.nan)),
     )

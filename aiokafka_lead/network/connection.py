@@ -18,6 +18,8 @@ every waiter is woken by its response, by its deadline, or by the close.
 
 from __future__ import annotations
 
+import asyncio
+import functools
 import itertools
 import logging
 import time
@@ -62,6 +64,7 @@ from aiokafka_lead.protocol.messages import (
 from aiokafka_lead.protocol.versions import ApiVersionTable, negotiate
 from aiokafka_lead.runtime import unwrap_group
 from aiokafka_lead.telemetry.window import Peak
+from aiokafka_lead.wakeup import Wakeup, asyncio_loop
 
 log = logging.getLogger(__name__)
 
@@ -72,6 +75,9 @@ CLIENT_SOFTWARE_NAME = "aiokafka-lead"
 #: the broker the current task last sent a request to, as errors name it (``Connection.broker``):
 #: an operation that ends without an answer, or with per-item errors, says which broker it was.
 #: Per task, so concurrent calls of one client never mix their brokers.
+#: ``on_answer(response, None)`` or ``on_answer(None, error)`` (:meth:`Connection.submit`)
+OnAnswer = Callable[[Any, "KafkaError | None"], None]
+
 request_broker: ContextVar[str | None] = ContextVar("aiokafka_lead_request_broker", default=None)
 
 
@@ -84,10 +90,15 @@ def _api_name(response_cls: Any) -> str:
 class _Pending:
     response_cls: Any
     version: int
-    done: anyio.Event = field(default_factory=anyio.Event)
+    done: Wakeup = field(default_factory=Wakeup)
     response: Any = None
     error: BaseException | None = None
     sent_at: float = 0.0
+    # submit(): called once with the outcome instead of a task waiting on ``done``
+    on_answer: OnAnswer | None = None
+    correlation_id: int = 0
+    timer: asyncio.TimerHandle | None = None
+    settled: bool = False
     # ApiVersions: a broker that lacks our version answers UNSUPPORTED_VERSION in v0 format
     fallback_version: int | None = None
     # the caller's own decoder of the frame (e.g. Metadata keeping only the topics asked for)
@@ -174,7 +185,7 @@ class Connection:
     def __repr__(self) -> str:
         return f"<Connection node={self.node_id} {self.host}:{self.port}>"
 
-    @property
+    @functools.cached_property
     def broker(self) -> str:
         """The broker as errors and logs name it: "node 1 (host:9092)" or "bootstrap host:9092"."""
         if self.node_id < 0:
@@ -358,7 +369,7 @@ class Connection:
                 f"{_api_name(waiter.response_cls)} v{waiter.version} request to {self.broker}: "
                 f"the connection closed while waiting: {reason}"
             )
-            waiter.done.set()
+            self._settle(waiter)
         log.debug("%r closed: %s", self, reason)
 
     # ------------------------------------------------------------------ requests
@@ -413,23 +424,26 @@ class Connection:
                 self.last_used = time.monotonic()
             async with self._window:
                 written = False
+                deadline = time.monotonic() + timeout_s
                 try:
-                    with anyio.fail_after(timeout_s):
-                        async with self._send_lock:
-                            stream = self._stream
-                            if stream is None or self._closed.is_set():
-                                raise KafkaConnectionError(f"{self!r} is closed: {self._close_reason}")
-                            if pending is not None:
-                                self._pending[correlation_id] = pending
-                                pending.sent_at = time.monotonic()
-                            written = True
-                            await stream.send(frame)
-                        stats = self.stats
-                        stats.requests += 1
-                        stats.bytes_out[self.node_id] = stats.bytes_out.get(self.node_id, 0) + len(frame)
-                        if pending is None:
-                            return None
-                        await pending.done.wait()
+                    stream = self._free_stream()
+                    if stream is not None and stream.write_nowait(frame):
+                        # the common case: nothing to wait for but the answer, so no cancel
+                        # scope (its cost is per request)
+                        written = self._expect(correlation_id, pending)
+                    else:
+                        with anyio.fail_after(timeout_s):
+                            async with self._send_lock:
+                                stream = self._stream
+                                if stream is None or self._closed.is_set():
+                                    raise KafkaConnectionError(f"{self!r} is closed: {self._close_reason}")
+                                written = self._expect(correlation_id, pending)
+                                await stream.send(frame)
+                    self._count_out(len(frame))
+                    if pending is None:
+                        return None
+                    if not await pending.done.wait(deadline - time.monotonic()):
+                        raise TimeoutError
                 except TimeoutError:
                     err = KafkaTimeoutError(
                         f"{_api_name(request.RESPONSE_CLASS)} v{version} request to {self.broker} timed out: "
@@ -447,16 +461,112 @@ class Connection:
                     raise
             if pending.error is not None:
                 raise pending.error
-            latency = time.monotonic() - pending.sent_at
-            self.stats.answered(self.node_id, latency)
-            if self._on_latency is not None:
-                self._on_latency(self.node_id, request.API_KEY, latency)
+            self._answered_in(pending, request.API_KEY)
             return pending.response
         finally:
             if gated:
-                self._active -= 1
-                if not self._active and self._idle is not None:
-                    self._idle.set()
+                self._leave()
+
+    def submit(self, request: Any, *, version: int, timeout_ms: float, on_answer: OnAnswer) -> bool:
+        """Send ``request`` without waiting for anything, when nothing stands in its way (on
+        asyncio, no re-authentication under way, room in the window, the socket's buffer
+        with room and no write waiting for it): True, and ``on_answer`` is then called exactly
+        once, from the read loop, the close or the timeout, with the response or with the error
+        :meth:`send` would raise. False, with nothing sent or called, when the caller must use
+        :meth:`send`. A request and its answer so cost no task and no cancel scope."""
+        stream = self._free_stream()
+        loop = asyncio_loop()
+        if stream is None or self._gate is not None or loop is None:
+            return False
+        try:
+            self._window.acquire_nowait()
+        except anyio.WouldBlock:
+            return False
+        try:
+            correlation_id = next(self._correlation) & 0x7FFFFFFF
+            frame = encode_request(request, version, correlation_id, self._config.client_id)
+            if not stream.write_nowait(frame):
+                self._window.release()
+                return False
+        except BaseException:
+            self._window.release()
+            raise
+        request_broker.set(self.broker)
+        self._active += 1
+        self.last_used = time.monotonic()
+        pending = _Pending(
+            request.RESPONSE_CLASS, version, on_answer=on_answer, correlation_id=correlation_id
+        )
+        self._expect(correlation_id, pending)
+        self._count_out(len(frame))
+        pending.timer = loop.call_later(timeout_ms / 1000, self._expire, pending, timeout_ms)
+        return True
+
+    def _free_stream(self) -> FrameStream | None:
+        """The stream, if open and no write waits for the socket (a frame written now does
+        not overtake one)."""
+        if self._closed.is_set() or self._send_lock.locked():
+            return None
+        return self._stream
+
+    def _expect(self, correlation_id: int, pending: _Pending | None) -> bool:
+        """A request's frame is (being) written: expect its answer. True: written."""
+        if pending is not None:
+            self._pending[correlation_id] = pending
+            pending.sent_at = time.monotonic()
+        return True
+
+    def _count_out(self, size: int) -> None:
+        stats = self.stats
+        stats.requests += 1
+        stats.bytes_out[self.node_id] = stats.bytes_out.get(self.node_id, 0) + size
+
+    def _answered_in(self, pending: _Pending, api_key: int) -> None:
+        latency = time.monotonic() - pending.sent_at
+        self.stats.answered(self.node_id, latency)
+        if self._on_latency is not None:
+            self._on_latency(self.node_id, api_key, latency)
+
+    def _leave(self) -> None:
+        """A gated request is over (a re-authentication waits for none to be left)."""
+        self._active -= 1
+        if not self._active and self._idle is not None:
+            self._idle.set()
+
+    def _settle(self, waiter: _Pending) -> None:
+        """The waiter's outcome is in: wake its task, or call its ``on_answer`` (submit())."""
+        on_answer = waiter.on_answer
+        if on_answer is None:
+            waiter.done.set()
+            return
+        if waiter.settled:
+            return
+        waiter.settled = True
+        if waiter.timer is not None:
+            waiter.timer.cancel()
+        self._window.release()
+        self._leave()
+        error = waiter.error
+        if error is None:
+            self._answered_in(waiter, waiter.response_cls.API_KEY)
+            on_answer(waiter.response, None)
+        else:
+            on_answer(None, error if isinstance(error, KafkaError) else KafkaConnectionError(repr(error)))
+
+    def _expire(self, waiter: _Pending, timeout_ms: float) -> None:
+        """A submitted request's timeout: it fails, and the connection closes, as in send()."""
+        if waiter.settled:
+            return
+        self._pending.pop(waiter.correlation_id, None)
+        error = KafkaTimeoutError(
+            f"{_api_name(waiter.response_cls)} v{waiter.version} request to {self.broker} timed out: "
+            f"no answer within {timeout_ms:.0f} ms; its connection is closed"
+        )
+        waiter.error = error
+        self._settle(waiter)
+        self._mark_closed(error)
+        if self._stream is not None:
+            self._stream.abort()  # ends the read loop; run() then closes the stream
 
     async def _pass_gate(self, request: Any, timeout_s: float) -> None:
         with anyio.move_on_after(timeout_s) as scope:
@@ -530,7 +640,7 @@ class Connection:
     def _dispatch(self, frame: bytes | memoryview) -> None:
         waiter = self._waiter_for(frame)
         self._decode(waiter, frame)
-        waiter.done.set()
+        self._settle(waiter)
 
     async def _dispatch_big(self, frame: bytes | memoryview) -> None:
         """The generated decoders in a worker thread; a caller's own decoder (which may be
@@ -540,7 +650,7 @@ class Connection:
             await anyio.to_thread.run_sync(self._decode, waiter, frame, abandon_on_cancel=True)
         else:
             self._decode(waiter, frame)
-        waiter.done.set()
+        self._settle(waiter)
 
     def _decode(self, waiter: _Pending, frame: bytes | memoryview) -> None:
         """Fill in the waiter's response or error (runs in a worker thread for big frames)."""

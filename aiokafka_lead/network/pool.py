@@ -41,6 +41,15 @@ COORDINATOR_KEY_BASE = 2**31 - 1
 LANE_KEY_BASE = 2**30 - 1
 
 
+def _key(node_id: int, coordinator: bool, lane: int) -> int:
+    """A node's connection key: its own id, or its coordinator's or second lane's."""
+    if coordinator:
+        return COORDINATOR_KEY_BASE - node_id
+    if lane:
+        return LANE_KEY_BASE - node_id
+    return node_id
+
+
 def _node_of(key: int) -> int:
     if key > COORDINATOR_KEY_BASE // 2:
         return COORDINATOR_KEY_BASE - key
@@ -140,14 +149,15 @@ class BrokerPool:
             return None
         return conn
 
+    def live(self, node_id: int, *, lane: int = 0) -> Connection | None:
+        """The connection :meth:`connection` would return without waiting, if there is one."""
+        return self.live_connection(_key(node_id, False, lane))
+
     async def connection(self, node_id: int, *, coordinator: bool = False, lane: int = 0) -> Connection:
         """The live connection to ``node_id``, dialling (after any reconnect backoff) if needed;
         ``coordinator``: the node's second connection, for group coordination only;
         ``lane=1``: the producer's second connection to the node (lanes.py)."""
-        if coordinator:
-            node_id = COORDINATOR_KEY_BASE - node_id
-        elif lane:
-            node_id = LANE_KEY_BASE - node_id
+        node_id = _key(node_id, coordinator, lane)
         conn = self.live_connection(node_id)
         if conn is not None:
             return conn

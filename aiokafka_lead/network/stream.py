@@ -65,7 +65,18 @@ class FrameStream(Protocol):
         """Bytes received of a frame not yet complete."""
         ...
 
+    def write_nowait(self, data: bytes) -> bool:
+        """Write ``data`` if that needs no wait for the peer to read (the socket's buffer has
+        room); False, and nothing written, otherwise or when that cannot be known."""
+        ...
+
     async def send(self, data: bytes) -> None: ...
+
+    def abort(self) -> None:
+        """Drop the connection now: a waiting :meth:`receive_frames` raises, as after
+        :meth:`aclose` (which is still due). For a request written by :meth:`write_nowait`
+        that was not answered in time."""
+        ...
 
     async def receive_frames(self) -> list[Frame]: ...
 
@@ -204,6 +215,19 @@ class _AsyncioFrameStream:
     def buffered(self) -> int:
         return self._protocol.reader.buffered
 
+    def write_nowait(self, data: bytes) -> bool:
+        protocol = self._protocol
+        drain = protocol.drain
+        if self._closing or protocol.lost.done() or (drain is not None and not drain.done()):
+            return False
+        transport = protocol.transport
+        if transport.is_closing():
+            return False
+        if transport.get_write_buffer_size() + len(data) > transport.get_write_buffer_limits()[1]:
+            return False  # this write would pause writing: send() waits for the drain
+        transport.write(data)
+        return True
+
     async def send(self, data: bytes) -> None:
         protocol = self._protocol
         if self._closing:
@@ -217,6 +241,12 @@ class _AsyncioFrameStream:
             await drain
             if protocol.lost.done():
                 raise anyio.BrokenResourceError from protocol.error
+
+    def abort(self) -> None:
+        protocol = self._protocol
+        self._closing = True
+        _wake(protocol.receiver)
+        protocol.transport.abort()
 
     async def receive_frames(self) -> list[Frame]:
         protocol = self._protocol
@@ -284,6 +314,13 @@ class _AnyioFrameStream:
     @property
     def buffered(self) -> int:
         return self._reader.buffered
+
+    def write_nowait(self, data: bytes) -> bool:
+        return False  # an anyio stream's send may always wait
+
+    def abort(self) -> None:
+        # only for what write_nowait() wrote, which is nothing here
+        raise NotImplementedError("an anyio stream is closed by aclose()")
 
     async def send(self, data: bytes) -> None:
         await self._stream.send(data)

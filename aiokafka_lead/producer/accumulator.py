@@ -34,6 +34,7 @@ from aiokafka_lead.producer.config import ProducerConfig
 from aiokafka_lead.producer.retry_policy import NOT_YET, retry_ready_at
 from aiokafka_lead.records import RecordBatchBuilder
 from aiokafka_lead.structs import TopicPartition
+from aiokafka_lead.wakeup import Wakeup
 
 RECORD_OVERHEAD = 70  # varints, attributes and header-count per record, generously
 
@@ -81,8 +82,7 @@ class RecordAccumulator:
         self._buffer_used = 0
         self._freed: anyio.Event | None = None
         self._flushing = 0
-        self._wakeup: anyio.Event | None = None
-        self._woken = False
+        self._wakeup = Wakeup()  # sticky: a wake between drain() and wait_for_work() is not lost
         self.closed = False
 
     @property
@@ -94,23 +94,12 @@ class RecordAccumulator:
 
     # ------------------------------------------------------------------ wake-ups
     def wake(self) -> None:
-        self._woken = True  # sticky: a wake between drain() and wait_for_work() is not lost
-        if self._wakeup is not None:
-            self._wakeup.set()
+        self._wakeup.set()
 
     async def wait_for_work(self, timeout_s: float | None) -> None:
         """The sender sleeps here until woken or ``timeout_s`` passes."""
-        if not self._woken:
-            self._wakeup = wakeup = anyio.Event()
-            try:
-                if timeout_s is None:  # the common idle wait: no cancel scope to build
-                    await wakeup.wait()
-                else:
-                    with anyio.move_on_after(timeout_s):
-                        await wakeup.wait()
-            finally:
-                self._wakeup = None
-        self._woken = False
+        await self._wakeup.wait(timeout_s)
+        self._wakeup.clear()
 
     # ------------------------------------------------------------------- append
     @property
@@ -458,8 +447,10 @@ def _may_pipeline(batch: ProducerBatch, flying: list[ProducerBatch], node_id: in
     the older resends (after a leader move, a partition's retried batches follow each other
     to the new leader instead of one per round trip). A split batch's part waits until
     nothing of its partition is in flight."""
-    return (
-        len(batch.order) == 1
-        and len(flying) < limit
-        and all(b.sent_to == node_id and b.order < batch.order for b in flying)
-    )
+    order = batch.order
+    if len(order) != 1 or len(flying) >= limit:
+        return False
+    for earlier in flying:  # noqa: SIM110 - a loop, not all(): at every drain of a busy partition
+        if earlier.sent_to != node_id or not earlier.order < order:
+            return False
+    return True

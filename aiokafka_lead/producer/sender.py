@@ -11,8 +11,10 @@ the batch backs off as usual (no hot loop).
 
 from __future__ import annotations
 
+import functools
 import logging
 import time
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 import anyio
@@ -40,9 +42,21 @@ from aiokafka_lead.protocol.messages import ProduceRequest, ProduceResponse
 from aiokafka_lead.ratelog import RateLimitedLog
 
 if TYPE_CHECKING:
+    from aiokafka_lead.network.connection import Connection
     from aiokafka_lead.producer.transaction import TransactionManager
 
 log = logging.getLogger(__name__)
+
+
+@dataclass(slots=True)
+class _Submitted:
+    """A produce request sent by :meth:`Connection.submit`, until its outcome is in."""
+
+    node_id: int
+    lane: int
+    sent_at: float  # when the drain picked it (lanes.py)
+    started: float  # when it was written (its latency)
+    batches: list[ProducerBatch]
 
 
 class Sender:
@@ -69,6 +83,13 @@ class Sender:
             config.connections_per_broker, max_in_flight=config.max_in_flight_requests_per_connection
         )
         self._node_failures: dict[int, int] = {}  # requests failed in a row, per node
+        # produce requests sent by a task, per (node, lane), not finished: while there are any,
+        # the node's next requests go by task too, so none overtakes them on the wire
+        self._by_task: dict[tuple[int, int], int] = {}
+        self._broken: Exception | None = None  # an outcome's handling failed: run() raises it
+        # run() has ended (stopped or failed): what the producer's close did not deliver it
+        # fails, so an outcome that comes in later is not handled (as a cancelled task's)
+        self._ended = False
         self._warn = RateLimitedLog(log)
 
     def _on_metadata_change(self, change: MetadataChange) -> None:
@@ -82,6 +103,8 @@ class Sender:
             async with anyio.create_task_group() as tg:
                 task_status.started()
                 while True:
+                    if self._broken is not None:
+                        raise self._broken
                     if self._ids is not None and self._ids.needs_bump:
                         if self._in_flight:
                             await self._acc.wait_for_work(0.05)
@@ -119,11 +142,12 @@ class Sender:
                         lane = self._lanes.lane_for(node_id)
                         self._lanes.begin(node_id, lane, now)
                         self._metrics.express_requests += lane
-                        tg.start_soon(self._produce, node_id, lane, now, batches)
+                        self._start(tg, node_id, lane, now, batches)
                     if not result.by_node and not result.expired:
                         checks = [t for t in (result.next_check_s, parked_in) if t is not None]
                         await self._acc.wait_for_work(min(checks, default=None))
         finally:
+            self._ended = True
             store.remove_listener(self._on_metadata_change)
 
     def _expiry_message(self, batch: ProducerBatch, last: BaseException | None) -> str:
@@ -234,53 +258,115 @@ class Sender:
             ],
         )
 
-    async def _produce(self, node_id: int, lane: int, sent_at: float, batches: list[ProducerBatch]) -> None:
-        store = self._core.store
+    def _start(
+        self, tg: anyio.abc.TaskGroup, node_id: int, lane: int, sent_at: float, batches: list[ProducerBatch]
+    ) -> None:
+        """Send one produce request. When its connection is up and free it is written at once
+        and its answer handled by callback (:meth:`Connection.submit`: no task, no cancel
+        scope); otherwise a task sends it, waiting as long as it must."""
+        request = self._request(batches)
+        self._metrics.produce_requests += 1
+        key = (node_id, lane)
+        conn = self._core.pool.live(node_id, lane=lane)
+        if conn is not None and key not in self._by_task and self._config.acks_code != 0:
+            sent = _Submitted(node_id, lane, sent_at, time.monotonic(), batches)
+            answer = functools.partial(self._on_answer, sent)
+            try:
+                version = self._version(conn)
+            except KafkaError:
+                pass  # the task says why
+            else:
+                if conn.submit(request, version=version, timeout_ms=self._wait_ms(batches), on_answer=answer):
+                    return
+        self._by_task[key] = self._by_task.get(key, 0) + 1
+        tg.start_soon(self._produce, node_id, lane, sent_at, batches, request)
+
+    def _version(self, conn: Connection) -> int:
+        version = conn.version_for(ProduceRequest.API_KEY)
+        cap = self._txn.produce_version_cap if self._txn is not None else None
+        return min(version, cap) if cap else version
+
+    async def _produce(
+        self, node_id: int, lane: int, sent_at: float, batches: list[ProducerBatch], request: ProduceRequest
+    ) -> None:
         latency: float | None = None
         try:
-            request = self._request(batches)
-            self._metrics.produce_requests += 1
             started = time.monotonic()
             try:
                 conn = await self._core.pool.connection(node_id, lane=lane)
-                version = conn.version_for(ProduceRequest.API_KEY)
-                cap = self._txn.produce_version_cap if self._txn is not None else None
                 response = await conn.send(
                     request,
-                    version=min(version, cap) if cap else version,
+                    version=self._version(conn),
                     expect_response=self._config.acks_code != 0,
                     timeout_ms=self._wait_ms(batches),
                 )
             except KafkaError as exc:
-                failure = policy.classify_request_failure(
-                    undecodable=isinstance(exc, DecodeError), retriable=exc.retriable
-                )
-                error: KafkaError = exc
-                if failure.outcome_unknown:
-                    error = KafkaConnectionError(f"{exc}; the outcome is unknown, as after a cut connection")
-                if failure.refresh_metadata:
-                    store.request_refresh(f"produce to node {node_id} failed: {type(exc).__name__}")
-                self._node_failed(node_id, error)
-                now = time.monotonic()
-                for batch in batches:
-                    self._retry_or_fail(batch, error, now)
+                self._request_failed(node_id, batches, exc)
                 return
             latency = time.monotonic() - started
-            self._metrics.latency(node_id, latency)
-            if response is None:  # acks=0: nothing comes back
-                for batch in batches:
-                    batch.unacknowledged = True
-                    batch.complete(-1)
-                    self._done(batch)
-                return
-            if self._node_failures.pop(node_id, 0) >= 2:
-                log.info("produce requests to node %d succeed again", node_id)
-                self._warn.clear(node_id)
-            self._handle_response(node_id, batches, response)
+            self._answered(node_id, batches, response, latency)
         finally:
-            self._in_flight -= 1
-            self._lanes.end(node_id, lane, sent_at, latency)
-            self._acc.wake()
+            key = (node_id, lane)
+            left = self._by_task[key] - 1
+            if left:
+                self._by_task[key] = left
+            else:
+                del self._by_task[key]
+            self._request_over(node_id, lane, sent_at, latency)
+
+    def _on_answer(
+        self, sent: _Submitted, response: ProduceResponse | None, error: KafkaError | None
+    ) -> None:
+        """A submitted request's outcome (called by its connection). It must not raise into
+        the connection: a failure here is the producer's, which run() raises."""
+        latency: float | None = None
+        try:
+            if self._ended:
+                return
+            if error is not None:
+                self._request_failed(sent.node_id, sent.batches, error)
+            else:
+                latency = time.monotonic() - sent.started
+                self._answered(sent.node_id, sent.batches, response, latency)
+        except Exception as exc:
+            if self._broken is None:
+                self._broken = exc
+        finally:
+            self._request_over(sent.node_id, sent.lane, sent.sent_at, latency)
+
+    def _request_failed(self, node_id: int, batches: list[ProducerBatch], exc: KafkaError) -> None:
+        failure = policy.classify_request_failure(
+            undecodable=isinstance(exc, DecodeError), retriable=exc.retriable
+        )
+        error: KafkaError = exc
+        if failure.outcome_unknown:
+            error = KafkaConnectionError(f"{exc}; the outcome is unknown, as after a cut connection")
+        if failure.refresh_metadata:
+            self._core.store.request_refresh(f"produce to node {node_id} failed: {type(exc).__name__}")
+        self._node_failed(node_id, error)
+        now = time.monotonic()
+        for batch in batches:
+            self._retry_or_fail(batch, error, now)
+
+    def _answered(
+        self, node_id: int, batches: list[ProducerBatch], response: ProduceResponse | None, latency: float
+    ) -> None:
+        self._metrics.latency(node_id, latency)
+        if response is None:  # acks=0: nothing comes back
+            for batch in batches:
+                batch.unacknowledged = True
+                batch.complete(-1)
+                self._done(batch)
+            return
+        if self._node_failures.pop(node_id, 0) >= 2:
+            log.info("produce requests to node %d succeed again", node_id)
+            self._warn.clear(node_id)
+        self._handle_response(node_id, batches, response)
+
+    def _request_over(self, node_id: int, lane: int, sent_at: float, latency: float | None) -> None:
+        self._in_flight -= 1
+        self._lanes.end(node_id, lane, sent_at, latency)
+        self._acc.wake()
 
     def _node_failed(self, node_id: int, error: KafkaError) -> None:
         """One WARNING (rate-limited) once a node keeps failing our requests."""

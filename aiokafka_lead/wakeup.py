@@ -1,0 +1,86 @@
+"""A sticky wake-up flag that one task waits on, with a timeout: the sleep of the producer's
+sender, of the fetchers' planning loops and of a request waiting for its answer.
+
+These waits happen several times per produce request, so their cost is per request. On
+asyncio a wait is one bare loop future, plus one timer when it has a timeout; anyio's
+``Event`` with ``move_on_after`` costs several times that (a cancel scope, the backend's
+look-up, a task's cancel bookkeeping). Other anyio backends (trio) get exactly those.
+
+Cancellation is the caller's as usual: a cancelled waiter raises out of :meth:`wait`, and
+anyio's cancel scopes cancel a task awaiting a bare future like any other await.
+"""
+
+from __future__ import annotations
+
+import asyncio
+
+import anyio
+
+
+def asyncio_loop() -> asyncio.AbstractEventLoop | None:
+    """The running asyncio loop; None off asyncio (trio) or outside a loop."""
+    return asyncio._get_running_loop()  # get_running_loop() without raising when there is none
+
+
+def _resolve(future: asyncio.Future[None]) -> None:
+    if not future.done():
+        future.set_result(None)
+
+
+class Wakeup:
+    """Set by anyone, any number of times; :meth:`wait` returns once it is set (at once if it
+    already is) or after ``timeout_s``. It stays set until :meth:`clear`, so a wake that comes
+    between a waiter's work and its next wait is not lost. One waiter at a time."""
+
+    __slots__ = ("_set", "_waiter")
+
+    def __init__(self) -> None:
+        self._set = False
+        self._waiter: asyncio.Future[None] | anyio.Event | None = None
+
+    def set(self) -> None:
+        self._set = True
+        waiter = self._waiter
+        if waiter is not None:
+            self._waiter = None
+            if isinstance(waiter, asyncio.Future):
+                _resolve(waiter)
+            else:
+                waiter.set()
+
+    def is_set(self) -> bool:
+        return self._set
+
+    def clear(self) -> None:
+        self._set = False
+
+    async def wait(self, timeout_s: float | None = None) -> bool:
+        """Until set or ``timeout_s`` passed (None: no limit); True when set. Does not clear;
+        returns without yielding to the event loop when already set."""
+        if self._set:
+            return True
+        loop = asyncio_loop()
+        if loop is None:
+            event = anyio.Event()
+            self._waiter = event
+            try:
+                with anyio.move_on_after(timeout_s):
+                    await event.wait()
+            finally:
+                if self._waiter is event:
+                    self._waiter = None
+            return self._set
+        future = loop.create_future()
+        self._waiter = future
+        timer = None if timeout_s is None else loop.call_later(max(timeout_s, 0.0), _resolve, future)
+        try:
+            await future
+        finally:
+            if self._waiter is future:
+                self._waiter = None
+            if timer is not None:
+                timer.cancel()
+        return self._set
+
+
+__all__ = ["Wakeup", "asyncio_loop"]
