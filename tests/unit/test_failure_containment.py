@@ -172,10 +172,6 @@ def inject(
         # the sender's per-request task builds the request: the next batch drained runs it
         patch_method(monkeypatch, Sender, "_request", fault, task)
         return lambda: None
-    if task == "produce answer":
-        # a produce request's answer is handled where it arrives (Connection.submit)
-        patch_method(monkeypatch, Sender, "_handle_response", fault, task)
-        return lambda: None
     if task == "accumulator drain":
         patch_method(monkeypatch, made._acc, "drain", fault, task)
         return made._acc.wake
@@ -206,7 +202,6 @@ def inject(
 
 MATRIX = [
     ("producer", "sender"),
-    ("producer", "produce answer"),
     ("producer", "accumulator drain"),
     ("consumer", "fetcher"),
     ("consumer", "group coordinator"),
@@ -235,8 +230,8 @@ async def test_a_failed_background_task_fails_every_call_with_its_cause(
                 fault.armed = True
                 started = time.monotonic()
                 fire()
-                if task in ("sender", "produce answer"):
-                    # the sender builds a request for the next batch it drains, and handles its answer
+                if task == "sender":
+                    # the sender builds a request for the next batch it drains
                     ops.handle(tg, await made.send("t", b"next", partition=1))
                 with anyio.fail_after(DEADLINE):
                     await ops.all_done.wait()
