@@ -35,6 +35,7 @@ from typing import ParamSpec, TypeVar
 
 import anyio
 import anyio.abc
+import anyio.lowlevel
 
 from aiokafka_lead.errors import ClientClosedError, ClientFailedError
 from aiokafka_lead.wakeup import Wakeup, asyncio_loop
@@ -276,7 +277,10 @@ class WakeLoop:
                 timeout = (
                     None if next_at is None or next_at == math.inf else max(next_at - time.monotonic(), 0.0)
                 )
-                await self._wake.wait(timeout)
+                if self._wake.is_set():
+                    await anyio.lowlevel.checkpoint()  # woken meanwhile: others run first
+                else:
+                    await self._wake.wait(timeout)
 
 
 __all__ = [

@@ -21,6 +21,10 @@ partitions make every move wait up to replica.fetch.wait.max.ms longer (docs/kip
     python benchmarks/leader_move.py                           # every scenario, 3 runs
     python benchmarks/leader_move.py --scenarios kip-conditions --runs 3 --duration 40
     python benchmarks/leader_move.py --bootstrap-server H:P --clients ours,ours-nohints
+    python benchmarks/leader_move.py --baseline /tmp/old --clients ours,ours-base,confluent
+
+``--baseline DIR`` adds the client ``ours-base``: aiokafka_lead imported from DIR, another
+checkout (e.g. ``git worktree add /tmp/old REV``, with its C extension built).
 
 Writes benchmarks/results/leader_move_<scenario>.json and .md, raw samples under
 benchmarks/results/raw/, and (with matplotlib: pip install 'aiokafka_lead[plot]') plots
@@ -48,6 +52,7 @@ from anyio.streams.buffered import BufferedByteReceiveStream
 
 from aiokafka_lead.admin import AdminClient
 from aiokafka_lead.bench import java
+from aiokafka_lead.bench.children import client_order
 from aiokafka_lead.bench.leader_move import BenchConfig, fresh_topic, run_moves, table, warm_cluster
 from aiokafka_lead.bench.plot import NO_PLOT, can_plot, plot_runs
 from aiokafka_lead.bench.scenarios import SCENARIOS, Environment, Scenario, cluster_for
@@ -64,6 +69,7 @@ LABELS = {
     "ours-nohints": report.OURS_OFF,
     "ours-2conn": report.OURS_TWO,
     "ours-1inflight": report.OURS_SERIAL,
+    "ours-base": "aiokafka_lead (baseline)",
     "aiokafka": "aiokafka",
     "confluent": "confluent-kafka",
     "java": "Java client",
@@ -107,17 +113,26 @@ def _process_cpu_s(pid: int) -> float:
 def producer_command(
     kind: str, bootstrap: str, topic: str, cfg: BenchConfig, *, out: Path, java_cp: str
 ) -> list[str]:
+    """The client's command line (``ours-base``: ours, imported from ``--baseline``)."""
     args = ["--bootstrap-server", bootstrap, "--topic", topic, "--label", LABELS[kind],
             "--rate", str(cfg.rate), "--duration", str(cfg.duration_s), "--warmup", str(cfg.warmup_s),
             "--size", str(cfg.record_size), "--out", str(out)]  # fmt: skip
     if kind == "java":
         return java.command(java_cp, *args)
-    return [sys.executable, str(PRODUCER), "--client", kind, *args]
+    return [sys.executable, str(PRODUCER), "--client", "ours" if kind == "ours-base" else kind, *args]
+
+
+def producer_env(kind: str, baseline: Path | None) -> dict[str, str] | None:
+    if kind != "ours-base":
+        return None
+    if baseline is None:
+        raise SystemExit("the client ours-base needs --baseline DIR")
+    return {**os.environ, "PYTHONPATH": str(baseline)}
 
 
 async def run_one(
     kind: str, env: Environment, admin: AdminClient, cfg: BenchConfig, *, raw: Path, java_cp: str,
-    consumers: tuple[str, ...] = (), stamp_suffix: str = "",
+    consumers: tuple[str, ...] = (), stamp_suffix: str = "", baseline: Path | None = None,
 ) -> tuple[Samples, list[dict[str, Any]]]:  # fmt: skip
     """One production by ``kind`` while every leader moves (and ``consumers`` read it)."""
     topic = await fresh_topic(admin, f"lm-{kind}", cfg)
@@ -138,7 +153,7 @@ async def run_one(
             for _, proc in procs:  # started together, positioned before anything is produced
                 await read_line(proc, "READY", 120)
             cmd = producer_command(kind, env.bootstrap, topic, cfg, out=out, java_cp=java_cp)
-            proc = await anyio.open_process(cmd, stderr=err_file)
+            proc = await anyio.open_process(cmd, stderr=err_file, env=producer_env(kind, baseline))
             procs.insert(0, (f"{kind} producer", proc))
             line = await read_line(proc, "GO", cfg.warmup_s + 120)
             cpu_at_go = _process_cpu_s(proc.pid)
@@ -198,14 +213,17 @@ async def run_scenario(
                     # (the cause is not found): one the same as the measured ones goes
                     # first, unmeasured
                     say(f"settling: one unmeasured production ({LABELS[kinds[0]]})")
-                    await run_one(kinds[0], env, admin, cfg, raw=raw, java_cp=java_cp, stamp_suffix="settle")
+                    await run_one(kinds[0], env, admin, cfg, raw=raw, java_cp=java_cp, stamp_suffix="settle",
+                                  baseline=args.baseline)  # fmt: skip
                 for run in range(args.runs):
-                    order = kinds if run % 2 == 0 else list(reversed(kinds))
+                    order = client_order(kinds, run)
                     names = ", ".join(LABELS[k] for k in order)
                     say(f"\n{scenario.name} run {run + 1}/{args.runs}: {names}")
                     samples_this_run = []
                     for kind in order:
-                        samples, _ = await run_one(kind, env, admin, cfg, raw=raw, java_cp=java_cp)
+                        samples, _ = await run_one(
+                            kind, env, admin, cfg, raw=raw, java_cp=java_cp, baseline=args.baseline
+                        )
                         samples_this_run.append(samples)
                         say(table([summarize(samples)]).splitlines()[-1])
                     last = sorted(samples_this_run, key=lambda s: list(LABELS.values()).index(s.client))
@@ -278,5 +296,8 @@ if __name__ == "__main__":
     parser.add_argument("--partitions", type=int, default=24)
     parser.add_argument("--kafka-version", default=DEFAULT_KAFKA_VERSION)
     parser.add_argument("--machine", default="2 cores, 24 GiB")
+    parser.add_argument(
+        "--baseline", type=Path, help="a checkout of aiokafka_lead to run as the client ours-base"
+    )
     signal.signal(signal.SIGTERM, signal.default_int_handler)  # stop clusters and proxies on kill too
     sys.exit(anyio.run(main, parser.parse_args()))
