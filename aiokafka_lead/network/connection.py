@@ -72,12 +72,12 @@ API_VERSIONS_MAX = 4
 # Brokers validate these against [a-zA-Z0-9](?:[a-zA-Z0-9\-.]*[a-zA-Z0-9])? (KIP-511):
 # an underscore makes ApiVersions fail with INVALID_REQUEST.
 CLIENT_SOFTWARE_NAME = "aiokafka-lead"
-#: the broker the current task last sent a request to, as errors name it (``Connection.broker``):
-#: an operation that ends without an answer, or with per-item errors, says which broker it was.
-#: Per task, so concurrent calls of one client never mix their brokers.
 #: ``on_answer(response, None)`` or ``on_answer(None, error)`` (:meth:`Connection.submit`)
 OnAnswer = Callable[[Any, "KafkaError | None"], None]
 
+#: the broker the current task last sent a request to, as errors name it (``Connection.broker``):
+#: an operation that ends without an answer, or with per-item errors, says which broker it was.
+#: Per task, so concurrent calls of one client never mix their brokers.
 request_broker: ContextVar[str | None] = ContextVar("aiokafka_lead_request_broker", default=None)
 
 

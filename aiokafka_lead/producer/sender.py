@@ -87,8 +87,8 @@ class Sender:
         # the node's next requests go by task too, so none overtakes them on the wire
         self._by_task: dict[tuple[int, int], int] = {}
         self._broken: Exception | None = None  # an outcome's handling failed: run() raises it
-        # run() has ended (stopped or failed): what the producer's close did not deliver it
-        # fails, so an outcome that comes in later is not handled (as a cancelled task's)
+        # run() has ended (the producer stopped or failed, and its close fails whatever is
+        # left): an outcome that arrives later is not handled, as a cancelled task's was not
         self._ended = False
         self._warn = RateLimitedLog(log)
 

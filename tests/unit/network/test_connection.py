@@ -35,6 +35,14 @@ async def connected(server: ScriptServer, **config: Any) -> AsyncIterator[Connec
             await conn.close()
 
 
+async def send_noting_the_close(conn: Connection, errors: list[BaseException]) -> None:
+    """A request with a long timeout: the error its connection's close gives it goes to ``errors``."""
+    try:
+        await conn.send(MetadataRequest(topics=None), timeout_ms=10_000)
+    except KafkaConnectionError as exc:
+        errors.append(exc)
+
+
 async def echo(header: RequestHeader, request: Any) -> Any:
     return metadata(f"c{header.correlation_id}")
 
@@ -97,15 +105,8 @@ async def test_timeout_closes_connection_and_fails_other_waiters() -> None:
     errors: list[BaseException] = []
     with anyio.fail_after(5):
         async with script_server(never) as server, connected(server, request_timeout_ms=300) as conn:
-
-            async def other() -> None:
-                try:
-                    await conn.send(MetadataRequest(topics=None), timeout_ms=10_000)
-                except KafkaConnectionError as exc:
-                    errors.append(exc)
-
             async with anyio.create_task_group() as tg:
-                tg.start_soon(other)
+                tg.start_soon(send_noting_the_close, conn, errors)
                 await server.wait_for_requests(1)
                 with pytest.raises(KafkaTimeoutError, match="timed out"):
                     await conn.send(MetadataRequest(topics=None))

@@ -12,7 +12,7 @@ from aiokafka_lead.network.connection import Connection
 from aiokafka_lead.protocol.framing import RequestHeader
 from aiokafka_lead.protocol.messages import MetadataRequest, MetadataResponse
 from tests.support.script_server import script_server
-from tests.unit.network.test_connection import connected, metadata
+from tests.unit.network.test_connection import connected, metadata, send_noting_the_close
 
 VERSION = 12
 
@@ -95,15 +95,8 @@ async def test_a_submitted_request_without_an_answer_times_out_and_closes_the_co
     others: list[BaseException] = []
     with anyio.fail_after(5):
         async with script_server(never) as server, connected(server) as conn:
-
-            async def other() -> None:
-                try:
-                    await conn.send(MetadataRequest(topics=None), timeout_ms=10_000)
-                except KafkaConnectionError as exc:
-                    others.append(exc)
-
             async with anyio.create_task_group() as tg:
-                tg.start_soon(other)
+                tg.start_soon(send_noting_the_close, conn, others)
                 await server.wait_for_requests(1)
                 assert submit(conn, outcomes, "late", timeout_ms=200)
                 await outcomes.wait_for(1)
