@@ -38,7 +38,7 @@ import anyio.abc
 import anyio.lowlevel
 
 from aiokafka_lead.errors import ClientClosedError, ClientFailedError
-from aiokafka_lead.wakeup import Wakeup, asyncio_loop
+from aiokafka_lead.wakeup import Wakeup
 
 log = logging.getLogger(__name__)
 P = ParamSpec("P")
@@ -290,6 +290,5 @@ __all__ = [
     "Plan",
     "TaskGroupHost",
     "WakeLoop",
-    "asyncio_loop",
     "unwrap_group",
 ]

@@ -92,7 +92,7 @@ class _Pending:
     version: int
     done: Wakeup = field(default_factory=Wakeup)
     response: Any = None
-    error: BaseException | None = None
+    error: KafkaError | None = None
     sent_at: float = 0.0
     # submit(): called once with the outcome instead of a task waiting on ``done``
     on_answer: OnAnswer | None = None
@@ -491,7 +491,6 @@ class Connection:
         except BaseException:
             self._window.release()
             raise
-        request_broker.set(self.broker)
         self._active += 1
         self.last_used = time.monotonic()
         pending = _Pending(
@@ -551,7 +550,7 @@ class Connection:
             self._answered_in(waiter, waiter.response_cls.API_KEY)
             on_answer(waiter.response, None)
         else:
-            on_answer(None, error if isinstance(error, KafkaError) else KafkaConnectionError(repr(error)))
+            on_answer(None, error)
 
     def _expire(self, waiter: _Pending, timeout_ms: float) -> None:
         """A submitted request's timeout: it fails, and the connection closes, as in send()."""

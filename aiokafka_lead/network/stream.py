@@ -29,7 +29,7 @@ from anyio.streams.tls import TLSStream
 
 from aiokafka_lead.errors import DecodeError
 from aiokafka_lead.protocol.framing import BufferedFrameReader, FrameReader
-from aiokafka_lead.runtime import asyncio_loop
+from aiokafka_lead.wakeup import asyncio_loop
 
 #: frames received and not yet taken by the connection, in bytes, that pause reading
 PAUSE_READING_AT = 8 * 1024 * 1024

@@ -22,8 +22,8 @@ from typing import TYPE_CHECKING, Any, NamedTuple
 import anyio
 
 from aiokafka_lead.records import HEADER_SIZE, RecordBatch, RecordBatchBuilder, native
-from aiokafka_lead.runtime import asyncio_loop
 from aiokafka_lead.structs import RecordMetadata, TopicPartition
+from aiokafka_lead.wakeup import asyncio_loop
 
 LOG_APPEND_TIME = 1
 CREATE_TIME = 0
