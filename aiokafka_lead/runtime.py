@@ -258,7 +258,7 @@ class WakeLoop:
 
     def __init__(self, plan: Plan) -> None:
         self._plan = plan
-        self._wake = Wakeup()
+        self._wake = Wakeup(keep_timer=True)
 
     def wake(self) -> None:
         self._wake.set()

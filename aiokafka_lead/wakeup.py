@@ -13,6 +13,7 @@ anyio's cancel scopes cancel a task awaiting a bare future like any other await.
 from __future__ import annotations
 
 import asyncio
+import math
 
 import anyio
 
@@ -30,13 +31,22 @@ def _resolve(future: asyncio.Future[None]) -> None:
 class Wakeup:
     """Set by anyone, any number of times; :meth:`wait` returns once it is set (at once if it
     already is) or after ``timeout_s``. It stays set until :meth:`clear`, so a wake that comes
-    between a waiter's work and its next wait is not lost. One waiter at a time."""
+    between a waiter's work and its next wait is not lost. One waiter at a time.
 
-    __slots__ = ("_set", "_waiter")
+    ``keep_timer``: for a loop's sleep, waited on again and again with deadlines that mostly
+    lie further out each time (the sender's next batch expiry). The asyncio timer of one
+    wait then stays armed for the next ones, and is replaced only for an earlier deadline;
+    a wait it rings for too early waits on. Without it each wait's timer is cancelled when
+    the wait ends (a one-off wait must not leave its timer in the loop's heap)."""
 
-    def __init__(self) -> None:
+    __slots__ = ("_alarm", "_alarm_at", "_keep_timer", "_set", "_waiter")
+
+    def __init__(self, *, keep_timer: bool = False) -> None:
         self._set = False
         self._waiter: asyncio.Future[None] | anyio.Event | None = None
+        self._keep_timer = keep_timer
+        self._alarm: asyncio.TimerHandle | None = None
+        self._alarm_at = math.inf
 
     def set(self) -> None:
         self._set = True
@@ -70,17 +80,41 @@ class Wakeup:
                 if self._waiter is event:
                     self._waiter = None
             return self._set
-        future = loop.create_future()
-        self._waiter = future
-        timer = None if timeout_s is None else loop.call_later(max(timeout_s, 0.0), _resolve, future)
-        try:
-            await future
-        finally:
-            if self._waiter is future:
-                self._waiter = None
-            if timer is not None:
-                timer.cancel()
-        return self._set
+        if not self._keep_timer:
+            future = loop.create_future()
+            self._waiter = future
+            timer = None if timeout_s is None else loop.call_later(max(timeout_s, 0.0), _resolve, future)
+            try:
+                await future
+            finally:
+                if self._waiter is future:
+                    self._waiter = None
+                if timer is not None:
+                    timer.cancel()
+            return self._set
+        deadline = math.inf if timeout_s is None else loop.time() + max(timeout_s, 0.0)
+        while True:
+            if deadline < self._alarm_at:
+                if self._alarm is not None:
+                    self._alarm.cancel()
+                self._alarm_at = deadline
+                self._alarm = loop.call_at(deadline, self._ring)
+            future = loop.create_future()
+            self._waiter = future
+            try:
+                await future
+            finally:
+                if self._waiter is future:
+                    self._waiter = None
+            if self._set or loop.time() >= deadline:
+                return self._set
+            # the timer of an earlier deadline rang: wait on
+
+    def _ring(self) -> None:
+        self._alarm, self._alarm_at = None, math.inf
+        waiter = self._waiter
+        if isinstance(waiter, asyncio.Future):
+            _resolve(waiter)
 
 
 __all__ = ["Wakeup", "asyncio_loop"]

@@ -22,6 +22,7 @@ import asyncio
 import functools
 import itertools
 import logging
+import math
 import time
 from collections.abc import Callable
 from contextvars import ContextVar
@@ -97,7 +98,8 @@ class _Pending:
     # submit(): called once with the outcome instead of a task waiting on ``done``
     on_answer: OnAnswer | None = None
     correlation_id: int = 0
-    timer: asyncio.TimerHandle | None = None
+    deadline: float = 0.0  # submit(): the loop time its answer is due by
+    timeout_ms: float = 0.0
     settled: bool = False
     # ApiVersions: a broker that lacks our version answers UNSUPPORTED_VERSION in v0 format
     fallback_version: int | None = None
@@ -181,6 +183,11 @@ class Connection:
         self._active = 0  # requests past the gate and not finished
         self._idle: anyio.Event | None = None  # set when _active drops to 0 during a gate
         self._auth_started = 0.0  # monotonic time the last (re-)authentication began
+        # submit()'s requests share one loop timer, armed for the earliest deadline it knew
+        # of: a timer per request would be created and cancelled at every answer
+        self._alarm: asyncio.TimerHandle | None = None
+        self._alarm_at = math.inf
+        self._counted = 0  # of the stream's received bytes, in stats.bytes_in
 
     def __repr__(self) -> str:
         return f"<Connection node={self.node_id} {self.host}:{self.port}>"
@@ -361,6 +368,9 @@ class Connection:
             return
         self._close_reason = reason
         self._closed.set()
+        if self._alarm is not None:
+            self._alarm.cancel()
+            self._alarm, self._alarm_at = None, math.inf
         if self._stream is not None:
             self.stats.closed += 1
         pending, self._pending = self._pending, {}
@@ -493,13 +503,43 @@ class Connection:
             raise
         self._active += 1
         self.last_used = time.monotonic()
+        deadline = loop.time() + timeout_ms / 1000
         pending = _Pending(
-            request.RESPONSE_CLASS, version, on_answer=on_answer, correlation_id=correlation_id
+            request.RESPONSE_CLASS,
+            version,
+            on_answer=on_answer,
+            correlation_id=correlation_id,
+            deadline=deadline,
+            timeout_ms=timeout_ms,
         )
         self._expect(correlation_id, pending)
         self._count_out(len(frame))
-        pending.timer = loop.call_later(timeout_ms / 1000, self._expire, pending, timeout_ms)
+        if deadline < self._alarm_at:
+            self._arm(loop, deadline)
         return True
+
+    def _arm(self, loop: asyncio.AbstractEventLoop, when: float) -> None:
+        if self._alarm is not None:
+            self._alarm.cancel()
+        self._alarm_at = when
+        self._alarm = loop.call_at(when, self._on_alarm, loop)
+
+    def _on_alarm(self, loop: asyncio.AbstractEventLoop) -> None:
+        """The earliest deadline known when the timer was armed has come: expire a submitted
+        request past its own (that closes the connection, so the others fail with the
+        close), or arm again for the earliest one still out."""
+        self._alarm, self._alarm_at = None, math.inf
+        now = loop.time()
+        earliest = math.inf
+        for waiter in self._pending.values():
+            if waiter.on_answer is None or waiter.settled:
+                continue
+            if waiter.deadline <= now:
+                self._expire(waiter)
+                return
+            earliest = min(earliest, waiter.deadline)
+        if earliest < math.inf:
+            self._arm(loop, earliest)
 
     def _free_stream(self) -> FrameStream | None:
         """The stream, if open and no write waits for the socket (a frame written now does
@@ -541,8 +581,6 @@ class Connection:
         if waiter.settled:
             return
         waiter.settled = True
-        if waiter.timer is not None:
-            waiter.timer.cancel()
         self._window.release()
         self._leave()
         error = waiter.error
@@ -552,14 +590,12 @@ class Connection:
         else:
             on_answer(None, error)
 
-    def _expire(self, waiter: _Pending, timeout_ms: float) -> None:
+    def _expire(self, waiter: _Pending) -> None:
         """A submitted request's timeout: it fails, and the connection closes, as in send()."""
-        if waiter.settled:
-            return
         self._pending.pop(waiter.correlation_id, None)
         error = KafkaTimeoutError(
             f"{_api_name(waiter.response_cls)} v{waiter.version} request to {self.broker} timed out: "
-            f"no answer within {timeout_ms:.0f} ms; its connection is closed"
+            f"no answer within {waiter.timeout_ms:.0f} ms; its connection is closed"
         )
         waiter.error = error
         self._settle(waiter)
@@ -581,13 +617,13 @@ class Connection:
     async def _read_loop(self) -> None:
         stream = self._stream
         assert stream is not None
-        counted = 0  # of stream.received, in stats.bytes_in
+        # An answer is handled where the event loop reads it while this loop waits with
+        # nothing in hand (no task wakes for it); big ones, and any after one, come here.
+        stream.handle_frames_directly(self._take_frame)
         try:
             while not self._closed.is_set():
                 frames = await stream.receive_frames()
-                received = self.stats.bytes_in
-                received[self.node_id] = received.get(self.node_id, 0) + stream.received - counted
-                counted = stream.received
+                self._count_in(stream)
                 for frame in frames:
                     if len(frame) >= THREAD_DECODE_BYTES:
                         await self._dispatch_big(frame)
@@ -602,6 +638,22 @@ class Connection:
         except DecodeError as exc:
             reason = f"malformed frame from {self.broker}: {exc}{self._hint(stream, closed=False)}"
             self._mark_closed(KafkaConnectionError(reason))
+
+    def _count_in(self, stream: FrameStream) -> None:
+        received = self.stats.bytes_in
+        received[self.node_id] = received.get(self.node_id, 0) + stream.received - self._counted
+        self._counted = stream.received
+
+    def _take_frame(self, frame: memoryview | bytes) -> bool:
+        """A frame offered where it was read (``handle_frames_directly``): handled as the read
+        loop does, except the big ones (decoded in a worker thread) and after the close."""
+        if len(frame) >= THREAD_DECODE_BYTES or self._closed.is_set():
+            return False
+        stream = self._stream
+        assert stream is not None
+        self._count_in(stream)
+        self._dispatch(frame)
+        return True
 
     def _hint(self, stream: FrameStream, *, closed: bool) -> str:
         """Why a connection may have failed this early: the listener expects something else."""

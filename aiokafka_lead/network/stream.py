@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import asyncio
 import ssl
+from collections.abc import Callable
 from typing import Protocol, cast
 
 import anyio
@@ -80,6 +81,14 @@ class FrameStream(Protocol):
 
     async def receive_frames(self) -> list[Frame]: ...
 
+    def handle_frames_directly(self, handler: Callable[[Frame], bool]) -> None:
+        """While :meth:`receive_frames` waits with nothing received, offer each arriving
+        frame to ``handler`` where it is read, instead of waking the receiver: True, the
+        frame was handled; False, it is not taken, and it and the frames after it go to
+        :meth:`receive_frames` as usual. An exception from ``handler`` ends reading, and
+        :meth:`receive_frames` raises it. A no-op where frames cannot be had that way."""
+        ...
+
     async def aclose(self) -> None: ...
 
 
@@ -135,6 +144,7 @@ class _FrameProtocol(asyncio.BufferedProtocol):
         self.reading_paused = False
         self.receiver: asyncio.Future[None] | None = None  # the receive_frames() waiting
         self.drain: asyncio.Future[None] | None = None  # set while the transport's buffer is full
+        self.handler: Callable[[Frame], bool] | None = None  # handle_frames_directly()
         self._buffer: memoryview | None = None
 
     def connection_made(self, transport: asyncio.BaseTransport) -> None:
@@ -155,12 +165,33 @@ class _FrameProtocol(asyncio.BufferedProtocol):
             self._pause_reading()
             _wake(self.receiver)
         if frames:
+            receiver = self.receiver
+            if self.handler is not None and receiver is not None and not receiver.done() and not self.frames:
+                frames = self._handle(frames)  # the receiver waits with nothing: no frame overtaken
+                if not frames:
+                    return
             self.frames += frames
             for frame in frames:
                 self.queued += len(frame)
             if self.queued > PAUSE_READING_AT:
                 self._pause_reading()
             _wake(self.receiver)
+
+    def _handle(self, frames: list[Frame]) -> list[Frame]:
+        """Offers ``frames`` to the handler in order; the ones left for the receiver."""
+        handler = self.handler
+        assert handler is not None
+        for i, frame in enumerate(frames):
+            try:
+                taken = handler(frame)
+            except Exception as exc:  # the connection's: it ends reading, as in its read loop
+                self.error = exc
+                self._pause_reading()
+                _wake(self.receiver)
+                return []
+            if not taken:
+                return frames[i:]
+        return []
 
     def _pause_reading(self) -> None:
         if not self.reading_paused:
@@ -248,6 +279,9 @@ class _AsyncioFrameStream:
         _wake(protocol.receiver)
         protocol.transport.abort()
 
+    def handle_frames_directly(self, handler: Callable[[Frame], bool]) -> None:
+        self._protocol.handler = handler
+
     async def receive_frames(self) -> list[Frame]:
         protocol = self._protocol
         while not protocol.frames:
@@ -324,6 +358,9 @@ class _AnyioFrameStream:
 
     async def send(self, data: bytes) -> None:
         await self._stream.send(data)
+
+    def handle_frames_directly(self, handler: Callable[[Frame], bool]) -> None:
+        pass  # frames arrive only through receive_frames() here
 
     async def receive_frames(self) -> list[Frame]:
         while True:

@@ -21,7 +21,7 @@ from __future__ import annotations
 import itertools
 import time
 from collections import deque
-from collections.abc import Callable, Collection, Sequence
+from collections.abc import Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass, field
 
 import anyio
@@ -70,19 +70,25 @@ class RecordAccumulator:
         config: ProducerConfig,
         *,
         on_batch_closed: Callable[[TopicPartition], None] = lambda tp: None,
+        sticky: Mapping[str, int] | None = None,
     ) -> None:
+        """``on_batch_closed(tp)`` hears of a closed batch: of every one, or with ``sticky``
+        (per topic, the partition keyless records go to now: the partitioner's own map) only
+        of a batch of one of those partitions (the only closes that move a sticky choice)."""
         self._config = config
         # Partitions whose leader was a pipelining (far) node at the last drain: their batches
         # keep max_batch_size until the pipeline window is full (_backlogged, DESIGN.md 23).
         self._far: set[TopicPartition] = set()
         self._on_batch_closed = on_batch_closed
+        self._sticky = sticky
         self._queues: dict[TopicPartition, deque[ProducerBatch]] = {}
         self._in_flight: dict[TopicPartition, list[ProducerBatch]] = {}
         self._incomplete: set[ProducerBatch] = set()
         self._buffer_used = 0
         self._freed: anyio.Event | None = None
         self._flushing = 0
-        self._wakeup = Wakeup()  # sticky: a wake between drain() and wait_for_work() is not lost
+        # sticky: a wake between drain() and wait_for_work() is not lost
+        self._wakeup = Wakeup(keep_timer=True)
         self.closed = False
 
     @property
@@ -187,7 +193,7 @@ class RecordAccumulator:
                 batch.reserved += size
                 return handle
             batch.close()
-            self._on_batch_closed(tp)
+            self._closed(tp)
             self.wake()
             filled = True
         else:
@@ -207,6 +213,11 @@ class RecordAccumulator:
             # whose record still goes out would be resent by the caller: a duplicate).
             await anyio.lowlevel.cancel_shielded_checkpoint()
         return handle
+
+    def _closed(self, tp: TopicPartition) -> None:
+        sticky = self._sticky
+        if sticky is None or sticky.get(tp.topic) == tp.partition:
+            self._on_batch_closed(tp)
 
     def _backlogged(self, tp: TopicPartition, queue: deque[ProducerBatch]) -> bool:
         """May the partition's next batch grow to ``backlog_batch_size`` (DESIGN.md 23)?
@@ -266,25 +277,38 @@ class RecordAccumulator:
         now = time.monotonic()
         result = DrainResult()
         sizes: dict[int, int] = {}
+        timeout_s = self._config.delivery_timeout_s
+        urgent_all = bool(self._flushing) or self.closed
+        leader_for = store.leader_for
+        far_set = self._far
+        expires_in: float | None = None  # the first queued batch's delivery timeout
         for tp, queue in self._queues.items():
             if not queue or tp in held:
                 continue
             batch = queue[0]
-            if now - batch.created_at >= self._config.delivery_timeout_s:
+            left = batch.created_at + timeout_s - now
+            if left <= 0:
                 queue.popleft()
                 result.expired.append(batch)
                 continue
-            result.wake_in(batch.created_at + self._config.delivery_timeout_s - now)
-            leader = store.leader_for(tp)
+            if expires_in is None or left < expires_in:
+                expires_in = left
+            leader = leader_for(tp)
             if leader is None:
                 store.request_refresh(f"no leader known for {tp.topic}-{tp.partition}")
                 result.wake_in(0.05)
                 continue
-            far = leader.node_id in pipelining
+            node_id = leader.node_id
+            far = node_id in pipelining
             if far:
-                self._far.add(tp)
-            else:
-                self._far.discard(tp)
+                far_set.add(tp)
+            elif far_set:
+                far_set.discard(tp)
+            # Natural batching first, the cheapest test: a new, non-full batch for a busy
+            # node waits, whatever its linger says (the request's completion wakes the sender).
+            urgent = urgent_all or batch.attempts or len(queue) > 1 or batch.builder.is_closed
+            if not urgent and node_id in busy_nodes:
+                continue
             ready_at = self._ready_at(batch, len(queue), store, hints)
             if ready_at == NOT_YET:
                 result.wake_in(0.02)
@@ -297,31 +321,29 @@ class RecordAccumulator:
                 far
                 and tp in confirmed
                 and tp not in unverified
-                and _may_pipeline(batch, flying, leader.node_id, self._config.partition_in_flight)
+                and _may_pipeline(batch, flying, node_id, self._config.partition_in_flight)
             ):
                 continue  # a completion wakes the sender
-            if tp in unverified and leader.node_id in lane0_out:
+            if tp in unverified and node_id in lane0_out:
                 continue  # the lane-0 request's completion wakes the sender
-            if leader.node_id in busy_nodes and not (
-                batch.closed or batch.attempts or len(queue) > 1 or self._flushing or self.closed
-            ):
-                continue  # the in-flight request's completion wakes the sender
             batch_bytes = batch.builder.size_in_bytes()
-            used = sizes.get(leader.node_id, 0)
+            used = sizes.get(node_id, 0)
             if used and used + batch_bytes > max_request_size:
                 result.wake_in(0)
                 continue
-            sizes[leader.node_id] = used + batch_bytes
+            sizes[node_id] = used + batch_bytes
             queue.popleft()
             if not batch.closed:
                 batch.close()
-                self._on_batch_closed(tp)
+                self._closed(tp)
             batch.sent = True
-            batch.sent_to = leader.node_id
+            batch.sent_to = node_id
             if flying:
                 result.pipelined += 1
             self._in_flight.setdefault(tp, []).append(batch)
-            result.by_node.setdefault(leader.node_id, []).append(batch)
+            result.by_node.setdefault(node_id, []).append(batch)
+        if expires_in is not None:
+            result.wake_in(expires_in)
         return result
 
     def _landed(self, batch: ProducerBatch) -> None:

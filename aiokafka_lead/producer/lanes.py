@@ -92,6 +92,7 @@ class NodeLanes:
         self._nodes: dict[int, _Node] = {}
         self._single = lanes == 1
         self._max_in_flight = max_in_flight
+        self._far: set[int] = set()  # the far nodes, kept as end() learns them (read every pass)
 
     def _node(self, node_id: int) -> _Node:
         node = self._nodes.get(node_id)
@@ -131,10 +132,11 @@ class NodeLanes:
         return busy, next_check
 
     def pipelining(self) -> set[int]:
-        """Nodes a partition may have several batches in flight to (one connection, a far link)."""
+        """Nodes a partition may have several batches in flight to (one connection, a far
+        link): the lanes' own set, to read, not to change."""
         if not self._single:
             return set()  # two connections to a node: a later request could be read first
-        return {node_id for node_id, node in self._nodes.items() if node.far}
+        return self._far
 
     def lane0_out(self) -> set[int]:
         """Nodes whose lane 0 has a request out (none with one lane: there the broker
@@ -158,6 +160,10 @@ class NodeLanes:
             node.recent.append(latency_s)
             node.floor_s = min(node.recent)
             if node.far != was_far:
+                if was_far:
+                    self._far.discard(node_id)
+                else:
+                    self._far.add(node_id)
                 log.debug(
                     "node %d is %s: the fastest of its last %d produce requests took %.1f ms",
                     node_id,

@@ -126,6 +126,12 @@ class DefaultPartitioner:
         path reads it (the same dict for the partitioner's life)."""
         return self._checked
 
+    @property
+    def sticky_choices(self) -> dict[str, int]:
+        """Per topic, the partition keyless records go to now (the same dict for the
+        partitioner's life: the accumulator reads it to report only these batches' closes)."""
+        return self._sticky
+
     def sticks_to(self, topic: str, partition: int) -> bool:
         """True if keyless records of ``topic`` currently go to ``partition``."""
         return self._sticky.get(topic) == partition

@@ -197,7 +197,8 @@ class AIOKafkaProducer(ProducerKeywords, ProducerCompat, TelemetryAPI, ExitOnLea
             allow_auto_topic_creation=True,
             client_type="producer",
         )
-        self._acc = RecordAccumulator(config, on_batch_closed=weakly(self._batch_closed, None))
+        sticky = self._default_partitioner.sticky_choices if self._default_partitioner is not None else {}
+        self._acc = RecordAccumulator(config, on_batch_closed=weakly(self._batch_closed, None), sticky=sticky)
         acc = self._acc
         tid = config.transactional_id
         self._core.telemetry_resource = lambda: [("transactional_id", tid)] if tid is not None else []

@@ -14,8 +14,6 @@ Note that the request header's client_id stays a non-compact nullable string eve
 from __future__ import annotations
 
 import struct
-from collections.abc import Iterator
-from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import TypeVar
 
@@ -95,19 +93,14 @@ def _skip_header_tags(buf: memoryview, pos: int) -> int:
     return pos
 
 
-@contextmanager
-def _malformed(what: str) -> Iterator[None]:
-    """What a truncated or garbled ``what`` makes the readers raise, as a DecodeError."""
-    try:
-        yield
-    except DecodeError:
-        raise
-    except DECODE_FAILURES as exc:
-        raise DecodeError(f"malformed {what} ({exc!r})") from exc
+def _malformed(what: str, exc: BaseException) -> DecodeError:
+    """What a truncated or garbled ``what`` made the readers raise, as a DecodeError (a
+    plain try block: it costs nothing on the way through, a context manager does)."""
+    return DecodeError(f"malformed {what} ({exc!r})")
 
 
 def _read_request_header(buf: memoryview) -> tuple[RequestHeader, type[Request], int]:
-    with _malformed("request header"):
+    try:
         api_key, api_version, correlation_id = _REQ_HEAD.unpack_from(buf, 0)
         cls = REQUEST_CLASSES.get(api_key)
         if cls is None:
@@ -115,6 +108,10 @@ def _read_request_header(buf: memoryview) -> tuple[RequestHeader, type[Request],
         client_id, pos = read_nullable_string(buf, 8)
         if cls.header_version(api_version) >= 2:
             pos = _skip_header_tags(buf, pos)
+    except DecodeError:
+        raise
+    except DECODE_FAILURES as exc:
+        raise _malformed("request header", exc) from exc
     return RequestHeader(api_key, api_version, correlation_id, client_id), cls, pos
 
 
@@ -145,11 +142,15 @@ def peek_correlation_id(frame: Buf) -> int:
 def decode_response(frame: Buf, response_cls: type[R], version: int) -> tuple[int, R]:
     """Correlation id and body of a response frame (no size prefix)."""
     buf = as_view(frame)
-    with _malformed("response header"):
+    try:
         (correlation_id,) = I32.unpack_from(buf, 0)
         pos = 4
         if response_cls.header_version(version) >= 1:
             pos = _skip_header_tags(buf, pos)
+    except DecodeError:
+        raise
+    except DECODE_FAILURES as exc:
+        raise _malformed("response header", exc) from exc
     body, end = response_cls.decode_at(buf, pos, version)
     if end != len(buf):
         raise DecodeError(

@@ -3,6 +3,7 @@ once, with the errors send() raises; declined (nothing written) when it would ha
 
 from __future__ import annotations
 
+import time
 from typing import Any
 
 import anyio
@@ -106,6 +107,43 @@ async def test_a_submitted_request_without_an_answer_times_out_and_closes_the_co
     assert name == "late" and isinstance(error, KafkaTimeoutError)
     assert "no answer within 200 ms; its connection is closed" in str(error)
     assert len(others) == 1 and "closed while waiting" in str(others[0])
+
+
+async def test_each_submitted_request_times_out_at_its_own_deadline() -> None:
+    """The submitted requests share one timer: a later request with an earlier deadline
+    moves it earlier; a timer that rings for an answered request is armed again for the
+    next deadline, and that request does not time out before it."""
+
+    async def first_only(header: RequestHeader, request: Any) -> Any:
+        return metadata("first") if header.correlation_id == 2 else None
+
+    outcomes = Outcomes()
+    with anyio.fail_after(5):
+        async with script_server(first_only) as server, connected(server) as conn:
+            assert submit(conn, outcomes, "answered", timeout_ms=100)
+            await outcomes.wait_for(1)
+            began = time.monotonic()
+            assert submit(conn, outcomes, "late", timeout_ms=400)  # the 100 ms timer rings first
+            await outcomes.wait_for(2)
+            waited = time.monotonic() - began
+            assert conn.closed
+    assert outcomes.got[0] == ("answered", "first")
+    name, error = outcomes.got[1]
+    assert name == "late" and "no answer within 400 ms" in str(error)
+    assert waited >= 0.4 - 0.005  # the loop's clock resolution
+
+    async def never(header: RequestHeader, request: Any) -> Any:
+        return None
+
+    outcomes = Outcomes()
+    with anyio.fail_after(5):
+        async with script_server(never) as server, connected(server) as conn:
+            assert submit(conn, outcomes, "patient", timeout_ms=3_000)
+            assert submit(conn, outcomes, "hasty", timeout_ms=100)  # earlier than the timer
+            await outcomes.wait_for(2)
+    (first, timed_out), (second, closed) = outcomes.got
+    assert first == "hasty" and "no answer within 100 ms" in str(timed_out)
+    assert second == "patient" and "closed while waiting" in str(closed)
 
 
 async def test_closing_the_connection_fails_what_was_submitted() -> None:

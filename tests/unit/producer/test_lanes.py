@@ -137,3 +137,24 @@ async def test_a_partitions_first_batch_in_a_transaction_waits_for_lane_0() -> N
                 # offsets: warm 0 and its commit marker 1 in every partition
                 assert (await parked).offset == 2 and around.offset == 3 and first.offset == 2
                 assert producer.metrics()["express_requests"] == 1
+
+
+def test_a_node_counts_as_far_while_its_fastest_recent_request_is_slow() -> None:
+    from aiokafka_lead.producer.lanes import FLOOR_SAMPLES, PIPELINE_FLOOR_S, NodeLanes
+
+    lanes = NodeLanes()
+    slow, fast = PIPELINE_FLOOR_S * 2, PIPELINE_FLOOR_S / 5
+    for i in range(3):
+        lanes.begin(1, 0, float(i))
+        lanes.end(1, 0, float(i), slow)
+        lanes.begin(2, 0, float(i))
+        lanes.end(2, 0, float(i), fast)
+    assert lanes.pipelining() == {1}
+    lanes.begin(1, 0, 9.0)
+    lanes.end(1, 0, 9.0, fast)  # one fast answer among the recent ones: near again
+    assert lanes.pipelining() == set()
+    for i in range(FLOOR_SAMPLES):  # ... until it leaves the recent ones
+        lanes.begin(1, 0, 10.0 + i)
+        lanes.end(1, 0, 10.0 + i, slow)
+    assert lanes.pipelining() == {1}
+    assert NodeLanes(lanes=2).pipelining() == set()  # two connections never pipeline

@@ -6,7 +6,12 @@ import random
 
 import pytest
 
+from aiokafka_lead.producer import AIOKafkaProducer
+from aiokafka_lead.producer.accumulator import RecordAccumulator
+from aiokafka_lead.producer.config import ProducerConfig
 from aiokafka_lead.producer.partitioner import DefaultPartitioner, murmur2, partition_for_key
+from aiokafka_lead.structs import TopicPartition
+from aiokafka_lead.testing.fake import FakeCluster
 
 JAVA_VECTORS = [
     ("21", -973932308, 12),
@@ -92,3 +97,32 @@ def test_batch_closed_moves_to_another_available_partition() -> None:
     assert p.sticks_to("t", current)
     p.batch_closed("t", current, [])  # nothing known available: it stays too
     assert p.sticks_to("t", current)
+
+
+
+def test_the_accumulator_reports_only_the_sticky_partitions_closed_batches() -> None:
+    config = ProducerConfig.build({"bootstrap_servers": "localhost:9092"})
+    heard: list[TopicPartition] = []
+    sticky = {"t": 1}
+    acc = RecordAccumulator(config, on_batch_closed=heard.append, sticky=sticky)
+    everything: list[TopicPartition] = []
+    every = RecordAccumulator(config, on_batch_closed=everything.append)
+    for partition in (0, 1, 2):
+        acc._closed(TopicPartition("t", partition))
+        every._closed(TopicPartition("t", partition))
+    assert heard == [TopicPartition("t", 1)]
+    assert everything == [TopicPartition("t", p) for p in (0, 1, 2)]
+    sticky["t"] = 2  # the partitioner's map, read as it is at each close
+    acc._closed(TopicPartition("t", 2))
+    assert heard[-1] == TopicPartition("t", 2)
+
+
+async def test_keyless_records_move_on_as_their_batches_close() -> None:
+    async with FakeCluster(brokers=1) as cluster:
+        cluster.create_topic("t", partitions=6, replication_factor=1)
+        async with AIOKafkaProducer(bootstrap_servers=cluster.bootstrap, linger_ms=0) as producer:
+            used: set[int] = set()
+            for _ in range(30):
+                handle = await producer.send("t", b"v")
+                used.add((await handle).partition)
+    assert len(used) > 1  # a closed batch moved the sticky choice
