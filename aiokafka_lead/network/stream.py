@@ -86,7 +86,8 @@ class FrameStream(Protocol):
         frame to ``handler`` where it is read, instead of waking the receiver: True, the
         frame was handled; False, it is not taken, and it and the frames after it go to
         :meth:`receive_frames` as usual. An exception from ``handler`` ends reading, and
-        :meth:`receive_frames` raises it. A no-op where frames cannot be had that way."""
+        :meth:`receive_frames` raises it as it is (as the receiver's own handling of the
+        frame would have). A no-op where frames cannot be had that way."""
         ...
 
     async def aclose(self) -> None: ...
@@ -145,6 +146,7 @@ class _FrameProtocol(asyncio.BufferedProtocol):
         self.receiver: asyncio.Future[None] | None = None  # the receive_frames() waiting
         self.drain: asyncio.Future[None] | None = None  # set while the transport's buffer is full
         self.handler: Callable[[Frame], bool] | None = None  # handle_frames_directly()
+        self.handler_error: BaseException | None = None  # what the handler raised: reading ended
         self._buffer: memoryview | None = None
 
     def connection_made(self, transport: asyncio.BaseTransport) -> None:
@@ -184,8 +186,8 @@ class _FrameProtocol(asyncio.BufferedProtocol):
         for i, frame in enumerate(frames):
             try:
                 taken = handler(frame)
-            except Exception as exc:  # the connection's: it ends reading, as in its read loop
-                self.error = exc
+            except Exception as exc:  # the receiver raises it as is, as if it had handled the frame
+                self.handler_error = exc
                 self._pause_reading()
                 _wake(self.receiver)
                 return []
@@ -284,7 +286,9 @@ class _AsyncioFrameStream:
 
     async def receive_frames(self) -> list[Frame]:
         protocol = self._protocol
-        while not protocol.frames:
+        while protocol.handler_error is not None or not protocol.frames:
+            if protocol.handler_error is not None:
+                raise protocol.handler_error  # the frames after it are not handed over
             if self._closing:
                 raise anyio.ClosedResourceError
             if protocol.error is not None:

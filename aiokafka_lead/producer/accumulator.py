@@ -54,6 +54,9 @@ class DrainResult:
     expired: list[ProducerBatch] = field(default_factory=list)
     next_check_s: float | None = None  # when something may become sendable; None: nothing pending
     pipelined: int = 0  # batches sent while an earlier batch of their partition is in flight
+    # a partition whose batch was taken has another queued: a drain at once may take it too
+    # (one batch per partition per drain); otherwise only a wake-up or next_check_s can
+    more: bool = False
 
     def wake_in(self, delay: float) -> None:
         delay = max(delay, 0.0)
@@ -333,6 +336,8 @@ class RecordAccumulator:
                 continue
             sizes[node_id] = used + batch_bytes
             queue.popleft()
+            if queue:
+                result.more = True
             if not batch.closed:
                 batch.close()
                 self._closed(tp)

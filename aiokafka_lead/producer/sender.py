@@ -143,9 +143,14 @@ class Sender:
                         self._lanes.begin(node_id, lane, now)
                         self._metrics.express_requests += lane
                         self._start(tg, node_id, lane, now, batches)
-                    if not result.by_node and not result.expired:
-                        checks = [t for t in (result.next_check_s, parked_in) if t is not None]
-                        await self._acc.wait_for_work(min(checks, default=None))
+                    if result.more:
+                        continue  # the next batch of a partition just taken may go at once
+                    # Otherwise sleep, after a pass that sent too: what it left waits for a
+                    # wake-up (an answer, an append, an expiry) or for the time it named, so
+                    # a drain right away would find nothing (a whole pass per request). A
+                    # wake-up during the pass is kept: the wait returns at once.
+                    checks = [t for t in (result.next_check_s, parked_in) if t is not None]
+                    await self._acc.wait_for_work(min(checks, default=None))
         finally:
             self._ended = True
             store.remove_listener(self._on_metadata_change)
