@@ -19,6 +19,14 @@ async def set_after(wakeup: Wakeup, delay_s: float) -> None:
     wakeup.set()
 
 
+async def set_during(wakeup: Wakeup, timeout_s: float) -> None:
+    """A wait of ``timeout_s`` that a set ends after 10 ms (its timer may stay armed)."""
+    async with anyio.create_task_group() as tg:
+        tg.start_soon(set_after, wakeup, 0.01)
+        assert await wakeup.wait(timeout_s)
+    wakeup.clear()
+
+
 async def test_a_wait_returns_true_once_set_and_the_flag_stays_until_cleared(keep_timer: bool) -> None:
     wakeup = Wakeup(keep_timer=keep_timer)
     async with anyio.create_task_group() as tg:
@@ -31,10 +39,7 @@ async def test_a_wait_returns_true_once_set_and_the_flag_stays_until_cleared(kee
 
 async def test_a_wait_lasts_its_whole_timeout_when_an_earlier_wait_left_a_timer(keep_timer: bool) -> None:
     wakeup = Wakeup(keep_timer=keep_timer)
-    async with anyio.create_task_group() as tg:
-        tg.start_soon(set_after, wakeup, 0.01)
-        assert await wakeup.wait(0.1)  # set long before its timer: with keep_timer it stays armed
-    wakeup.clear()
+    await set_during(wakeup, 0.1)  # set long before its timer: with keep_timer it stays armed
     began = time.monotonic()
     assert not await wakeup.wait(0.3)  # the 0.1 s timer rings during this wait: it waits on
     assert time.monotonic() - began >= 0.3 - 0.005  # the loop's clock resolution
@@ -42,20 +47,14 @@ async def test_a_wait_lasts_its_whole_timeout_when_an_earlier_wait_left_a_timer(
 
 async def test_an_earlier_deadline_replaces_a_later_timer(keep_timer: bool) -> None:
     wakeup = Wakeup(keep_timer=keep_timer)
-    async with anyio.create_task_group() as tg:
-        tg.start_soon(set_after, wakeup, 0.01)
-        assert await wakeup.wait(60)
-    wakeup.clear()
+    await set_during(wakeup, 60)
     with anyio.fail_after(5):
         assert not await wakeup.wait(0.05)
 
 
 async def test_a_wait_without_timeout_is_not_ended_by_an_old_timer(keep_timer: bool) -> None:
     wakeup = Wakeup(keep_timer=keep_timer)
-    async with anyio.create_task_group() as tg:
-        tg.start_soon(set_after, wakeup, 0.01)
-        assert await wakeup.wait(0.05)
-    wakeup.clear()
+    await set_during(wakeup, 0.05)
     async with anyio.create_task_group() as tg:
         tg.start_soon(set_after, wakeup, 0.2)  # the 0.05 s timer rang long before
         began = time.monotonic()

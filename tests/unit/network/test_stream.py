@@ -195,14 +195,30 @@ def test_the_anyio_stream_serves_backends_other_than_asyncio() -> None:
     assert anyio.run(scenario, backend="trio") == bodies
 
 
-async def test_frames_go_to_the_direct_handler_until_it_declines_one_then_in_order_to_the_receiver() -> None:
-    bodies = [b"a", b"b", b"stop", b"c", b"d"]
+@asynccontextmanager
+async def handled_directly(
+    bodies: list[bytes], handler: Callable[[stream_module.Frame], bool]
+) -> AsyncIterator[FrameStream]:
+    """A stream whose frames go to ``handler``; the peer sends ``bodies`` once the stream's
+    first byte reached it, so none is read before the caller waits for frames."""
 
     async def send_them(conn: anyio.abc.SocketStream) -> None:
-        await conn.receive(1)  # once the receiver waits: the frames are not read before
+        await conn.receive(1)
         await conn.send(b"".join(frame(b) for b in bodies))
         await anyio.sleep_forever()
 
+    with anyio.fail_after(10):
+        async with peer(send_them) as port:
+            stream = await open_frame_stream("127.0.0.1", port, None, 1 << 20)
+            stream.handle_frames_directly(handler)
+            try:
+                await stream.send(b"!")
+                yield stream
+            finally:
+                await stream.aclose()
+
+
+async def test_frames_go_to_the_direct_handler_until_it_declines_one_then_in_order_to_the_receiver() -> None:
     handled: list[bytes] = []
 
     def handler(f: stream_module.Frame) -> bool:
@@ -211,34 +227,15 @@ async def test_frames_go_to_the_direct_handler_until_it_declines_one_then_in_ord
         handled.append(bytes(f))
         return True
 
-    with anyio.fail_after(10):
-        async with peer(send_them) as port:
-            stream = await open_frame_stream("127.0.0.1", port, None, 1 << 20)
-            stream.handle_frames_directly(handler)
-            try:
-                await stream.send(b"!")
-                assert await receive_all(stream, 3) == [b"stop", b"c", b"d"]
-            finally:
-                await stream.aclose()
+    async with handled_directly([b"a", b"b", b"stop", b"c", b"d"], handler) as stream:
+        assert await receive_all(stream, 3) == [b"stop", b"c", b"d"]
     assert handled == [b"a", b"b"]
 
 
 async def test_a_failing_direct_handler_ends_reading_with_its_error() -> None:
-    async def send_two(conn: anyio.abc.SocketStream) -> None:
-        await conn.receive(1)
-        await conn.send(frame(b"bad") + frame(b"later"))
-        await anyio.sleep_forever()
-
     def handler(f: stream_module.Frame) -> bool:
         raise DecodeError(f"cannot read {bytes(f)!r}")
 
-    with anyio.fail_after(10):
-        async with peer(send_two) as port:
-            stream = await open_frame_stream("127.0.0.1", port, None, 1 << 20)
-            stream.handle_frames_directly(handler)
-            try:
-                await stream.send(b"!")
-                with pytest.raises(DecodeError, match="cannot read b'bad'"):
-                    await stream.receive_frames()
-            finally:
-                await stream.aclose()
+    async with handled_directly([b"bad", b"later"], handler) as stream:
+        with pytest.raises(DecodeError, match="cannot read b'bad'"):
+            await stream.receive_frames()
