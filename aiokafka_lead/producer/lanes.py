@@ -92,12 +92,14 @@ class NodeLanes:
         self._nodes: dict[int, _Node] = {}
         self._single = lanes == 1
         self._max_in_flight = max_in_flight
-        self._far: set[int] = set()  # the far nodes, kept as end() learns them (read every pass)
+        self._far: set[int] = set()  # the nodes whose ``far`` is true, kept up to date (read every pass)
 
     def _node(self, node_id: int) -> _Node:
         node = self._nodes.get(node_id)
         if node is None:
             node = self._nodes[node_id] = _Node()
+            if node.far:  # with a PIPELINE_FLOOR_S of 0 every node is far from the start
+                self._far.add(node_id)
         return node
 
     def overdue_after_s(self, node_id: int) -> float:
@@ -159,11 +161,11 @@ class NodeLanes:
             was_far = node.far
             node.recent.append(latency_s)
             node.floor_s = min(node.recent)
+            if node.far:
+                self._far.add(node_id)
+            else:
+                self._far.discard(node_id)
             if node.far != was_far:
-                if was_far:
-                    self._far.discard(node_id)
-                else:
-                    self._far.add(node_id)
                 log.debug(
                     "node %d is %s: the fastest of its last %d produce requests took %.1f ms",
                     node_id,

@@ -158,3 +158,14 @@ def test_a_node_counts_as_far_while_its_fastest_recent_request_is_slow() -> None
         lanes.end(1, 0, 10.0 + i, slow)
     assert lanes.pipelining() == {1}
     assert NodeLanes(lanes=2).pipelining() == set()  # two connections never pipeline
+
+
+def test_with_a_zero_floor_every_node_is_far_from_its_first_request(monkeypatch: pytest.MonkeyPatch) -> None:
+    from aiokafka_lead.producer import lanes as lanes_module
+
+    monkeypatch.setattr(lanes_module, "PIPELINE_FLOOR_S", 0.0)  # as the chaos tests' "pipelined"
+    lanes = lanes_module.NodeLanes()
+    lanes.begin(1, 0, 0.0)
+    assert lanes.pipelining() == {1}
+    lanes.end(1, 0, 0.0, 0.0001)
+    assert lanes.pipelining() == {1}
