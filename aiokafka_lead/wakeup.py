@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import asyncio
 import math
+from collections.abc import Callable
 
 import anyio
 
@@ -28,6 +29,36 @@ def _resolve(future: asyncio.Future[None]) -> None:
         future.set_result(None)
 
 
+class Alarm:
+    """One asyncio timer for many deadlines: :meth:`arm_by` moves it earlier, never later,
+    so deadlines that come later than the armed one cost nothing. Once due it is disarmed
+    and calls ``ring(loop)``, which arms it again if deadlines are left."""
+
+    __slots__ = ("_handle", "_ring", "at")
+
+    def __init__(self, ring: Callable[[asyncio.AbstractEventLoop], None]) -> None:
+        self._ring = ring
+        self._handle: asyncio.TimerHandle | None = None
+        self.at = math.inf  # the loop time it rings at (inf: not armed)
+
+    def arm_by(self, loop: asyncio.AbstractEventLoop, when: float) -> None:
+        """Ring at ``when`` (loop time) at the latest."""
+        if when < self.at:
+            if self._handle is not None:
+                self._handle.cancel()
+            self.at = when
+            self._handle = loop.call_at(when, self._fire, loop)
+
+    def cancel(self) -> None:
+        if self._handle is not None:
+            self._handle.cancel()
+        self._handle, self.at = None, math.inf
+
+    def _fire(self, loop: asyncio.AbstractEventLoop) -> None:
+        self._handle, self.at = None, math.inf
+        self._ring(loop)
+
+
 class Wakeup:
     """Set by anyone, any number of times; :meth:`wait` returns once it is set (at once if it
     already is) or after ``timeout_s``. It stays set until :meth:`clear`, so a wake that comes
@@ -39,14 +70,12 @@ class Wakeup:
     a wait it rings for too early waits on. Without it each wait's timer is cancelled when
     the wait ends (a one-off wait must not leave its timer in the loop's heap)."""
 
-    __slots__ = ("_alarm", "_alarm_at", "_keep_timer", "_set", "_waiter")
+    __slots__ = ("_alarm", "_set", "_waiter")
 
     def __init__(self, *, keep_timer: bool = False) -> None:
         self._set = False
         self._waiter: asyncio.Future[None] | anyio.Event | None = None
-        self._keep_timer = keep_timer
-        self._alarm: asyncio.TimerHandle | None = None
-        self._alarm_at = math.inf
+        self._alarm = Alarm(self._ring) if keep_timer else None
 
     def set(self) -> None:
         self._set = True
@@ -80,7 +109,8 @@ class Wakeup:
                 if self._waiter is event:
                     self._waiter = None
             return self._set
-        if not self._keep_timer:
+        alarm = self._alarm
+        if alarm is None:
             future = loop.create_future()
             self._waiter = future
             timer = None if timeout_s is None else loop.call_later(max(timeout_s, 0.0), _resolve, future)
@@ -94,11 +124,7 @@ class Wakeup:
             return self._set
         deadline = math.inf if timeout_s is None else loop.time() + max(timeout_s, 0.0)
         while True:
-            if deadline < self._alarm_at:
-                if self._alarm is not None:
-                    self._alarm.cancel()
-                self._alarm_at = deadline
-                self._alarm = loop.call_at(deadline, self._ring)
+            alarm.arm_by(loop, deadline)
             future = loop.create_future()
             self._waiter = future
             try:
@@ -110,11 +136,10 @@ class Wakeup:
                 return self._set
             # the timer of an earlier deadline rang: wait on
 
-    def _ring(self) -> None:
-        self._alarm, self._alarm_at = None, math.inf
+    def _ring(self, loop: asyncio.AbstractEventLoop) -> None:
         waiter = self._waiter
         if isinstance(waiter, asyncio.Future):
             _resolve(waiter)
 
 
-__all__ = ["Wakeup", "asyncio_loop"]
+__all__ = ["Alarm", "Wakeup", "asyncio_loop"]

@@ -52,7 +52,7 @@ from anyio.streams.buffered import BufferedByteReceiveStream
 
 from aiokafka_lead.admin import AdminClient
 from aiokafka_lead.bench import java
-from aiokafka_lead.bench.children import client_order
+from aiokafka_lead.bench.children import BASELINE_CLIENT, add_baseline_option, baseline_env, client_order
 from aiokafka_lead.bench.leader_move import BenchConfig, fresh_topic, run_moves, table, warm_cluster
 from aiokafka_lead.bench.plot import NO_PLOT, can_plot, plot_runs
 from aiokafka_lead.bench.scenarios import SCENARIOS, Environment, Scenario, cluster_for
@@ -119,15 +119,11 @@ def producer_command(
             "--size", str(cfg.record_size), "--out", str(out)]  # fmt: skip
     if kind == "java":
         return java.command(java_cp, *args)
-    return [sys.executable, str(PRODUCER), "--client", "ours" if kind == "ours-base" else kind, *args]
+    return [sys.executable, str(PRODUCER), "--client", "ours" if kind == BASELINE_CLIENT else kind, *args]
 
 
 def producer_env(kind: str, baseline: Path | None) -> dict[str, str] | None:
-    if kind != "ours-base":
-        return None
-    if baseline is None:
-        raise SystemExit("the client ours-base needs --baseline DIR")
-    return {**os.environ, "PYTHONPATH": str(baseline)}
+    return {**os.environ, **baseline_env(baseline)} if kind == BASELINE_CLIENT else None
 
 
 async def run_one(
@@ -296,8 +292,6 @@ if __name__ == "__main__":
     parser.add_argument("--partitions", type=int, default=24)
     parser.add_argument("--kafka-version", default=DEFAULT_KAFKA_VERSION)
     parser.add_argument("--machine", default="2 cores, 24 GiB")
-    parser.add_argument(
-        "--baseline", type=Path, help="a checkout of aiokafka_lead to run as the client ours-base"
-    )
+    add_baseline_option(parser)
     signal.signal(signal.SIGTERM, signal.default_int_handler)  # stop clusters and proxies on kill too
     sys.exit(anyio.run(main, parser.parse_args()))

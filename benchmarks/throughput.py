@@ -103,10 +103,8 @@ async def run_side(
 ) -> dict[str, Any]:
     """Run one client process, relaying its progress on one line; its RESULT as a dict."""
     client, extra_env = VARIANTS.get(kind, (kind, {}))
-    if kind == "ours-base":
-        if args.baseline is None:
-            raise SystemExit("the client ours-base needs --baseline DIR")
-        client, extra_env = "ours", {"PYTHONPATH": str(args.baseline)}
+    if kind == bench.BASELINE_CLIENT:
+        client, extra_env = "ours", bench.baseline_env(args.baseline)
     if kind == "java":
         cmd = java.command(args.java_classpath, "--side", side, main_class="ThroughputClient")
     else:
@@ -348,9 +346,7 @@ if __name__ == "__main__":
         help="unmeasured productions and reads (aiokafka_lead's) before the runs: the first run "
         "on fresh brokers is otherwise the slowest, whichever client it is",
     )
-    parser.add_argument(
-        "--baseline", type=Path, help="a checkout of aiokafka_lead to run as the client ours-base"
-    )
+    bench.add_baseline_option(parser)
     parser.add_argument("--render", action="store_true", help="only redo table and plot from the JSON")
     parsed = parser.parse_args()
     sys.exit(render(parsed) if parsed.render else anyio.run(main, parsed))

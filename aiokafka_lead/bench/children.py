@@ -166,6 +166,23 @@ def comparison_parser(description: str, *, clients: str) -> argparse.ArgumentPar
     return parser
 
 
+#: the client that is aiokafka_lead imported from another checkout (``--baseline DIR``)
+BASELINE_CLIENT = "ours-base"
+
+
+def add_baseline_option(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--baseline", type=Path, help=f"a checkout of aiokafka_lead to run as the client {BASELINE_CLIENT}"
+    )
+
+
+def baseline_env(baseline: Path | None) -> dict[str, str]:
+    """The environment variables that make a child import aiokafka_lead from ``baseline``."""
+    if baseline is None:
+        raise SystemExit(f"the client {BASELINE_CLIENT} needs --baseline DIR")
+    return {"PYTHONPATH": str(baseline)}
+
+
 def client_kinds(args: argparse.Namespace, labels: Mapping[str, str]) -> list[str]:
     """``--clients`` as a list; an unknown name exits with the names it does not know."""
     kinds: list[str] = args.clients.split(",")

@@ -65,7 +65,7 @@ from aiokafka_lead.protocol.messages import (
 from aiokafka_lead.protocol.versions import ApiVersionTable, negotiate
 from aiokafka_lead.runtime import unwrap_group
 from aiokafka_lead.telemetry.window import Peak
-from aiokafka_lead.wakeup import Wakeup, asyncio_loop
+from aiokafka_lead.wakeup import Alarm, Wakeup, asyncio_loop
 
 log = logging.getLogger(__name__)
 
@@ -91,7 +91,7 @@ def _api_name(response_cls: Any) -> str:
 class _Pending:
     response_cls: Any
     version: int
-    done: Wakeup = field(default_factory=Wakeup)
+    done: Wakeup | None = None  # send(): its task waits on it (submit() makes none)
     response: Any = None
     error: KafkaError | None = None
     sent_at: float = 0.0
@@ -183,10 +183,9 @@ class Connection:
         self._active = 0  # requests past the gate and not finished
         self._idle: anyio.Event | None = None  # set when _active drops to 0 during a gate
         self._auth_started = 0.0  # monotonic time the last (re-)authentication began
-        # submit()'s requests share one loop timer, armed for the earliest deadline it knew
+        # submit()'s requests share one loop timer, armed for the earliest deadline it knows
         # of: a timer per request would be created and cancelled at every answer
-        self._alarm: asyncio.TimerHandle | None = None
-        self._alarm_at = math.inf
+        self._alarm = Alarm(self._on_alarm)
         self._counted = 0  # of the stream's received bytes, in stats.bytes_in
 
     def __repr__(self) -> str:
@@ -368,9 +367,7 @@ class Connection:
             return
         self._close_reason = reason
         self._closed.set()
-        if self._alarm is not None:
-            self._alarm.cancel()
-            self._alarm, self._alarm_at = None, math.inf
+        self._alarm.cancel()
         if self._stream is not None:
             self.stats.closed += 1
         pending, self._pending = self._pending, {}
@@ -427,7 +424,10 @@ class Connection:
                 version = self.version_for(request.API_KEY) if negotiate else request.MAX_VERSION
             correlation_id = next(self._correlation) & 0x7FFFFFFF
             frame = encode_request(request, version, correlation_id, self._config.client_id)
-            pending = _Pending(request.RESPONSE_CLASS, version, decode=decode) if expect_response else None
+            done = Wakeup()
+            pending = (
+                _Pending(request.RESPONSE_CLASS, version, done, decode=decode) if expect_response else None
+            )
             if pending is not None and request.API_KEY == ApiVersionsRequest.API_KEY and version > 0:
                 pending.fallback_version = 0
             if gated:
@@ -452,7 +452,7 @@ class Connection:
                     self._count_out(len(frame))
                     if pending is None:
                         return None
-                    if not await pending.done.wait(deadline - time.monotonic()):
+                    if not await done.wait(deadline - time.monotonic()):
                         raise TimeoutError
                 except TimeoutError:
                     err = KafkaTimeoutError(
@@ -514,21 +514,13 @@ class Connection:
         )
         self._expect(correlation_id, pending)
         self._count_out(len(frame))
-        if deadline < self._alarm_at:
-            self._arm(loop, deadline)
+        self._alarm.arm_by(loop, deadline)
         return True
-
-    def _arm(self, loop: asyncio.AbstractEventLoop, when: float) -> None:
-        if self._alarm is not None:
-            self._alarm.cancel()
-        self._alarm_at = when
-        self._alarm = loop.call_at(when, self._on_alarm, loop)
 
     def _on_alarm(self, loop: asyncio.AbstractEventLoop) -> None:
         """The earliest deadline known when the timer was armed has come: expire a submitted
         request past its own (that closes the connection, so the others fail with the
         close), or arm again for the earliest one still out."""
-        self._alarm, self._alarm_at = None, math.inf
         now = loop.time()
         earliest = math.inf
         for waiter in self._pending.values():
@@ -538,8 +530,7 @@ class Connection:
                 self._expire(waiter)
                 return
             earliest = min(earliest, waiter.deadline)
-        if earliest < math.inf:
-            self._arm(loop, earliest)
+        self._alarm.arm_by(loop, earliest)  # inf: none left, stays disarmed
 
     def _free_stream(self) -> FrameStream | None:
         """The stream, if open and no write waits for the socket (a frame written now does
@@ -574,10 +565,11 @@ class Connection:
 
     def _settle(self, waiter: _Pending) -> None:
         """The waiter's outcome is in: wake its task, or call its ``on_answer`` (submit())."""
-        on_answer = waiter.on_answer
-        if on_answer is None:
+        if waiter.done is not None:  # send()'s: its task takes the outcome from here
             waiter.done.set()
             return
+        on_answer = waiter.on_answer
+        assert on_answer is not None  # submit()'s
         if waiter.settled:
             return
         waiter.settled = True

@@ -196,7 +196,7 @@ class RecordAccumulator:
                 batch.reserved += size
                 return handle
             batch.close()
-            self._closed(tp)
+            self._report_close(tp)
             self.wake()
             filled = True
         else:
@@ -217,7 +217,7 @@ class RecordAccumulator:
             await anyio.lowlevel.cancel_shielded_checkpoint()
         return handle
 
-    def _closed(self, tp: TopicPartition) -> None:
+    def _report_close(self, tp: TopicPartition) -> None:
         sticky = self._sticky
         if sticky is None or sticky.get(tp.topic) == tp.partition:
             self._on_batch_closed(tp)
@@ -340,7 +340,7 @@ class RecordAccumulator:
                 result.more = True
             if not batch.closed:
                 batch.close()
-                self._closed(tp)
+                self._report_close(tp)
             batch.sent = True
             batch.sent_to = node_id
             if flying:

@@ -323,17 +323,17 @@ class AIOKafkaProducer(ProducerKeywords, ProducerCompat, TelemetryAPI, ExitOnLea
             raise ClientClosedError("the producer is not running (call start() or use async with)")
 
     def _batch_closed(self, tp: TopicPartition) -> None:
-        # the available partitions cost a leader lookup each: only when the sticky choice
-        # moves, and only if send()'s cached view of the topic is out of date
-        if isinstance(self._partitioner, DefaultPartitioner) and self._partitioner.sticks_to(
-            tp.topic, tp.partition
-        ):
-            view = self._views.get(tp.topic)
-            if view is not None and view[0] == self._store.version:
-                available = view[2]
-            else:
-                available = self._available(tp.topic)
-            self._partitioner.batch_closed(tp.topic, tp.partition, available)
+        # Called by the accumulator only for a sticky partition of the default partitioner
+        # (its ``sticky`` map): the choice moves. The available partitions cost a leader
+        # lookup each: only if send()'s cached view of the topic is out of date.
+        partitioner = self._default_partitioner
+        assert partitioner is not None
+        view = self._views.get(tp.topic)
+        if view is not None and view[0] == self._store.version:
+            available = view[2]
+        else:
+            available = self._available(tp.topic)
+        partitioner.batch_closed(tp.topic, tp.partition, available)
 
     def _available(self, topic: str) -> list[int]:
         return self._core.store.available_partitions(topic)

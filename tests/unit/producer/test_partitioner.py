@@ -108,12 +108,12 @@ def test_the_accumulator_reports_only_the_sticky_partitions_closed_batches() -> 
     everything: list[TopicPartition] = []
     every = RecordAccumulator(config, on_batch_closed=everything.append)
     for partition in (0, 1, 2):
-        acc._closed(TopicPartition("t", partition))
-        every._closed(TopicPartition("t", partition))
+        acc._report_close(TopicPartition("t", partition))
+        every._report_close(TopicPartition("t", partition))
     assert heard == [TopicPartition("t", 1)]
     assert everything == [TopicPartition("t", p) for p in (0, 1, 2)]
     sticky["t"] = 2  # the partitioner's map, read as it is at each close
-    acc._closed(TopicPartition("t", 2))
+    acc._report_close(TopicPartition("t", 2))
     assert heard[-1] == TopicPartition("t", 2)
 
 
