@@ -47,6 +47,7 @@ setup(
                 "aiokafka_lead/_speedups_send.c",
                 "aiokafka_lead/_speedups_share.c",
                 "aiokafka_lead/_speedups_columns.c",
+                "aiokafka_lead/_speedups_produce_wire.c",
             ],
             depends=["aiokafka_lead/_speedups_producer.h"],
             optional=True,

@@ -27,7 +27,7 @@
 
 #define CONSUMER_RECORD_FIELDS 12
 /* bumped whenever configure() or a function's contract changes */
-#define SPEEDUPS_ABI 7
+#define SPEEDUPS_ABI 8
 
 static PyTypeObject *record_type = NULL;          /* records.batch.Record (a NamedTuple) */
 static PyTypeObject *consumer_record_type = NULL; /* structs.ConsumerRecord (slots dataclass) */
@@ -497,6 +497,8 @@ int speedups_add_producer(PyObject *module);
 int speedups_add_share(PyObject *module);
 /* _speedups_columns.c: decoded records -> Arrow column buffers */
 int speedups_add_columns(PyObject *module);
+/* _speedups_produce_wire.c: a Produce request and its answer on the wire */
+int speedups_add_produce_wire(PyObject *module);
 
 static struct PyModuleDef module = {
     PyModuleDef_HEAD_INIT, "aiokafka_lead._speedups",
@@ -515,7 +517,7 @@ PyInit__speedups(void)
         return NULL;
     if (PyModule_AddIntConstant(m, "ABI", SPEEDUPS_ABI) < 0 || speedups_add_producer(m) < 0 ||
         speedups_add_share(m) < 0 ||
-        speedups_add_columns(m) < 0) {
+        speedups_add_columns(m) < 0 || speedups_add_produce_wire(m) < 0) {
         Py_DECREF(m);
         return NULL;
     }

@@ -70,3 +70,17 @@ class SendPath:
         yield_mask: int,
     ) -> None: ...
     def append(self, topic: str, key: bytes | None, value: bytes | None, /) -> Any: ...
+
+def encode_produce(
+    version: int,
+    correlation_id: int,
+    client_id: str | None,
+    transactional_id: str | None,
+    acks: int,
+    timeout_ms: int,
+    topics: list[Any],
+    /,
+) -> bytes: ...
+def decode_produce_written(
+    frame: Any, version: int, /
+) -> tuple[int, list[tuple[str, int, int, int, int]]] | None: ...

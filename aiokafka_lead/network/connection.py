@@ -54,6 +54,7 @@ from aiokafka_lead.network.sasl import SaslMechanism
 from aiokafka_lead.network.stream import FrameStream, TLSHandshakeFailed, open_frame_stream
 from aiokafka_lead.protocol.framing import (
     THREAD_DECODE_BYTES,
+    WireRequest,
     decode_response,
     encode_request,
     peek_correlation_id,
@@ -483,7 +484,8 @@ class Connection:
         with room and no write waiting for it): True, and ``on_answer`` is then called exactly
         once, from the read loop, the close or the timeout, with the response or with the error
         :meth:`send` would raise. False, with nothing sent or called, when the caller must use
-        :meth:`send`. A request and its answer so cost no task and no cancel scope."""
+        :meth:`send`. A request and its answer so cost no task and no cancel scope. A
+        :class:`WireRequest` writes its own frame and decodes its own answer."""
         stream = self._free_stream()
         loop = asyncio_loop()
         if stream is None or self._gate is not None or loop is None:
@@ -494,7 +496,12 @@ class Connection:
             return False
         try:
             correlation_id = next(self._correlation) & 0x7FFFFFFF
-            frame = encode_request(request, version, correlation_id, self._config.client_id)
+            if isinstance(request, WireRequest):
+                frame = request.frame(version, correlation_id, self._config.client_id)
+                decode = request.decode
+            else:
+                frame = encode_request(request, version, correlation_id, self._config.client_id)
+                decode = None
             if not stream.write_nowait(frame):
                 self._window.release()
                 return False
@@ -511,6 +518,7 @@ class Connection:
             correlation_id=correlation_id,
             deadline=deadline,
             timeout_ms=timeout_ms,
+            decode=decode,
         )
         self._expect(correlation_id, pending)
         self._count_out(len(frame))

@@ -39,6 +39,7 @@ from aiokafka_lead.producer.idempotence import IdempotenceState
 from aiokafka_lead.producer.lanes import NodeLanes
 from aiokafka_lead.producer.metrics import ProducerMetrics
 from aiokafka_lead.protocol.messages import ProduceRequest, ProduceResponse
+from aiokafka_lead.protocol.produce_wire import ProduceAnswer, ProduceWire, Written
 from aiokafka_lead.ratelog import RateLimitedLog
 
 if TYPE_CHECKING:
@@ -241,8 +242,8 @@ class Sender:
             if self._ids is not None:
                 self._ids.stamp(batch)
 
-    def _request(self, batches: list[ProducerBatch]) -> ProduceRequest:
-        topics: dict[str, list[ProduceRequest.PartitionProduceData]] = {}
+    def _request(self, batches: list[ProducerBatch]) -> ProduceWire:
+        topics: dict[str, list[tuple[int, bytes]]] = {}
         metrics = self._metrics
         now = time.monotonic()
         records = 0
@@ -250,17 +251,13 @@ class Sender:
             payload = batch.payload()
             metrics.drained(now - batch.created_at, len(payload), batch.builder.compression_ratio)
             records += batch.record_count
-            topics.setdefault(batch.tp.topic, []).append(
-                ProduceRequest.PartitionProduceData(index=batch.tp.partition, records=payload)
-            )
+            topics.setdefault(batch.tp.topic, []).append((batch.tp.partition, payload))
         metrics.records_requested += records
-        return ProduceRequest(
-            transactional_id=self._txn.transactional_id if self._txn is not None else None,
-            acks=self._config.acks_code,
-            timeout_ms=self._config.request_timeout_ms,
-            topic_data=[
-                ProduceRequest.TopicProduceData(name=t, partition_data=ps) for t, ps in topics.items()
-            ],
+        return ProduceWire(
+            self._txn.transactional_id if self._txn is not None else None,
+            self._config.acks_code,
+            self._config.request_timeout_ms,
+            list(topics.items()),
         )
 
     def _start(
@@ -292,7 +289,7 @@ class Sender:
         return min(version, cap) if cap else version
 
     async def _produce(
-        self, node_id: int, lane: int, sent_at: float, batches: list[ProducerBatch], request: ProduceRequest
+        self, node_id: int, lane: int, sent_at: float, batches: list[ProducerBatch], request: ProduceWire
     ) -> None:
         latency: float | None = None
         try:
@@ -300,7 +297,7 @@ class Sender:
             try:
                 conn = await self._core.pool.connection(node_id, lane=lane)
                 response = await conn.send(
-                    request,
+                    request.request(),
                     version=self._version(conn),
                     expect_response=self._config.acks_code != 0,
                     timeout_ms=self._wait_ms(batches),
@@ -320,7 +317,7 @@ class Sender:
             self._request_over(node_id, lane, sent_at, latency)
 
     def _on_answer(
-        self, sent: _Submitted, response: ProduceResponse | None, error: KafkaError | None
+        self, sent: _Submitted, response: ProduceAnswer | None, error: KafkaError | None
     ) -> None:
         """A submitted request's outcome (called by its connection). It must not raise into
         the connection: a failure here is the producer's, which run() raises."""
@@ -354,7 +351,7 @@ class Sender:
             self._retry_or_fail(batch, error, now)
 
     def _answered(
-        self, node_id: int, batches: list[ProducerBatch], response: ProduceResponse | None, latency: float
+        self, node_id: int, batches: list[ProducerBatch], response: ProduceAnswer | None, latency: float
     ) -> None:
         self._metrics.latency(node_id, latency)
         if response is None:  # acks=0: nothing comes back
@@ -366,7 +363,35 @@ class Sender:
         if self._node_failures.pop(node_id, 0) >= 2:
             log.info("produce requests to node %d succeed again", node_id)
             self._warn.clear(node_id)
+        if isinstance(response, Written):
+            if self._all_written(batches, response):
+                return
+            response = response.response()
         self._handle_response(node_id, batches, response)
+
+    def _all_written(self, batches: list[ProducerBatch], answer: Written) -> bool:
+        """An answer that wrote every partition (the common case, decoded without generated
+        objects): each batch completes as :meth:`_handle_response` completes a written one.
+        False, with nothing done, when it does not name every batch's partition."""
+        offsets = {(topic, partition): row for topic, partition, *row in answer.rows}
+        if len(offsets) != len(batches):
+            return False
+        done = []
+        for batch in batches:
+            row = offsets.get((batch.tp.topic, batch.tp.partition))
+            if row is None:
+                return False
+            done.append((batch, row))
+        self._metrics.throttled(answer.throttle_time_ms)
+        txn, ids = self._txn, self._ids
+        for batch, (base_offset, append_time, start_offset) in done:
+            batch.complete(base_offset, append_time, start_offset)
+            if txn is not None:
+                txn.batch_acknowledged(batch.tp)
+            if ids is not None:
+                ids.acknowledged(batch)
+            self._done(batch)
+        return True
 
     def _request_over(self, node_id: int, lane: int, sent_at: float, latency: float | None) -> None:
         self._in_flight -= 1

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import struct
 from dataclasses import dataclass
-from typing import TypeVar
+from typing import Any, ClassVar, TypeVar
 
 from aiokafka_lead.errors import DecodeError
 from aiokafka_lead.protocol.generated import REQUEST_CLASSES
@@ -65,6 +65,24 @@ def encode_request(body: Request, version: int, correlation_id: int, client_id: 
     body.encode_into(ap, version)
     parts[0] = I32.pack(_size(parts))
     return b"".join(parts)
+
+
+class WireRequest:
+    """A request that writes its own frame and decodes its own answer, for the requests sent
+    so often that their generated objects cost more than their bytes (``produce_wire.py``).
+    ``Connection.submit`` takes one where it takes a generated request."""
+
+    __slots__ = ()
+    API_KEY: ClassVar[int]
+    RESPONSE_CLASS: ClassVar[type[Response]]
+
+    def frame(self, version: int, correlation_id: int, client_id: str | None) -> bytes:
+        """What :func:`encode_request` gives for the request (the answer's version is this one)."""
+        raise NotImplementedError
+
+    def decode(self, frame: Buf) -> Any:
+        """The answer to the last :meth:`frame` (a response frame without its size prefix)."""
+        raise NotImplementedError
 
 
 def encode_response(body: Response, version: int, correlation_id: int) -> bytes:

@@ -1,5 +1,6 @@
 """The optional C speedups (``aiokafka_lead/_speedups.c``, ``_speedups_producer.c``, ``_speedups_send.c``,
-``_speedups_producer_columns.c``, ``_speedups_share.c``, ``_speedups_columns.c``), set up once.
+``_speedups_producer_columns.c``, ``_speedups_share.c``, ``_speedups_columns.c``,
+``_speedups_produce_wire.c``), set up once.
 
 ``decode_records`` and ``build_consumer_records`` are the consumer's C loops;
 ``build_share_records`` the share consumer's (its record class is bound by
@@ -7,7 +8,8 @@
 ``RecordsBuffer`` (the base class of ``records.builder.RecordBatchBuilder``),
 ``HandleFields`` (the base class of ``producer.batch.DeliveryHandle``), ``SendPath``
 (``send()``'s common case, ``_speedups_send.c``), ``murmur2`` and
-``now_ms`` the producer's per-record steps; each is ``None`` when the extension was not built (no
+``now_ms`` the producer's per-record steps, ``encode_produce`` and ``decode_produce_written``
+its per-request ones (``protocol/produce_wire.py``); each is ``None`` when the extension was not built (no
 compiler at install time, another interpreter) or the environment variable
 ``AIOKAFKA_LEAD_NO_EXTENSIONS`` is set; callers then run the pure-Python code, which stays
 the reference. Both give the same results and raise the same error classes; the tests run
@@ -36,7 +38,9 @@ __all__ = [
     "build_consumer_records",
     "build_share_records",
     "configure_share",
+    "decode_produce_written",
     "decode_records",
+    "encode_produce",
     "gc_paused",
     "key_partitions",
     "murmur2",
@@ -72,7 +76,7 @@ CONSUMER_RECORD_FIELDS = (
 )
 
 #: the ``_speedups.ABI`` this module calls (configure's signature, the functions' contracts)
-ABI = 7
+ABI = 8
 
 decode_records: DecodeRecords | None = None
 build_consumer_records: BuildConsumerRecords | None = None
@@ -93,6 +97,12 @@ key_partitions: Callable[[Any, int, int], bytes] | None = None
 now_ms: Callable[[], int] | None = None
 #: (chunks, end_offset, headers) -> Arrow column buffers of decoded records (``_speedups_columns.c``)
 record_columns: Callable[[list[Any], int, bool], tuple[Any, ...]] | None = None
+#: (version, correlation_id, client_id, transactional_id, acks, timeout_ms, topics) -> the
+#: Produce request frame (``protocol/produce_wire.py``)
+encode_produce: Callable[[int, int, str | None, str | None, int, int, list[Any]], bytes] | None = None
+#: (frame, version) -> (throttle_time_ms, rows) of an all-written Produce answer, else None
+ProduceRows = list[tuple[str, int, int, int, int]]
+decode_produce_written: Callable[[Any, int], tuple[int, ProduceRows] | None] | None = None
 #: why the extension is not in use, ``None`` when it is
 unavailable_reason: str | None = None
 
@@ -120,7 +130,7 @@ def gc_paused() -> Iterator[None]:
 def _load() -> None:
     global HandleFields, RecordsBuffer, build_consumer_records, decode_records, murmur2, now_ms
     global build_share_records, configure_share, record_columns, key_partitions, SendPath
-    global unavailable_reason
+    global unavailable_reason, encode_produce, decode_produce_written
     if os.environ.get("AIOKAFKA_LEAD_NO_EXTENSIONS"):
         unavailable_reason = "disabled by AIOKAFKA_LEAD_NO_EXTENSIONS"
         return
@@ -149,6 +159,8 @@ def _load() -> None:
     key_partitions = _speedups.key_partitions
     now_ms = _speedups.now_ms
     record_columns = getattr(_speedups, "record_columns", None)
+    encode_produce = _speedups.encode_produce
+    decode_produce_written = _speedups.decode_produce_written
 
 
 _load()

@@ -147,7 +147,7 @@ def test_a_stale_build_is_not_used(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setitem(sys.modules, "aiokafka_lead._speedups", stale)
     monkeypatch.setattr(aiokafka_lead, "_speedups", stale, raising=False)
     names = ("decode_records", "build_consumer_records", "RecordsBuffer", "murmur2", "now_ms")
-    names += ("record_columns",)
+    names += ("record_columns", "encode_produce", "decode_produce_written")
     for name in (*names, "unavailable_reason"):
         monkeypatch.setattr(native, name, None)
     native._load()

@@ -103,15 +103,15 @@ async def test_a_failure_while_handling_an_answer_fails_the_producer_with_its_ca
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     broken = RuntimeError("handling broke")
-    handle_response = Sender._handle_response
+    answered = Sender._answered
     armed = False
 
     def failing(sender: Sender, *args: Any) -> None:
         if armed:
             raise broken
-        handle_response(sender, *args)
+        answered(sender, *args)
 
-    monkeypatch.setattr(Sender, "_handle_response", failing)
+    monkeypatch.setattr(Sender, "_answered", failing)
     ways = Ways(monkeypatch)
     with anyio.fail_after(DEADLINE):
         async with FakeCluster(brokers=1) as fc:
