@@ -69,7 +69,9 @@ class SendPath:
         record_overhead: int,
         yield_mask: int,
     ) -> None: ...
-    def append(self, topic: str, key: bytes | None, value: bytes | None, /) -> Any: ...
+    def append(
+        self, topic: str, key: bytes | None, value: bytes | None, timestamp_ms: int | None = None, /
+    ) -> Any: ...
 
 def encode_produce(
     version: int,

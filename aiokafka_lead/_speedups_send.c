@@ -3,13 +3,14 @@
  *
  *   SendPath(views, store, accumulator, sticky, handle_type, buffer_memory,
  *            max_request_size, record_overhead, yield_mask)
- *       .append(topic, key, value) -> a DeliveryHandle, a 1-tuple holding one (the caller
+ *       .append(topic, key, value[, timestamp_ms]) -> a DeliveryHandle, a 1-tuple holding one (the caller
  *       gives the event loop a turn first: every yield_mask + 1 records), or None: not the
  *       common case, nothing changed, the caller takes producer.send()'s Python path.
  *
  * The common case is exactly what producer.send() and RecordAccumulator.try_append_now()
  * do without awaiting when: the topic's cached view is current (its store version is the
- * store's), key and value are bytes or None, the record is within max_request_size, the
+ * store's), key and value are bytes or None, the timestamp is None (now) or an int in
+ * 0..2**63-1, the record is within max_request_size, the
  * partition comes from the default partitioner (murmur2 of the key, or the topic's sticky
  * partition already checked against the same pool), the buffer has room, and the
  * partition's open batch takes the record. Anything else (a first send, changed metadata,
@@ -162,7 +163,8 @@ choose_partition(SendPath *self, PyObject *topic, PyObject *key, PyObject *all, 
 /* Appends to the partition's open batch: a new handle, Py_None (borrowed: not the common
  * case) or NULL with an error. */
 static PyObject *
-append_to_batch(SendPath *self, PyObject *tp, PyObject *key, PyObject *value, Py_ssize_t size)
+append_to_batch(SendPath *self, PyObject *tp, PyObject *key, PyObject *value, Py_ssize_t size,
+                PyObject *given_ts)
 {
     PyObject *queue, *batch = NULL, *builder = NULL, *used = NULL, *now_used = NULL, *reserved = NULL;
     PyObject *record_size = NULL, *sum = NULL, *timestamp = NULL, *result = NULL;
@@ -186,7 +188,9 @@ append_to_batch(SendPath *self, PyObject *tp, PyObject *key, PyObject *value, Py
         result = Py_None;
         goto done;
     }
-    if (wall_ms(&ts) < 0)
+    if (given_ts != NULL)
+        ts = PyLong_AsLongLong(given_ts); /* checked by the caller: an int in 0..2**63-1 */
+    else if (wall_ms(&ts) < 0)
         goto done;
     index = records_append_bytes((RecordsBuffer *)builder, ts, key, value);
     if (index == RECORDS_FULL) {
@@ -200,7 +204,8 @@ append_to_batch(SendPath *self, PyObject *tp, PyObject *key, PyObject *value, Py
         PyObject_SetAttr(self->accumulator, s_buffer_used, now_used) < 0 ||
         (reserved = PyObject_GetAttr(batch, s_reserved)) == NULL ||
         (record_size = PyLong_FromSsize_t(size)) == NULL || (sum = PyNumber_Add(reserved, record_size)) == NULL ||
-        PyObject_SetAttr(batch, s_reserved, sum) < 0 || (timestamp = PyLong_FromLongLong(ts)) == NULL)
+        PyObject_SetAttr(batch, s_reserved, sum) < 0 ||
+        (timestamp = given_ts != NULL ? Py_NewRef(given_ts) : PyLong_FromLongLong(ts)) == NULL)
         goto done;
     result = handle_make(self->handle_type, batch, index, timestamp);
 done:
@@ -220,12 +225,12 @@ done:
 static PyObject *
 path_append(SendPath *self, PyObject *const *args, Py_ssize_t nargs)
 {
-    PyObject *topic, *key, *value, *view, *version, *partition, *tp, *handle, *wrapped;
+    PyObject *topic, *key, *value, *view, *version, *partition, *tp, *handle, *wrapped, *ts = NULL;
     Py_ssize_t size;
     int current;
 
-    if (nargs != 3) {
-        PyErr_SetString(PyExc_TypeError, "append(topic, key, value)");
+    if (nargs != 3 && nargs != 4) {
+        PyErr_SetString(PyExc_TypeError, "append(topic, key, value[, timestamp_ms])");
         return NULL;
     }
     topic = args[0];
@@ -234,6 +239,13 @@ path_append(SendPath *self, PyObject *const *args, Py_ssize_t nargs)
     if (!PyUnicode_CheckExact(topic) || (key != Py_None && !PyBytes_CheckExact(key)) ||
         (value != Py_None && !PyBytes_CheckExact(value)))
         Py_RETURN_NONE;
+    if (nargs == 4 && args[3] != Py_None) {
+        /* an exact int in 0..2**63-1; anything else is the Python path's to refuse */
+        int overflow;
+        ts = args[3];
+        if (!PyLong_CheckExact(ts) || PyLong_AsLongLongAndOverflow(ts, &overflow) < 0 || overflow)
+            Py_RETURN_NONE;
+    }
     size = self->record_overhead + (key != Py_None ? PyBytes_GET_SIZE(key) : 0) +
            (value != Py_None ? PyBytes_GET_SIZE(value) : 0);
     if (size > self->max_request_size)
@@ -256,7 +268,7 @@ path_append(SendPath *self, PyObject *const *args, Py_ssize_t nargs)
     Py_DECREF(partition);
     if (tp == NULL)
         return PyErr_Occurred() ? NULL : Py_NewRef(Py_None);
-    handle = append_to_batch(self, tp, key, value, size);
+    handle = append_to_batch(self, tp, key, value, size, ts);
     if (handle == NULL || handle == Py_None)
         return handle == NULL ? NULL : Py_NewRef(Py_None);
     if ((++self->appended & self->yield_mask) != 0)
@@ -268,7 +280,8 @@ path_append(SendPath *self, PyObject *const *args, Py_ssize_t nargs)
 
 static PyMethodDef path_methods[] = {
     {"append", (PyCFunction)(void (*)(void))path_append, METH_FASTCALL,
-     "append(topic, key, value) -> handle, (handle,) (yield first) or None (take the Python path)"},
+     "append(topic, key, value[, timestamp_ms]) -> handle, (handle,) (yield first) or None (take "
+     "the Python path)"},
     {NULL, NULL, 0, NULL},
 };
 

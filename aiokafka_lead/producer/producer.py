@@ -210,7 +210,7 @@ class AIOKafkaProducer(ProducerKeywords, ProducerCompat, TelemetryAPI, ExitOnLea
         self._appended = 0
         #: send()'s common case in C once started (``_send_path``): a handle, ``(handle,)``
         #: when send() yields first, or None for the Python path
-        self._fast_append: Callable[[str, bytes | None, bytes | None], Any] | None = None
+        self._fast_append: Callable[[str, bytes | None, bytes | None, int | None], Any] | None = None
         self._closed = False
         self._core.on_failure(weakly(self._on_failure, None))
         self._running = False  # True between a successful start and stop
@@ -242,7 +242,7 @@ class AIOKafkaProducer(ProducerKeywords, ProducerCompat, TelemetryAPI, ExitOnLea
         self._fast_append = self._send_path()
         self._running = True
 
-    def _send_path(self) -> Callable[[str, bytes | None, bytes | None], Any] | None:
+    def _send_path(self) -> Callable[[str, bytes | None, bytes | None, int | None], Any] | None:
         """send()'s common case in one C call (``_speedups_send.c``), where it applies: bytes
         in without serializers, the default partitioner, no transaction."""
         if (
@@ -263,7 +263,7 @@ class AIOKafkaProducer(ProducerKeywords, ProducerCompat, TelemetryAPI, ExitOnLea
             record_overhead=RECORD_OVERHEAD,
             yield_mask=YIELD_EVERY_MASK,
         )
-        append: Callable[[str, bytes | None, bytes | None], Any] = path.append
+        append: Callable[[str, bytes | None, bytes | None, int | None], Any] = path.append
         return append
 
     def _on_failure(self, error: ClientFailedError) -> None:
@@ -448,8 +448,8 @@ class AIOKafkaProducer(ProducerKeywords, ProducerCompat, TelemetryAPI, ExitOnLea
         if not self._running:
             self._check_open()  # raises
         fast = self._fast_append
-        if fast is not None and partition is None and timestamp_ms is None and headers is None:
-            handle = fast(topic, key, value)  # None: not the common case, nothing changed
+        if fast is not None and partition is None and headers is None:
+            handle = fast(topic, key, value, timestamp_ms)  # None: not the common case, nothing changed
             if handle is not None:
                 if type(handle) is not tuple:
                     return handle  # type: ignore[no-any-return]

@@ -41,8 +41,12 @@ def _records(seed: int) -> list[dict[str, Any]]:
             out.append({"value": None, "key": b"tombstone-%d" % i})
         elif kind < 0.92:
             out.append({"value": value, "headers": [("h", b"%d" % i)]})
-        elif kind < 0.96:
+        elif kind < 0.94:
             out.append({"value": value, "partition": rng.randrange(PARTITIONS)})
+        elif kind < 0.96:
+            # the caller's timestamp (its bounds too): the C path takes exact ints in range
+            stamp = rng.choice([0, 1_700_000_000_000 + i, 2**63 - 1])
+            out.append({"value": value, "key": b"key-%d" % rng.randrange(50), "timestamp_ms": stamp})
         else:
             out.append({"value": bytearray(value or b""), "key": memoryview(b"mv")})  # not bytes
     return out
@@ -68,9 +72,9 @@ async def _run(c_path: bool, monkeypatch: pytest.MonkeyPatch) -> dict[str, Any]:
                 fast = producer._fast_append
                 assert fast is not None
 
-                def counted(topic: str, key: bytes | None, value: bytes | None) -> Any:
+                def counted(topic: str, key: bytes | None, value: bytes | None, stamp: int | None) -> Any:
                     nonlocal taken
-                    handle = fast(topic, key, value)
+                    handle = fast(topic, key, value, stamp)
                     taken += handle is not None
                     return handle
 
@@ -79,7 +83,8 @@ async def _run(c_path: bool, monkeypatch: pytest.MonkeyPatch) -> dict[str, Any]:
             drain = acc.drain
             acc.drain = lambda *a, **k: DrainResult()  # type: ignore[method-assign]
             handles = []
-            for kwargs in _records(seed=11):
+            records = _records(seed=11)
+            for kwargs in records:
                 handles.append(await producer.send(TOPIC, **kwargs))
                 batch = handles[-1]._batch
                 accounting.append((acc.buffer_used, batch.reserved, handles[-1]._index))
@@ -92,6 +97,7 @@ async def _run(c_path: bool, monkeypatch: pytest.MonkeyPatch) -> dict[str, Any]:
         "taken": taken,
         "accounting": accounting,
         "placed": [(m.partition, m.offset) for m in metadata],
+        "stamped": [m.timestamp for m, kw in zip(metadata, records, strict=True) if "timestamp_ms" in kw],
         "stored": stored,
     }
 
@@ -105,6 +111,7 @@ async def test_the_c_path_places_and_counts_every_record_as_the_python_path(
     assert with_c["placed"] == without["placed"]  # same partition, same offset, record by record
     assert with_c["stored"] == without["stored"]
     assert with_c["accounting"] == without["accounting"]  # buffer used, batch reserved, index
+    assert with_c["stamped"] == without["stamped"] and len(with_c["stamped"]) > 50
     # the C path took the common case: most keyless and keyed bytes records
     assert with_c["taken"] > 0.7 * len(_records(seed=11)), with_c["taken"]
 
@@ -126,6 +133,12 @@ async def test_the_c_path_refuses_nothing_the_python_path_takes_and_raises_nothi
             assert fast(TOPIC, "str key", b"x") is None  # type: ignore[arg-type]
             with pytest.raises(TypeError, match="key must be bytes"):
                 await producer.send(TOPIC, b"x", key="str key")
+            stamped = fast(TOPIC, None, b"x", 5)  # a caller's timestamp: taken
+            assert isinstance(stamped, DeliveryHandle) and stamped._timestamp == 5
+            for bad, error in ((-1, ValueError), (2**63, ValueError), (True, TypeError), (1.5, TypeError)):
+                assert fast(TOPIC, None, b"x", bad) is None  # the Python path refuses it
+                with pytest.raises(error, match="timestamp_ms"):
+                    await producer.send(TOPIC, b"x", timestamp_ms=bad)
             with pytest.raises(TypeError):
                 fast(TOPIC, None)  # type: ignore[call-arg]
             await producer.flush()

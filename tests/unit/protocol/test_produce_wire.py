@@ -207,7 +207,9 @@ def test_damaged_answers_read_as_the_generated_decoder_or_not_at_all(seed: int) 
     decoder's reading, never an error or a reading the generated decoder refuses."""
     rng = random.Random(seed)
     version = rng.randint(FIRST_VERSION, LAST_VERSION)
-    rows = [(f"t{t}", [_written(index=p, base_offset=rng.getrandbits(40)) for p in range(3)]) for t in range(2)]
+    rows = [
+        (f"t{t}", [_written(index=p, base_offset=rng.getrandbits(40)) for p in range(3)]) for t in range(2)
+    ]
     frame = _answer(version, rows, throttle=rng.randint(0, 100))
     assert _c(frame, version) == _generated(frame, version) is not None
     damaged = [frame[:cut] for cut in range(len(frame))]
