@@ -1,7 +1,7 @@
 """How the sender sends a produce request: written at once on a live, free connection with
 its answer handled where it arrives (Connection.submit), by a task otherwise; a node's
 requests never overtake one another on the wire; a failure while handling an answer is the
-producer's failure."""
+producer's failure; an answer read as written that leaves a partition out retries it."""
 
 from __future__ import annotations
 
@@ -15,8 +15,10 @@ from aiokafka_lead import AIOKafkaProducer
 from aiokafka_lead.errors import ClientFailedError
 from aiokafka_lead.network.connection import Connection
 from aiokafka_lead.producer.sender import Sender
+from aiokafka_lead.protocol.messages import ProduceResponse
+from aiokafka_lead.protocol.produce_wire import Written
 from aiokafka_lead.testing.fake import FakeCluster
-from aiokafka_lead.testing.fake.intercept import Delay
+from aiokafka_lead.testing.fake.intercept import Delay, Respond
 
 DEADLINE = 20
 PRODUCE = 0
@@ -126,3 +128,30 @@ async def test_a_failure_while_handling_an_answer_fails_the_producer_with_its_ca
                 assert ways.since(before) == {"submitted": 1}
                 with pytest.raises(ClientFailedError, match="handling broke"):
                     await producer.send("t", b"later")
+
+
+async def test_a_written_answer_that_leaves_out_a_partition_retries_that_batch() -> None:
+    """An answer that says "written" but does not name the request's partition (read by the
+    C call as all written, with no row for it): the batch goes the generated way, fails as
+    unanswered and is retried; the record is stored once and its send() gets the offset."""
+    nameless = ProduceResponse.TopicProduceResponse(name="t", partition_responses=[])
+    silent = ProduceResponse(responses=[nameless])
+    answers: list[Any] = []
+    answered = Sender._answered
+
+    def seen(sender: Sender, node_id: int, batches: Any, response: Any, latency: float) -> None:
+        answers.append(response)
+        answered(sender, node_id, batches, response, latency)
+
+    with anyio.fail_after(DEADLINE), pytest.MonkeyPatch.context() as monkeypatch:
+        monkeypatch.setattr(Sender, "_answered", seen)
+        async with FakeCluster(brokers=1) as fc:
+            fc.create_topic("t", partitions=1)
+            async with AIOKafkaProducer(bootstrap_servers=fc.bootstrap) as producer:
+                await producer.send_and_wait("t", b"warm-up")
+                fc.intercept(PRODUCE, lambda *_: Respond(silent))
+                metadata = await producer.send_and_wait("t", b"v")
+                assert metadata.offset == 1
+                assert producer.metrics()["batches_retried"] == 1
+            assert [r[2] for r in fc.records(("t", 0))] == [b"warm-up", b"v"]
+    assert isinstance(answers[1], Written) and answers[1].rows == []  # the C call read it
