@@ -162,13 +162,14 @@ choose_partition(SendPath *self, PyObject *topic, PyObject *key, PyObject *all, 
 
 /* Appends to the partition's open batch: a new handle, Py_None (borrowed: not the common
  * case) or NULL with an error. */
+/* given_ts: the caller's timestamp (NULL: now), ts its value. */
 static PyObject *
 append_to_batch(SendPath *self, PyObject *tp, PyObject *key, PyObject *value, Py_ssize_t size,
-                PyObject *given_ts)
+                PyObject *given_ts, long long ts)
 {
     PyObject *queue, *batch = NULL, *builder = NULL, *used = NULL, *now_used = NULL, *reserved = NULL;
     PyObject *record_size = NULL, *sum = NULL, *timestamp = NULL, *result = NULL;
-    long long used_bytes, ts;
+    long long used_bytes;
     Py_ssize_t index;
 
     queue = PyDict_GetItemWithError(self->queues, tp);
@@ -188,9 +189,7 @@ append_to_batch(SendPath *self, PyObject *tp, PyObject *key, PyObject *value, Py
         result = Py_None;
         goto done;
     }
-    if (given_ts != NULL)
-        ts = PyLong_AsLongLong(given_ts); /* checked by the caller: an int in 0..2**63-1 */
-    else if (wall_ms(&ts) < 0)
+    if (given_ts == NULL && wall_ms(&ts) < 0)
         goto done;
     index = records_append_bytes((RecordsBuffer *)builder, ts, key, value);
     if (index == RECORDS_FULL) {
@@ -226,6 +225,7 @@ static PyObject *
 path_append(SendPath *self, PyObject *const *args, Py_ssize_t nargs)
 {
     PyObject *topic, *key, *value, *view, *version, *partition, *tp, *handle, *wrapped, *ts = NULL;
+    long long ts_value = 0;
     Py_ssize_t size;
     int current;
 
@@ -243,7 +243,8 @@ path_append(SendPath *self, PyObject *const *args, Py_ssize_t nargs)
         /* an exact int in 0..2**63-1; anything else is the Python path's to refuse */
         int overflow;
         ts = args[3];
-        if (!PyLong_CheckExact(ts) || PyLong_AsLongLongAndOverflow(ts, &overflow) < 0 || overflow)
+        if (!PyLong_CheckExact(ts) || (ts_value = PyLong_AsLongLongAndOverflow(ts, &overflow)) < 0 ||
+            overflow)
             Py_RETURN_NONE;
     }
     size = self->record_overhead + (key != Py_None ? PyBytes_GET_SIZE(key) : 0) +
@@ -268,7 +269,7 @@ path_append(SendPath *self, PyObject *const *args, Py_ssize_t nargs)
     Py_DECREF(partition);
     if (tp == NULL)
         return PyErr_Occurred() ? NULL : Py_NewRef(Py_None);
-    handle = append_to_batch(self, tp, key, value, size, ts);
+    handle = append_to_batch(self, tp, key, value, size, ts, ts_value);
     if (handle == NULL || handle == Py_None)
         return handle == NULL ? NULL : Py_NewRef(Py_None);
     if ((++self->appended & self->yield_mask) != 0)

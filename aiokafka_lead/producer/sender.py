@@ -371,8 +371,8 @@ class Sender:
 
     def _all_written(self, batches: list[ProducerBatch], answer: Written) -> bool:
         """An answer that wrote every partition (the common case, decoded without generated
-        objects): each batch completes as :meth:`_handle_response` completes a written one.
-        False, with nothing done, when it does not name every batch's partition."""
+        objects): each batch completes as in :meth:`_handle_response`. False, with nothing
+        done, when it does not name every batch's partition."""
         offsets = {(topic, partition): row for topic, partition, *row in answer.rows}
         if len(offsets) != len(batches):
             return False
@@ -383,15 +383,20 @@ class Sender:
                 return False
             done.append((batch, row))
         self._metrics.throttled(answer.throttle_time_ms)
-        txn, ids = self._txn, self._ids
         for batch, (base_offset, append_time, start_offset) in done:
-            batch.complete(base_offset, append_time, start_offset)
-            if txn is not None:
-                txn.batch_acknowledged(batch.tp)
-            if ids is not None:
-                ids.acknowledged(batch)
-            self._done(batch)
+            self._written(batch, base_offset, append_time, start_offset)
         return True
+
+    def _written(
+        self, batch: ProducerBatch, base_offset: int, append_time: int, start_offset: int | None
+    ) -> None:
+        """The broker wrote ``batch``: it resolves, and the transaction and sequences learn it."""
+        batch.complete(base_offset, append_time, start_offset)
+        if self._txn is not None:
+            self._txn.batch_acknowledged(batch.tp)
+        if self._ids is not None:
+            self._ids.acknowledged(batch)
+        self._done(batch)
 
     def _request_over(self, node_id: int, lane: int, sent_at: float, latency: float | None) -> None:
         self._in_flight -= 1
@@ -476,12 +481,7 @@ class Sender:
                 transactional=self._txn is not None,
             )
             if decision.verdict is policy.Verdict.WRITTEN:
-                batch.complete(part.base_offset, part.log_append_time_ms, part.log_start_offset)
-                if self._txn is not None:
-                    self._txn.batch_acknowledged(batch.tp)
-                if self._ids is not None:
-                    self._ids.acknowledged(batch)
-                self._done(batch)
+                self._written(batch, part.base_offset, part.log_append_time_ms, part.log_start_offset)
                 continue
             if decision.verdict is policy.Verdict.SPLIT:
                 self._split(batch, node_id)
