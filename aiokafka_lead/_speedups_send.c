@@ -4,17 +4,20 @@
  *   SendPath(views, store, accumulator, sticky, handle_type, buffer_memory,
  *            max_request_size, record_overhead, yield_mask)
  *       .append(topic, key, value[, timestamp_ms]) -> a DeliveryHandle, a 1-tuple holding one (the caller
- *       gives the event loop a turn first: every yield_mask + 1 records), or None: not the
- *       common case, nothing changed, the caller takes producer.send()'s Python path.
+ *       gives the event loop a turn first: every yield_mask + 1 records, and after a record
+ *       that filled its partition's open batch), or None: not the common case, nothing changed, the
+ *       caller takes producer.send()'s Python path.
  *
- * The common case is exactly what producer.send() and RecordAccumulator.try_append_now()
+ * The common case is exactly what producer.send() and RecordAccumulator.append_now()
  * do without awaiting when: the topic's cached view is current (its store version is the
  * store's), key and value are bytes or None, the timestamp is None (now) or an int in
  * 0..2**63-1, the record is within max_request_size, the
  * partition comes from the default partitioner (murmur2 of the key, or the topic's sticky
  * partition already checked against the same pool), the buffer has room, and the
- * partition's open batch takes the record. Anything else (a first send, changed metadata,
- * a serializer, a full batch, a custom partitioner) returns None before changing anything,
+ * partition's open batch takes the record. When the open batch does not take it (none, full,
+ * or not a RecordsBuffer), the accumulator's own append_now() places it, as the Python path's
+ * append() would: a new batch is Python's to make. Anything else (a first send, changed metadata,
+ * a serializer, a full buffer, a custom partitioner) returns None before changing anything,
  * and the Python path decides: it stays the reference, and the tests run both.
  *
  * It reads the Python objects the producer owns (the view cache, the partitioner's
@@ -29,6 +32,8 @@ typedef struct {
     PyObject *store;        /* .version */
     PyObject *accumulator;  /* ._buffer_used, ._queues */
     PyObject *queues;       /* the accumulator's {tp: deque of ProducerBatch} */
+    PyObject *append_now;   /* the accumulator's append_now (a record its open batch refused) */
+    PyObject *no_headers;   /* () */
     PyObject *sticky;       /* DefaultPartitioner._checked: topic -> (partition, pool) */
     PyTypeObject *handle_type;
     long long buffer_memory;
@@ -44,7 +49,7 @@ static PyTypeObject *records_type;
 static PyObject *
 path_new(PyTypeObject *type, PyObject *args, PyObject *kwds)
 {
-    PyObject *views, *store, *accumulator, *sticky, *handle_type, *queues;
+    PyObject *views, *store, *accumulator, *sticky, *handle_type, *queues, *append_now;
     long long buffer_memory;
     Py_ssize_t max_request_size, record_overhead;
     unsigned long yield_mask;
@@ -68,11 +73,18 @@ path_new(PyTypeObject *type, PyObject *args, PyObject *kwds)
         PyErr_SetString(PyExc_TypeError, "accumulator._queues must be a dict");
         return NULL;
     }
-    self = (SendPath *)type->tp_alloc(type, 0);
-    if (self == NULL) {
+    if ((append_now = PyObject_GetAttrString(accumulator, "append_now")) == NULL) {
         Py_DECREF(queues);
         return NULL;
     }
+    self = (SendPath *)type->tp_alloc(type, 0);
+    if (self == NULL || (self->no_headers = PyTuple_New(0)) == NULL) {
+        Py_XDECREF(self);
+        Py_DECREF(queues);
+        Py_DECREF(append_now);
+        return NULL;
+    }
+    self->append_now = append_now;
     Py_INCREF(views);
     self->views = views;
     Py_INCREF(store);
@@ -99,6 +111,8 @@ path_traverse(SendPath *self, visitproc visit, void *arg)
     Py_VISIT(self->store);
     Py_VISIT(self->accumulator);
     Py_VISIT(self->queues);
+    Py_VISIT(self->append_now);
+    Py_VISIT(self->no_headers);
     Py_VISIT(self->sticky);
     Py_VISIT(self->handle_type);
     return 0;
@@ -111,6 +125,8 @@ path_clear(SendPath *self)
     Py_CLEAR(self->store);
     Py_CLEAR(self->accumulator);
     Py_CLEAR(self->queues);
+    Py_CLEAR(self->append_now);
+    Py_CLEAR(self->no_headers);
     Py_CLEAR(self->sticky);
     Py_CLEAR(self->handle_type);
     return 0;
@@ -221,13 +237,55 @@ done:
     return result;
 }
 
+/* A record its partition's open batch did not take: the accumulator's append_now(tp,
+ * timestamp, key, value, (), size) places it. A new handle with *filled set (it filled the
+ * open batch), Py_None (new reference: the buffer is full, nothing changed) or NULL with an
+ * error. */
+static PyObject *
+append_new(SendPath *self, PyObject *tp, PyObject *key, PyObject *value, Py_ssize_t size, PyObject *given_ts,
+           int *filled)
+{
+    PyObject *timestamp, *record_size, *placed, *handle;
+    long long now;
+
+    if (given_ts != NULL)
+        timestamp = Py_NewRef(given_ts);
+    else if (wall_ms(&now) < 0 || (timestamp = PyLong_FromLongLong(now)) == NULL)
+        return NULL;
+    if ((record_size = PyLong_FromSsize_t(size)) == NULL) {
+        Py_DECREF(timestamp);
+        return NULL;
+    }
+    {
+        PyObject *call[7] = {NULL, tp, timestamp, key, value, self->no_headers, record_size};
+        placed = PyObject_Vectorcall(self->append_now, call + 1, 6 | PY_VECTORCALL_ARGUMENTS_OFFSET, NULL);
+    }
+    Py_DECREF(timestamp);
+    Py_DECREF(record_size);
+    if (placed == NULL || placed == Py_None)
+        return placed;
+    if (!PyTuple_CheckExact(placed) || PyTuple_GET_SIZE(placed) != 2) {
+        Py_DECREF(placed);
+        PyErr_SetString(PyExc_TypeError, "append_now() must return (handle, filled) or None");
+        return NULL;
+    }
+    handle = PyTuple_GET_ITEM(placed, 0);
+    if ((*filled = PyObject_IsTrue(PyTuple_GET_ITEM(placed, 1))) < 0) {
+        Py_DECREF(placed);
+        return NULL;
+    }
+    Py_INCREF(handle);
+    Py_DECREF(placed);
+    return handle;
+}
+
 static PyObject *
 path_append(SendPath *self, PyObject *const *args, Py_ssize_t nargs)
 {
     PyObject *topic, *key, *value, *view, *version, *partition, *tp, *handle, *wrapped, *ts = NULL;
     long long ts_value = 0;
     Py_ssize_t size;
-    int current;
+    int current, filled = 0;
 
     if (nargs != 3 && nargs != 4) {
         PyErr_SetString(PyExc_TypeError, "append(topic, key, value[, timestamp_ms])");
@@ -270,9 +328,11 @@ path_append(SendPath *self, PyObject *const *args, Py_ssize_t nargs)
     if (tp == NULL)
         return PyErr_Occurred() ? NULL : Py_NewRef(Py_None);
     handle = append_to_batch(self, tp, key, value, size, ts, ts_value);
+    if (handle == Py_None)
+        handle = append_new(self, tp, key, value, size, ts, &filled);
     if (handle == NULL || handle == Py_None)
-        return handle == NULL ? NULL : Py_NewRef(Py_None);
-    if ((++self->appended & self->yield_mask) != 0)
+        return handle;
+    if ((++self->appended & self->yield_mask) != 0 && !filled)
         return handle;
     wrapped = PyTuple_Pack(1, handle);
     Py_DECREF(handle);

@@ -146,30 +146,6 @@ class RecordAccumulator:
             self._freed.set()
             self._freed = None
 
-    def try_append_now(  # noqa: PLR0917 - the per-record hot path: positional on purpose
-        self,
-        tp: TopicPartition,
-        timestamp: int,
-        key: bytes | None,
-        value: bytes | None,
-        headers: Sequence[tuple[str, bytes | None]],
-        size: int,
-    ) -> DeliveryHandle | None:
-        """The common case of :meth:`append` without a coroutine: the buffer has room and the
-        record fits the partition's open batch. ``None`` (and nothing changed) otherwise."""
-        if self._buffer_used + size > self._config.buffer_memory:
-            return None
-        queue = self._queues.get(tp)
-        if not queue:
-            return None
-        batch = queue[-1]
-        index = batch.builder.append(timestamp, key, value, headers)  # None if closed or full
-        if index is None:
-            return None
-        self._buffer_used += size
-        batch.reserved += size
-        return DeliveryHandle(batch, index, timestamp)
-
     async def append(
         self,
         tp: TopicPartition,
@@ -182,10 +158,38 @@ class RecordAccumulator:
     ) -> DeliveryHandle:
         if size is None:
             size = estimate_record_size(key, value, headers)
-        if self._buffer_used + size <= self._config.buffer_memory:
-            self._buffer_used += size  # the common case: no await, no coroutine
-        else:
+        placed = self.append_now(tp, timestamp, key, value, headers, size)
+        if placed is None:
             await self.reserve(size)
+            placed = self.append_now(tp, timestamp, key, value, headers, size, reserved=True)
+        assert placed is not None  # reserved: always placed
+        handle, filled = placed
+        if filled:
+            # A tight send() loop never suspends otherwise: let the sender ship the full batch
+            # now, so the broker works on it while we fill the next one. Not a cancellation
+            # point: the record is queued, so send() must return its handle (a cancelled send()
+            # whose record still goes out would be resent by the caller: a duplicate).
+            await anyio.lowlevel.cancel_shielded_checkpoint()
+        return handle
+
+    def append_now(  # noqa: PLR0917 - the per-record hot path: positional on purpose
+        self,
+        tp: TopicPartition,
+        timestamp: int,
+        key: bytes | None,
+        value: bytes | None,
+        headers: Sequence[tuple[str, bytes | None]],
+        size: int,
+        reserved: bool = False,
+    ) -> tuple[DeliveryHandle, bool] | None:
+        """:meth:`append` without a coroutine: the record into its partition's open batch, or
+        a new one. ``None`` (and nothing changed) when the buffer has no room for ``size``
+        (unless the caller ``reserved`` it). Returns the record's handle and whether it
+        filled the open batch (then the caller gives the event loop a turn first)."""
+        if not reserved:
+            if self._buffer_used + size > self._config.buffer_memory:
+                return None
+            self._buffer_used += size
         queue = self._queues.get(tp)
         if queue is None:
             queue = self._queues[tp] = deque()
@@ -194,7 +198,7 @@ class RecordAccumulator:
             handle = batch.try_append(timestamp, key, value, headers)
             if handle is not None:
                 batch.reserved += size
-                return handle
+                return handle, False
             batch.close()
             self._report_close(tp)
             self.wake()
@@ -209,13 +213,7 @@ class RecordAccumulator:
         queue.append(batch)
         self._incomplete.add(batch)
         self.wake()  # the sender sends it now (linger 0) or schedules its linger deadline
-        if filled:
-            # A tight send() loop never suspends otherwise: let the sender ship the full batch
-            # now, so the broker works on it while we fill the next one. Not a cancellation
-            # point: the record is queued, so send() must return its handle (a cancelled send()
-            # whose record still goes out would be resent by the caller: a duplicate).
-            await anyio.lowlevel.cancel_shielded_checkpoint()
-        return handle
+        return handle, filled
 
     def _report_close(self, tp: TopicPartition) -> None:
         sticky = self._sticky

@@ -191,6 +191,29 @@ def _invalid_state() -> BaseException:
 class ProducerBatch:
     """Records bound for one partition, sent (and retried) as one RecordBatch."""
 
+    # Fields every new batch starts with, as class attributes: a batch is made per record at
+    # linger 0, and each assignment in __init__ costs; an instance's own value shadows these.
+    reserved = 0  # buffer_memory bytes held until the batch resolves
+    sent = False  # drained at least once (split parts inherit it): a resend
+    sent_to = -1  # the node it was last sent to
+    attempts = 0  # failed sends so far
+    sent_epoch = -2  # leader epoch the store knew when the batch was last sent
+    last_failure = 0.0
+    last_error: BaseException | None = None  # of the last failed send
+    retry_at = 0.0  # earliest time of the next retry unless the epoch advanced
+    base_sequence = -1
+    producer_id = -1
+    producer_epoch = -1
+    transactional = False
+    done = False
+    error: BaseException | None = None
+    base_offset = -1
+    log_append_time = -1
+    log_start_offset: int | None = None
+    _settled: anyio.Event | None = None  # made by the first waiter; most batches have none
+    unacknowledged = False  # acks=0: the broker sends no answer
+    split_into: list[tuple[int, ProducerBatch]] | None = None  # (first record index, batch)
+
     def __init__(
         self, tp: TopicPartition, builder: RecordBatchBuilder, created_at: float | None = None
     ) -> None:
@@ -199,32 +222,12 @@ class ProducerBatch:
         self.created_at = time.monotonic() if created_at is None else created_at
         # the handles' loop, as a Future's (None off asyncio): get_loop() outside the loop
         self.loop = asyncio_loop()
-        self.reserved = 0  # buffer_memory bytes held until the batch resolves
         # A partition's batches in the order their records were sent (the parts of a split
         # batch, (n, 0), (n, 1), ..., sort between it and its successor): requeued batches go
         # back in this order.
         self.order: tuple[int, ...] = (next(_creation_order),)
-        self.sent = False  # drained at least once (split parts inherit it): a resend
-        self.sent_to = -1  # the node it was last sent to
-        self.attempts = 0  # failed sends so far
-        self.sent_epoch = -2  # leader epoch the store knew when the batch was last sent
-        self.last_failure = 0.0
-        self.last_error: BaseException | None = None  # of the last failed send
-        self.retry_at = 0.0  # earliest time of the next retry unless the epoch advanced
-        self.base_sequence = -1
-        self.producer_id = -1
-        self.producer_epoch = -1
-        self.transactional = False
-        self.done = False
-        self.error: BaseException | None = None
-        self.base_offset = -1
-        self.log_append_time = -1
-        self.log_start_offset: int | None = None
-        self._settled: anyio.Event | None = None  # made by the first waiter; most batches have none
         #: (record index, callback, its argument: the record's handle)
         self.callbacks: list[tuple[int, Callable[[Any], Any], Any]] = []
-        self.unacknowledged = False  # acks=0: the broker sends no answer
-        self.split_into: list[tuple[int, ProducerBatch]] | None = None  # (first record index, batch)
 
     def __repr__(self) -> str:
         where = f"{self.tp.topic}-{self.tp.partition}"

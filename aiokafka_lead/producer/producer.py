@@ -495,16 +495,17 @@ class AIOKafkaProducer(ProducerKeywords, ProducerCompat, TelemetryAPI, ExitOnLea
         txn = self._txn
         if txn is not None and not txn.holds(tp):
             txn.add_partition(tp)  # raises outside a transaction
-        handle = self._acc.try_append_now(tp, timestamp, key_bytes, value_bytes, header_list, size)
-        if handle is not None:
+        placed = self._acc.append_now(tp, timestamp, key_bytes, value_bytes, header_list, size)
+        if placed is not None:  # the common case: no second coroutine
+            handle, filled = placed
             self._appended += 1
-            if not self._appended & YIELD_EVERY_MASK:
-                # a send() loop that never fills a batch never suspends: let the sender ship
-                # the batches whose linger ran out meanwhile (shielded: the record is queued)
+            if filled or not self._appended & YIELD_EVERY_MASK:
+                # A send() loop never suspends otherwise: let the sender ship the batches that
+                # are full or whose linger ran out meanwhile. Shielded: the record is queued, so
+                # send() must return its handle (a cancelled send() whose record still goes
+                # out would be resent by the caller: a duplicate).
                 await anyio.lowlevel.cancel_shielded_checkpoint()
-            return handle  # the common case: no second coroutine
-        if self._acc.buffer_used + size <= self._config.buffer_memory:  # no wait for buffer space
-            return await self._acc.append(tp, timestamp, key_bytes, value_bytes, header_list, size=size)
+            return handle
         with self._core.host.guard():  # waits for buffer space: a background failure ends it
             return await self._acc.append(tp, timestamp, key_bytes, value_bytes, header_list, size=size)
 

@@ -76,7 +76,7 @@ CONSUMER_RECORD_FIELDS = (
 )
 
 #: the ``_speedups.ABI`` this module calls (configure's signature, the functions' contracts)
-ABI = 8
+ABI = 9
 
 decode_records: DecodeRecords | None = None
 build_consumer_records: BuildConsumerRecords | None = None

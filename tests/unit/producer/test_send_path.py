@@ -123,9 +123,14 @@ async def test_the_c_path_refuses_nothing_the_python_path_takes_and_raises_nothi
             await producer.send_and_wait(TOPIC, b"first")  # the topic's view is cached
             fast = producer._fast_append
             assert fast is not None
-            assert fast(TOPIC, None, b"x") is None  # the partition's batch was sent: none is open
-            await producer.send(TOPIC, b"x")  # opens one
-            assert isinstance(fast(TOPIC, None, b"x"), DeliveryHandle)
+            # the key's partition has no open batch: the accumulator opens one
+            opened = fast(TOPIC, b"k", b"x")
+            assert isinstance(opened, DeliveryHandle) and opened._index == 0
+            assert fast(TOPIC, b"k", b"x")._index == 1  # into the batch just opened
+            # a keyless record after its sticky partition's batch went: the partitioner
+            # chooses again, in Python
+            assert fast(TOPIC, None, b"x") is None
+            await producer.send(TOPIC, b"x")
             assert fast("other", None, b"x") is None  # no view yet: the Python path
             assert fast(TOPIC, None, b"x" * 4096) is None  # too large: the Python path raises
             with pytest.raises(MessageSizeTooLargeError):
@@ -142,6 +147,33 @@ async def test_the_c_path_refuses_nothing_the_python_path_takes_and_raises_nothi
             with pytest.raises(TypeError):
                 fast(TOPIC, None)  # type: ignore[call-arg]
             await producer.flush()
+
+
+async def test_a_record_its_open_batch_refuses_goes_to_a_new_batch_and_the_caller_yields() -> None:
+    async with FakeCluster(brokers=1) as fc:
+        fc.create_topic(TOPIC, partitions=1)
+        async with AIOKafkaProducer(
+            bootstrap_servers=fc.bootstrap, linger_ms=60_000, max_batch_size=1024, buffer_memory=4096
+        ) as producer:
+            await producer.send(TOPIC, b"first")  # the topic's view is cached
+            await producer.flush()
+            fast = producer._fast_append
+            assert fast is not None
+            acc = producer._acc
+            first = fast(TOPIC, b"k", b"a" * 600)
+            assert isinstance(first, DeliveryHandle)
+            # the open batch is full: the record opens the next one, and the caller is told to
+            # give the event loop a turn first (a 1-tuple), as the Python path's append() does
+            filled = fast(TOPIC, b"k", b"b" * 600)
+            assert type(filled) is tuple and isinstance(filled[0], DeliveryHandle)
+            assert filled[0]._batch is not first._batch and first._batch.closed
+            assert acc.buffer_used == first._batch.reserved + filled[0]._batch.reserved
+            # no buffer room: nothing changes and the Python path waits for space
+            used, batches = acc.buffer_used, acc.pending_batches
+            assert fast(TOPIC, b"k", b"c" * 3000) is None
+            assert (acc.buffer_used, acc.pending_batches) == (used, batches)
+            await producer.flush()
+            assert (await first).offset + 1 == (await filled[0]).offset
 
 
 async def test_a_send_loop_on_the_c_path_still_gives_the_loop_its_turns() -> None:
@@ -165,8 +197,8 @@ async def test_a_send_loop_on_the_c_path_still_gives_the_loop_its_turns() -> Non
                 for _ in range(records):
                     await producer.send(TOPIC, b"v")  # one batch of 1 MiB holds them all
                 tg.cancel_scope.cancel()
-            # a turn every YIELD_EVERY_MASK + 1 records appended by the C path (the first send
-            # and each new batch take the Python path, which counts its own)
+            # a turn every YIELD_EVERY_MASK + 1 records the C path places (the first send takes
+            # the Python path, which counts its own)
             assert turns - before >= 7
             await producer.flush()
 
