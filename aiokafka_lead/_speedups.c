@@ -27,7 +27,7 @@
 
 #define CONSUMER_RECORD_FIELDS 12
 /* bumped whenever configure() or a function's contract changes */
-#define SPEEDUPS_ABI 9
+#define SPEEDUPS_ABI 10
 
 static PyTypeObject *record_type = NULL;          /* records.batch.Record (a NamedTuple) */
 static PyTypeObject *consumer_record_type = NULL; /* structs.ConsumerRecord (slots dataclass) */

@@ -4,10 +4,15 @@
  * generated codecs, which stay the reference: the tests compare the two).
  *
  *   encode_produce(version, correlation_id, client_id, transactional_id, acks, timeout_ms,
- *                  topics) -> bytes
+ *                  topics[, split_over]) -> bytes or a list
  *       The whole frame (size prefix, request header v2, body) of a Produce request v9..v12,
- *       byte for byte what framing.encode_request writes. topics: a list of
- *       (name, [(partition, records), ...]); records bytes-like or None.
+ *       byte for byte what framing.encode_request writes. With split_over > 0, records that
+ *       are bytes or a memoryview of at least split_over bytes are not copied: the frame is
+ *       then a list, its pieces in order, those records among them as they were given (the
+ *       others bytes), to be written one after the other. topics: a list of
+ *       (name, [(partition, records), ...]); records bytes-like, None, or a 2-tuple of
+ *       bytes-likes written one after the other (a batch's header and its records, so
+ *       the batch is not joined into one buffer first).
  *
  *   decode_produce_written(frame, version) -> (throttle_time_ms, rows) or None
  *       A Produce response v9..v12 (the frame after its size prefix: header v1, body) whose
@@ -70,19 +75,64 @@ utf8_arg(PyObject *s, const char **data, Py_ssize_t *n, const char *what)
     return *data == NULL ? -1 : 0;
 }
 
-/* One partition's data: its records' buffer held while the frame is written. */
+/* One partition's data: its records' buffers (a head written first, if given) held while
+ * the frame is written. */
 typedef struct {
     long index;
+    PyObject *records_obj; /* borrowed: the records as given (a split piece of the frame) */
+    Py_ssize_t split;      /* written as its own piece, not copied (then: its offset plus one) */
+    Py_buffer head;
     Py_buffer records;
+    int has_head;
     int has_records;
 } PartitionData;
 
 static void
 release_parts(PartitionData *parts, Py_ssize_t count)
 {
-    for (Py_ssize_t i = 0; i < count; i++)
+    for (Py_ssize_t i = 0; i < count; i++) {
+        if (parts[i].has_head)
+            PyBuffer_Release(&parts[i].head);
         if (parts[i].has_records)
             PyBuffer_Release(&parts[i].records);
+    }
+}
+
+/* The records' length in the frame (head and records). */
+static Py_ssize_t
+records_len(const PartitionData *part)
+{
+    return (part->has_head ? part->head.len : 0) + part->records.len;
+}
+
+/* The frame as pieces: the scratch (the frame without the split records) cut where each
+ * split record goes (its `split` is that offset plus one), the records themselves between. */
+static PyObject *
+split_pieces(const unsigned char *scratch, Py_ssize_t kept, const PartitionData *parts, Py_ssize_t nparts,
+             Py_ssize_t nsplit)
+{
+    PyObject *pieces = PyList_New(2 * nsplit + 1), *piece;
+    Py_ssize_t at = 0, n = 0;
+    if (pieces == NULL)
+        return NULL;
+    for (Py_ssize_t i = 0; i < nparts; i++) {
+        if (!parts[i].split)
+            continue;
+        Py_ssize_t cut = parts[i].split - 1;
+        if ((piece = PyBytes_FromStringAndSize((const char *)scratch + at, cut - at)) == NULL) {
+            Py_DECREF(pieces);
+            return NULL;
+        }
+        PyList_SET_ITEM(pieces, n++, piece);
+        PyList_SET_ITEM(pieces, n++, Py_NewRef(parts[i].records_obj));
+        at = cut;
+    }
+    if ((piece = PyBytes_FromStringAndSize((const char *)scratch + at, kept - at)) == NULL) {
+        Py_DECREF(pieces);
+        return NULL;
+    }
+    PyList_SET_ITEM(pieces, n, piece);
+    return pieces;
 }
 
 static PyObject *
@@ -90,14 +140,17 @@ encode_produce(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
 {
     long version, correlation_id, acks, timeout_ms;
     const char *client_id, *txn_id;
-    Py_ssize_t client_len, txn_len, size, nparts = 0, filled = 0;
+    Py_ssize_t client_len, txn_len, size, nparts = 0, filled = 0, split_over = 0, nsplit = 0, kept;
     PyObject *topics, *result = NULL;
     PartitionData *parts = NULL;
+    unsigned char *scratch = NULL;
 
-    if (nargs != 7) {
-        PyErr_SetString(PyExc_TypeError, "encode_produce takes 7 arguments");
+    if (nargs != 7 && nargs != 8) {
+        PyErr_SetString(PyExc_TypeError, "encode_produce takes 7 or 8 arguments");
         return NULL;
     }
+    if (nargs == 8 && (split_over = PyLong_AsSsize_t(args[7])) == -1 && PyErr_Occurred())
+        return NULL;
     version = PyLong_AsLong(args[0]);
     correlation_id = PyLong_AsLong(args[1]);
     acks = PyLong_AsLong(args[4]);
@@ -166,10 +219,26 @@ encode_produce(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
             if (records == Py_None) {
                 size += 1;
             } else {
+                if (PyTuple_Check(records)) {
+                    if (PyTuple_GET_SIZE(records) != 2) {
+                        PyErr_SetString(PyExc_TypeError, "encode_produce: records parts must be (head, records)");
+                        goto done;
+                    }
+                    if (PyObject_GetBuffer(PyTuple_GET_ITEM(records, 0), &part->head, PyBUF_SIMPLE) < 0)
+                        goto done;
+                    part->has_head = 1;
+                    records = PyTuple_GET_ITEM(records, 1);
+                }
                 if (PyObject_GetBuffer(records, &part->records, PyBUF_SIMPLE) < 0)
                     goto done;
                 part->has_records = 1;
-                size += uvarint_size((uint64_t)part->records.len + 1) + part->records.len;
+                part->records_obj = records;
+                size += uvarint_size((uint64_t)records_len(part) + 1) + records_len(part);
+                if (split_over > 0 && part->records.len >= split_over &&
+                    (PyBytes_CheckExact(records) || PyMemoryView_Check(records))) {
+                    part->split = 1;
+                    nsplit++;
+                }
             }
             filled++;
         }
@@ -179,10 +248,20 @@ encode_produce(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
         goto done;
     }
 
-    result = PyBytes_FromStringAndSize(NULL, size);
-    if (result == NULL)
+    kept = size;
+    for (Py_ssize_t i = 0; i < nparts; i++)
+        if (parts[i].split)
+            kept -= parts[i].records.len;
+    /* the frame without its split records: the result itself, or a scratch cut into pieces */
+    if (nsplit == 0) {
+        if ((result = PyBytes_FromStringAndSize(NULL, size)) == NULL)
+            goto done;
+        scratch = (unsigned char *)PyBytes_AS_STRING(result);
+    } else if ((scratch = PyMem_Malloc((size_t)(kept ? kept : 1))) == NULL) {
+        PyErr_NoMemory();
         goto done;
-    unsigned char *out = (unsigned char *)PyBytes_AS_STRING(result);
+    }
+    unsigned char *out = scratch;
     out = put_be(out, (uint64_t)(size - 4), 4);
     out = put_be(out, PRODUCE_API_KEY, 2);
     out = put_be(out, (uint64_t)version, 2);
@@ -217,19 +296,31 @@ encode_produce(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
             if (!part->has_records) {
                 *out++ = 0;
             } else {
-                out = put_uvarint(out, (uint64_t)part->records.len + 1);
-                memcpy(out, part->records.buf, (size_t)part->records.len);
-                out += part->records.len;
+                out = put_uvarint(out, (uint64_t)records_len(part) + 1);
+                if (part->has_head) {
+                    memcpy(out, part->head.buf, (size_t)part->head.len);
+                    out += part->head.len;
+                }
+                if (part->split) {
+                    part->split = (out - scratch) + 1; /* where it goes, plus one */
+                } else {
+                    memcpy(out, part->records.buf, (size_t)part->records.len);
+                    out += part->records.len;
+                }
             }
             *out++ = 0; /* partition tagged fields */
         }
         *out++ = 0; /* topic tagged fields */
     }
     *out++ = 0; /* body tagged fields */
-    assert(out == (unsigned char *)PyBytes_AS_STRING(result) + size);
+    assert(out == scratch + kept);
+    if (nsplit > 0)
+        result = split_pieces(scratch, kept, parts, nparts, nsplit);
 done:
-    release_parts(parts, filled);
+    release_parts(parts, nparts); /* zeroed entries past `filled` hold nothing */
     PyMem_Free(parts);
+    if (nsplit > 0)
+        PyMem_Free(scratch);
     return result;
 }
 

@@ -17,6 +17,10 @@ OpenTelemetry instrumentation (aiokafka_lead.bench.otel): a PRODUCER span and th
 metrics per record, with the SDK (keeping every trace, or 1% of them) or with the API's
 no-op providers.
 
+``--new-batch`` closes each record's batch after its ``send()``, as the sender's drain
+does, so every record opens a new batch: ``send()`` at linger 0 and a low rate, where each
+record is usually its own batch.
+
 ``--floor`` times the same loop awaiting an empty ``async def``: what a coroutine call costs.
 ``--aiokafka`` runs aiokafka 0.14's ``send()`` the same way: its client's metadata is filled
 in by hand for one topic and its sender task is never started; a stand-in takes each full
@@ -49,7 +53,13 @@ PARTITIONS = 6
 
 
 async def ours(  # noqa: PLR0917
-    records: int, repeat: int, value_size: int, keyed: bool, end_to_end: bool, partitions: int = PARTITIONS
+    records: int,
+    repeat: int,
+    value_size: int,
+    keyed: bool,
+    end_to_end: bool,
+    partitions: int = PARTITIONS,
+    new_batch: bool = False,
 ) -> list[float]:
     value = b"v" * value_size
     keys = [b"key-%d" % (i % 1000) for i in range(1000)]
@@ -68,7 +78,10 @@ async def ours(  # noqa: PLR0917
                 gc.collect()
                 send = producer.send
                 start = time.process_time()
-                if keyed:
+                if new_batch:  # each record's batch is closed after its send, as a drain closes it
+                    for i in range(records):
+                        (await send(TOPIC, value, keys[i % 1000] if keyed else None))._batch.close()
+                elif keyed:
                     for i in range(records):
                         await send(TOPIC, value, keys[i % 1000])
                 else:
@@ -166,6 +179,9 @@ def main() -> None:
     parser.add_argument("--keyed", action="store_true", help="a key per record (murmur2 partitioning)")
     parser.add_argument("--partitions", type=int, default=PARTITIONS, help="the topic's (ours only)")
     parser.add_argument("--end-to-end", action="store_true", help="also time delivery to the fake")
+    parser.add_argument(
+        "--new-batch", action="store_true", help="every record into a new batch (linger 0 at a low rate)"
+    )
     parser.add_argument("--aiokafka", action="store_true", help="aiokafka 0.14's send() instead")
     parser.add_argument("--floor", action="store_true", help="a coroutine call that does nothing instead")
     parser.add_argument(
@@ -182,7 +198,15 @@ def main() -> None:
         client = "aiokafka " + __import__("aiokafka").__version__
     else:
         runs = asyncio.run(
-            ours(args.records, args.repeat, args.value_size, args.keyed, args.end_to_end, args.partitions)
+            ours(
+                args.records,
+                args.repeat,
+                args.value_size,
+                args.keyed,
+                args.end_to_end,
+                args.partitions,
+                args.new_batch,
+            )
         )
         reason = native.unavailable_reason
         ext = "C extension" if reason is None else f"pure Python ({reason})"
@@ -190,6 +214,7 @@ def main() -> None:
     print(
         f"{client}: {'keyed' if args.keyed else 'keyless'} {args.value_size} B records, "
         f"{args.records} per run, {'send + delivery' if args.end_to_end else 'send() only'}, "
+        f"{'a new batch per record, ' if args.new_batch else ''}"
         f"{args.partitions if not (args.floor or args.aiokafka) else PARTITIONS} partitions"
     )
     print(f"  CPU us/record: best {min(runs):.3f}, runs {' '.join(f'{r:.3f}' for r in runs)}")

@@ -57,6 +57,7 @@ from aiokafka_lead.protocol.framing import (
     WireRequest,
     decode_response,
     encode_request,
+    frame_size,
     peek_correlation_id,
 )
 from aiokafka_lead.protocol.messages import (
@@ -401,6 +402,7 @@ class Connection:
         gated: bool = True,
     ) -> Any:
         """Send one request and return its decoded response (None when none is expected).
+        A :class:`WireRequest` writes its own frame and decodes its own answer.
 
         ``decode(frame)`` replaces the generated decoder (it raises DecodeError the same
         way; ``decode=bytes`` hands the frame over as it is). Without it, frames of
@@ -424,7 +426,12 @@ class Connection:
             if version is None:
                 version = self.version_for(request.API_KEY) if negotiate else request.MAX_VERSION
             correlation_id = next(self._correlation) & 0x7FFFFFFF
-            frame = encode_request(request, version, correlation_id, self._config.client_id)
+            if isinstance(request, WireRequest):
+                frame = request.frame(version, correlation_id, self._config.client_id)
+                if decode is None:
+                    decode = request.decode
+            else:
+                frame = encode_request(request, version, correlation_id, self._config.client_id)
             done = Wakeup()
             pending = (
                 _Pending(request.RESPONSE_CLASS, version, done, decode=decode) if expect_response else None
@@ -450,7 +457,7 @@ class Connection:
                                     raise KafkaConnectionError(f"{self!r} is closed: {self._close_reason}")
                                 written = self._expect(correlation_id, pending)
                                 await stream.send(frame)
-                    self._count_out(len(frame))
+                    self._count_out(frame_size(frame))
                     if pending is None:
                         return None
                     if not await done.wait(deadline - time.monotonic()):
@@ -521,7 +528,7 @@ class Connection:
             decode=decode,
         )
         self._expect(correlation_id, pending)
-        self._count_out(len(frame))
+        self._count_out(frame_size(frame))
         self._alarm.arm_by(loop, deadline)
         return True
 

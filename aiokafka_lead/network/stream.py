@@ -29,7 +29,7 @@ import anyio.abc
 from anyio.streams.tls import TLSStream
 
 from aiokafka_lead.errors import DecodeError
-from aiokafka_lead.protocol.framing import BufferedFrameReader, FrameReader
+from aiokafka_lead.protocol.framing import BufferedFrameReader, FrameReader, OutFrame, frame_size
 from aiokafka_lead.wakeup import asyncio_loop
 
 #: frames received and not yet taken by the connection, in bytes, that pause reading
@@ -66,12 +66,15 @@ class FrameStream(Protocol):
         """Bytes received of a frame not yet complete."""
         ...
 
-    def write_nowait(self, data: bytes) -> bool:
-        """Write ``data`` if that needs no wait for the peer to read (the socket's buffer has
-        room); False, and nothing written, otherwise or when that cannot be known."""
+    def write_nowait(self, data: OutFrame) -> bool:
+        """Write ``data`` if that needs no wait for the peer to read: nothing is buffered, or
+        ``data`` fits under the buffer's high-water mark with what is; False, and nothing
+        written, otherwise (writing paused) or when that cannot be known."""
         ...
 
-    async def send(self, data: bytes) -> None: ...
+    async def send(self, data: OutFrame) -> None:
+        """Write ``data`` (bytes, or pieces written in turn), waiting while the peer reads."""
+        ...
 
     def abort(self) -> None:
         """Drop the connection now: a waiting :meth:`receive_frames` raises, as after
@@ -115,6 +118,17 @@ async def open_frame_stream(
             raise TLSHandshakeFailed(ConnectionResetError("closed during the TLS handshake"))
         protocol.transport = tls
     return _AsyncioFrameStream(protocol)
+
+
+def _write(transport: asyncio.WriteTransport, data: OutFrame) -> None:
+    """A frame or its pieces, in order: the transport sends what the socket takes now and
+    keeps the rest in its buffer (a copy, or on newer Pythons a view: the pieces are
+    immutable, a sealed batch's records among them)."""
+    if isinstance(data, bytes):
+        transport.write(data)
+    else:
+        for piece in data:
+            transport.write(piece)
 
 
 def _wake(future: asyncio.Future[None] | None) -> None:
@@ -248,7 +262,7 @@ class _AsyncioFrameStream:
     def buffered(self) -> int:
         return self._protocol.reader.buffered
 
-    def write_nowait(self, data: bytes) -> bool:
+    def write_nowait(self, data: OutFrame) -> bool:
         protocol = self._protocol
         drain = protocol.drain
         if self._closing or protocol.lost.done() or (drain is not None and not drain.done()):
@@ -256,19 +270,23 @@ class _AsyncioFrameStream:
         transport = protocol.transport
         if transport.is_closing():
             return False
-        if transport.get_write_buffer_size() + len(data) > transport.get_write_buffer_limits()[1]:
-            return False  # this write would pause writing: send() waits for the drain
-        transport.write(data)
+        buffered = transport.get_write_buffer_size()
+        if buffered and buffered + frame_size(data) > transport.get_write_buffer_limits()[1]:
+            return False  # it would wait behind what is buffered: send() waits for the drain
+        # Into an empty buffer even a frame over the high-water mark goes now, as send()
+        # writes it: what the socket does not take waits in the buffer, which pauses writing,
+        # and every later write (this one's or send()'s) waits for the drain.
+        _write(transport, data)
         return True
 
-    async def send(self, data: bytes) -> None:
+    async def send(self, data: OutFrame) -> None:
         protocol = self._protocol
         if self._closing:
             raise anyio.ClosedResourceError
         transport = protocol.transport
         if protocol.lost.done() or transport.is_closing():
             raise anyio.BrokenResourceError from protocol.error
-        transport.write(data)
+        _write(transport, data)
         drain = protocol.drain
         if drain is not None and not drain.done():
             await drain
@@ -353,15 +371,15 @@ class _AnyioFrameStream:
     def buffered(self) -> int:
         return self._reader.buffered
 
-    def write_nowait(self, data: bytes) -> bool:
+    def write_nowait(self, data: OutFrame) -> bool:
         return False  # an anyio stream's send may always wait
 
     def abort(self) -> None:
         # only for what write_nowait() wrote, which is nothing here
         raise NotImplementedError("an anyio stream is closed by aclose()")
 
-    async def send(self, data: bytes) -> None:
-        await self._stream.send(data)
+    async def send(self, data: OutFrame) -> None:
+        await self._stream.send(data if isinstance(data, bytes) else b"".join(data))
 
     def handle_frames_directly(self, handler: Callable[[Frame], bool]) -> None:
         pass  # frames arrive only through receive_frames() here

@@ -261,7 +261,11 @@ class ProducerBatch:
 
     def payload(self) -> bytes:
         """The batch's bytes with its producer id, epoch and base sequence stamped in."""
-        return self.builder.build(
+        return b"".join(self.parts())
+
+    def parts(self) -> tuple[bytes, bytes | memoryview]:
+        """:meth:`payload` as (header, records), not joined: the request writes them in turn."""
+        return self.builder.build_parts(
             self.producer_id, self.producer_epoch, self.base_sequence, is_transactional=self.transactional
         )
 

@@ -39,7 +39,7 @@ from aiokafka_lead.producer.idempotence import IdempotenceState
 from aiokafka_lead.producer.lanes import NodeLanes
 from aiokafka_lead.producer.metrics import ProducerMetrics
 from aiokafka_lead.protocol.messages import ProduceRequest, ProduceResponse
-from aiokafka_lead.protocol.produce_wire import ProduceAnswer, ProduceWire, Written
+from aiokafka_lead.protocol.produce_wire import BatchBytes, ProduceAnswer, ProduceWire, Written
 from aiokafka_lead.ratelog import RateLimitedLog
 
 if TYPE_CHECKING:
@@ -243,15 +243,16 @@ class Sender:
                 self._ids.stamp(batch)
 
     def _request(self, batches: list[ProducerBatch]) -> ProduceWire:
-        topics: dict[str, list[tuple[int, bytes]]] = {}
+        topics: dict[str, list[tuple[int, BatchBytes]]] = {}
         metrics = self._metrics
         now = time.monotonic()
         records = 0
         for batch in batches:
-            payload = batch.payload()
-            metrics.drained(now - batch.created_at, len(payload), batch.builder.compression_ratio)
+            parts = batch.parts()
+            size = len(parts[0]) + len(parts[1])
+            metrics.drained(now - batch.created_at, size, batch.builder.compression_ratio)
             records += batch.record_count
-            topics.setdefault(batch.tp.topic, []).append((batch.tp.partition, payload))
+            topics.setdefault(batch.tp.topic, []).append((batch.tp.partition, parts))
         metrics.records_requested += records
         return ProduceWire(
             self._txn.transactional_id if self._txn is not None else None,
@@ -297,7 +298,7 @@ class Sender:
             try:
                 conn = await self._core.pool.connection(node_id, lane=lane)
                 response = await conn.send(
-                    request.request(),
+                    request,
                     version=self._version(conn),
                     expect_response=self._config.acks_code != 0,
                     timeout_ms=self._wait_ms(batches),

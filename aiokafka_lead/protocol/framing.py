@@ -67,6 +67,15 @@ def encode_request(body: Request, version: int, correlation_id: int, client_id: 
     return b"".join(parts)
 
 
+#: a request frame to write: its bytes, or its pieces in order (large record batches are
+#: written as they are instead of being copied into one buffer)
+OutFrame = bytes | list[bytes | memoryview]
+
+
+def frame_size(frame: OutFrame) -> int:
+    return len(frame) if isinstance(frame, bytes) else sum(map(len, frame))
+
+
 class WireRequest:
     """A request that writes its own frame and decodes its own answer, for the requests sent
     so often that their generated objects cost more than their bytes (``produce_wire.py``).
@@ -76,8 +85,9 @@ class WireRequest:
     API_KEY: ClassVar[int]
     RESPONSE_CLASS: ClassVar[type[Response]]
 
-    def frame(self, version: int, correlation_id: int, client_id: str | None) -> bytes:
-        """What :func:`encode_request` gives for the request (the answer's version is this one)."""
+    def frame(self, version: int, correlation_id: int, client_id: str | None) -> OutFrame:
+        """What :func:`encode_request` gives for the request, or those bytes in pieces (the
+        answer's version is this one)."""
         raise NotImplementedError
 
     def decode(self, frame: Buf) -> Any:

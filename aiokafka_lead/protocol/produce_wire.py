@@ -13,16 +13,21 @@ from __future__ import annotations
 
 from typing import NamedTuple
 
-from aiokafka_lead.protocol.framing import WireRequest, decode_response, encode_request
+from aiokafka_lead.protocol.framing import OutFrame, WireRequest, decode_response, encode_request
 from aiokafka_lead.protocol.messages import ProduceRequest, ProduceResponse
 from aiokafka_lead.protocol.primitives import Buf
 from aiokafka_lead.records import native
 
 #: the Produce versions the C calls write and read (flexible, topics by name)
 FIRST_VERSION, LAST_VERSION = 9, 12
+#: records of at least this many bytes are written as they are, not copied into the frame
+#: (the frame is then a list of pieces); below it one copy costs less than another write
+SPLIT_OVER = 64 * 1024
 
-#: per topic, (partition, record batch bytes)
-Topics = list[tuple[str, list[tuple[int, bytes]]]]
+#: a record batch: its bytes, or (header, records) written one after the other
+BatchBytes = bytes | tuple[bytes, bytes | memoryview]
+#: per topic, (partition, record batch)
+Topics = list[tuple[str, list[tuple[int, BatchBytes]]]]
 #: (topic, partition, base_offset, log_append_time_ms, log_start_offset)
 WrittenRow = tuple[str, int, int, int, int]
 
@@ -84,7 +89,9 @@ class ProduceWire(WireRequest):
                 ProduceRequest.TopicProduceData(
                     name=name,
                     partition_data=[
-                        ProduceRequest.PartitionProduceData(index=index, records=records)
+                        ProduceRequest.PartitionProduceData(
+                            index=index, records=b"".join(records) if isinstance(records, tuple) else records
+                        )
                         for index, records in parts
                     ],
                 )
@@ -92,12 +99,15 @@ class ProduceWire(WireRequest):
             ],
         )
 
-    def frame(self, version: int, correlation_id: int, client_id: str | None) -> bytes:
+    def frame(self, version: int, correlation_id: int, client_id: str | None) -> OutFrame:
         self.version = version
         encode = native.encode_produce
         if encode is not None and FIRST_VERSION <= version <= LAST_VERSION:
             txn_id, topics = self.transactional_id, self.topics
-            return encode(version, correlation_id, client_id, txn_id, self.acks, self.timeout_ms, topics)
+            out: OutFrame = encode(
+                version, correlation_id, client_id, txn_id, self.acks, self.timeout_ms, topics, SPLIT_OVER
+            )
+            return out
         return encode_request(self.request(), version, correlation_id, client_id)
 
     def decode(self, frame: Buf) -> ProduceAnswer:

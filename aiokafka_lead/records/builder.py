@@ -311,7 +311,12 @@ class _Builder(_BuilderBase):
             records = self._sealed_records()  # the C builder's: a view of its buffer, no copy
             self._payload = compress(codec, records, self._compression_level) if codec else records
 
-    def build(
+    def build(self, *args: Any, **kwargs: Any) -> bytes:
+        """The batch bytes, stamped with the given producer fields (:meth:`build_parts`'
+        arguments); cheap to call again."""
+        return b"".join(self.build_parts(*args, **kwargs))
+
+    def build_parts(
         self,
         producer_id: int = -1,
         producer_epoch: int = -1,
@@ -319,8 +324,10 @@ class _Builder(_BuilderBase):
         *,
         partition_leader_epoch: int | None = None,
         is_transactional: bool | None = None,
-    ) -> bytes:
-        """The batch bytes, stamped with the given producer fields; cheap to call again."""
+    ) -> tuple[bytes, bytes | memoryview]:
+        """The batch as (its header, stamped with the given producer fields, and its records):
+        the batch is these two written one after the other, and the records (a view of the
+        C builder's buffer) are not copied into one buffer with the header."""
         self.close()
         payload = self._payload
         assert payload is not None
@@ -348,7 +355,7 @@ class _Builder(_BuilderBase):
             2,
             crc,
         )
-        return b"".join((prefix, body, payload))
+        return prefix + body, payload
 
 
 _BUILDER_SLOTS = (

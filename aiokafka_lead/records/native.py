@@ -76,7 +76,7 @@ CONSUMER_RECORD_FIELDS = (
 )
 
 #: the ``_speedups.ABI`` this module calls (configure's signature, the functions' contracts)
-ABI = 9
+ABI = 10
 
 decode_records: DecodeRecords | None = None
 build_consumer_records: BuildConsumerRecords | None = None
@@ -99,7 +99,7 @@ now_ms: Callable[[], int] | None = None
 record_columns: Callable[[list[Any], int, bool], tuple[Any, ...]] | None = None
 #: (version, correlation_id, client_id, transactional_id, acks, timeout_ms, topics) -> the
 #: Produce request frame (``protocol/produce_wire.py``)
-encode_produce: Callable[[int, int, str | None, str | None, int, int, list[Any]], bytes] | None = None
+encode_produce: Callable[..., bytes | list[bytes | memoryview]] | None = None
 #: (frame, version) -> (throttle_time_ms, rows) of an all-written Produce answer, else None
 ProduceRows = list[tuple[str, int, int, int, int]]
 decode_produce_written: Callable[[Any, int], tuple[int, ProduceRows] | None] | None = None

@@ -56,6 +56,9 @@ def test_c_and_python_builders_write_the_same_batches(rows: list[Any], batch_siz
     assert c_builder.has_room_for(b"k", b"v" * 10) == py_builder.has_room_for(b"k", b"v" * 10)
     built = c_builder.build(77, 3, 1000, is_transactional=True)
     assert built == py_builder.build(77, 3, 1000, is_transactional=True)
+    for builder in (c_builder, py_builder):  # the request's (header, records) parts: the same bytes
+        head, payload = builder.build_parts(77, 3, 1000, is_transactional=True)
+        assert len(head) == 61 and head + bytes(payload) == built
     assert c_builder.append(1, None, b"late") is None and py_builder.append(1, None, b"late") is None
     (batch,) = MemoryRecords(built)
     batch.validate_crc()

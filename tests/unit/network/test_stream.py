@@ -175,6 +175,41 @@ async def test_sends_wait_while_the_peer_does_not_read() -> None:
             stalled.set()
 
 
+async def test_a_frame_over_the_high_water_mark_is_written_at_once_into_an_empty_buffer() -> None:
+    """write_nowait takes a large frame when nothing is buffered (as send() would write it),
+    then declines every frame while the peer has not read enough of it, and the peer gets
+    each frame written whole and in order."""
+    body = b"x" * (4 << 20)  # over the transport's high-water mark (64 KiB) and the socket's buffers
+    reading = anyio.Event()
+    got: list[bytes] = []
+
+    async def read_later(conn: anyio.abc.SocketStream) -> None:
+        await reading.wait()
+        data = b""
+        while len(data) < 2 * (4 + len(body)):
+            data += await conn.receive()
+        got.extend([data[4 : 4 + len(body)], data[8 + len(body) :]])
+        await anyio.sleep_forever()
+
+    with anyio.fail_after(20):
+        async with peer(read_later) as port:
+            stream = await open_frame_stream("127.0.0.1", port, None, 1 << 20)
+            transport = stream._protocol.transport  # type: ignore[attr-defined]
+            sock = transport.get_extra_info("socket")
+            sock.setsockopt(socket.SOL_SOCKET, socket.SO_SNDBUF, 4096)
+            assert transport.get_write_buffer_size() == 0
+            whole = frame(body)
+            assert stream.write_nowait([whole[:3], memoryview(whole)[3:100], whole[100:]])  # in pieces
+            assert transport.get_write_buffer_size() > 0  # the peer does not read yet
+            assert not stream.write_nowait(frame(b"y"))  # it would wait behind the first
+            sock.setsockopt(socket.SOL_SOCKET, socket.SO_SNDBUF, 1 << 20)
+            reading.set()
+            await stream.send([frame(body)])  # waits for the drain, then goes
+            await eventually(lambda: len(got) == 2)
+            assert got == [body, body]
+            await stream.aclose()
+
+
 def test_the_anyio_stream_serves_backends_other_than_asyncio() -> None:
     bodies = [b"a", b"b" * 100_000]
 

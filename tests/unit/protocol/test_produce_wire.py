@@ -13,12 +13,18 @@ from hypothesis import strategies as st
 from aiokafka_lead.errors import DecodeError
 from aiokafka_lead.protocol.framing import decode_response, encode_request, encode_response
 from aiokafka_lead.protocol.messages import ProduceResponse
-from aiokafka_lead.protocol.produce_wire import FIRST_VERSION, LAST_VERSION, ProduceWire, Written
+from aiokafka_lead.protocol.produce_wire import FIRST_VERSION, LAST_VERSION, SPLIT_OVER, ProduceWire, Written
 from aiokafka_lead.records import native
 
 VERSIONS = st.integers(FIRST_VERSION, LAST_VERSION)
 names = st.text(min_size=1, max_size=20)
-records = st.none() | st.binary(max_size=300) | st.binary(min_size=200, max_size=400).map(memoryview)
+records = (
+    st.none()
+    | st.binary(max_size=300)
+    | st.binary(min_size=200, max_size=400).map(memoryview)
+    # a batch as (header, records): written one after the other, as if joined
+    | st.tuples(st.binary(max_size=61), st.binary(max_size=300) | st.binary(max_size=300).map(memoryview))
+)
 topics = st.lists(
     st.tuples(names, st.lists(st.tuples(st.integers(-(2**31), 2**31 - 1), records), max_size=4)),
     max_size=4,
@@ -59,6 +65,34 @@ def test_the_c_frame_is_the_generated_one(
     assert wire.frame(version, correlation_id, client_id) == generated
 
 
+@settings(max_examples=200, deadline=None)
+@given(version=VERSIONS, topics=topics, split_over=st.integers(1, 300))
+def test_a_frame_in_pieces_is_the_same_bytes_with_large_records_passed_through(
+    version: int, topics: list[Any], split_over: int
+) -> None:
+    wire = ProduceWire("txn", -1, 30_000, topics)
+    generated = encode_request(wire.request(), version, 5, "client")
+    assert native.encode_produce is not None
+    out = native.encode_produce(version, 5, "client", "txn", -1, 30_000, topics, split_over)
+    rows = [rec for _, parts in topics for _, rec in parts if rec is not None]
+    given = [rec[1] if isinstance(rec, tuple) else rec for rec in rows]
+    split = [rec for rec in given if len(rec) >= split_over]
+    if not split:
+        assert out == generated
+        return
+    assert isinstance(out, list) and b"".join(out) == generated
+    assert out[1::2] == split and all(a is b for a, b in zip(out[1::2], split, strict=True))  # not copied
+    assert all(type(piece) is bytes for piece in out[0::2])
+
+
+def test_large_records_make_the_request_frame_a_list_of_pieces() -> None:
+    records = memoryview(b"r" * SPLIT_OVER)
+    wire = ProduceWire(None, -1, 30_000, [("t", [(0, (b"h" * 61, records)), (1, b"small")])])
+    out = wire.frame(10, 7, "c")
+    assert isinstance(out, list) and out[1] is records
+    assert b"".join(out) == encode_request(wire.request(), 10, 7, "c")
+
+
 def test_other_versions_and_no_extension_take_the_generated_encoder(monkeypatch: pytest.MonkeyPatch) -> None:
     wire = ProduceWire(None, -1, 30_000, [("t", [(0, b"batch")])])
     for version in (3, 8, 13):
@@ -80,6 +114,11 @@ def test_other_versions_and_no_extension_take_the_generated_encoder(monkeypatch:
         [("t", [("zero", b"")])],
         [("t", [(2**31, b"")])],
         [("t", [(0, 5)])],
+        [("t", [(0, (b"head",))])],
+        [("t", [(0, (b"head", b"records", b""))])],
+        [("t", [(0, (b"head", 5))])],
+        [("t", [(0, (5, b"records"))])],
+        [("t", [(0, b"ok"), (1, (b"head", None))])],
     ],
 )
 def test_bad_rows_raise(topics: Any) -> None:
