@@ -177,8 +177,7 @@ choose_partition(SendPath *self, PyObject *topic, PyObject *key, PyObject *all, 
 }
 
 /* Appends to the partition's open batch: a new handle, Py_None (borrowed: not the common
- * case) or NULL with an error. */
-/* given_ts: the caller's timestamp (NULL: now), ts its value. */
+ * case) or NULL with an error. given_ts: the caller's timestamp (NULL: now), ts its value. */
 static PyObject *
 append_to_batch(SendPath *self, PyObject *tp, PyObject *key, PyObject *value, Py_ssize_t size,
                 PyObject *given_ts, long long ts)

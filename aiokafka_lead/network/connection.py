@@ -54,6 +54,7 @@ from aiokafka_lead.network.sasl import SaslMechanism
 from aiokafka_lead.network.stream import FrameStream, TLSHandshakeFailed, open_frame_stream
 from aiokafka_lead.protocol.framing import (
     THREAD_DECODE_BYTES,
+    OutFrame,
     WireRequest,
     decode_response,
     encode_request,
@@ -426,12 +427,9 @@ class Connection:
             if version is None:
                 version = self.version_for(request.API_KEY) if negotiate else request.MAX_VERSION
             correlation_id = next(self._correlation) & 0x7FFFFFFF
-            if isinstance(request, WireRequest):
-                frame = request.frame(version, correlation_id, self._config.client_id)
-                if decode is None:
-                    decode = request.decode
-            else:
-                frame = encode_request(request, version, correlation_id, self._config.client_id)
+            frame, own_decode = self._encode(request, version, correlation_id)
+            if decode is None:
+                decode = own_decode
             done = Wakeup()
             pending = (
                 _Pending(request.RESPONSE_CLASS, version, done, decode=decode) if expect_response else None
@@ -503,12 +501,7 @@ class Connection:
             return False
         try:
             correlation_id = next(self._correlation) & 0x7FFFFFFF
-            if isinstance(request, WireRequest):
-                frame = request.frame(version, correlation_id, self._config.client_id)
-                decode = request.decode
-            else:
-                frame = encode_request(request, version, correlation_id, self._config.client_id)
-                decode = None
+            frame, decode = self._encode(request, version, correlation_id)
             if not stream.write_nowait(frame):
                 self._window.release()
                 return False
@@ -546,6 +539,15 @@ class Connection:
                 return
             earliest = min(earliest, waiter.deadline)
         self._alarm.arm_by(loop, earliest)  # inf: none left, stays disarmed
+
+    def _encode(
+        self, request: Any, version: int, correlation_id: int
+    ) -> tuple[OutFrame, Callable[[memoryview | bytes], Any] | None]:
+        """The request's frame, and its own decoder for the answer (a :class:`WireRequest`
+        has one; None: the generated decoder)."""
+        if isinstance(request, WireRequest):
+            return request.frame(version, correlation_id, self._config.client_id), request.decode
+        return encode_request(request, version, correlation_id, self._config.client_id), None
 
     def _free_stream(self) -> FrameStream | None:
         """The stream, if open and no write waits for the socket (a frame written now does
