@@ -18,6 +18,9 @@ from collections.abc import Callable
 
 import anyio
 
+#: an asyncio timer may run up to the loop's clock resolution before its time
+_EARLY_S = 1e-6
+
 
 def asyncio_loop() -> asyncio.AbstractEventLoop | None:
     """The running asyncio loop; None off asyncio (trio) or outside a loop."""
@@ -70,10 +73,11 @@ class Wakeup:
     a wait it rings for too early waits on. Without it each wait's timer is cancelled when
     the wait ends (a one-off wait must not leave its timer in the loop's heap)."""
 
-    __slots__ = ("_alarm", "_set", "_waiter")
+    __slots__ = ("_alarm", "_set", "_set_at", "_waiter")
 
     def __init__(self, *, keep_timer: bool = False) -> None:
         self._set = False
+        self._set_at = math.inf  # set_at()'s time, until it comes or clear()
         self._waiter: asyncio.Future[None] | anyio.Event | None = None
         self._alarm = Alarm(self._ring) if keep_timer else None
 
@@ -87,11 +91,26 @@ class Wakeup:
             else:
                 waiter.set()
 
+    def set_at(self, when: float) -> None:
+        """:meth:`set` at ``when`` (``time.monotonic()``, the asyncio loop's clock), through the
+        kept timer, unless a :meth:`clear` comes first; the earliest of several calls counts.
+        At once when ``when`` has passed, without ``keep_timer`` or off asyncio."""
+        if self._set or when >= self._set_at:
+            return
+        loop = asyncio_loop()
+        alarm = self._alarm
+        if alarm is None or loop is None or when <= loop.time():
+            self.set()
+        else:
+            self._set_at = when
+            alarm.arm_by(loop, when)
+
     def is_set(self) -> bool:
         return self._set
 
     def clear(self) -> None:
         self._set = False
+        self._set_at = math.inf
 
     async def wait(self, timeout_s: float | None = None) -> bool:
         """Until set or ``timeout_s`` passed (None: no limit); True when set. Does not clear;
@@ -137,6 +156,13 @@ class Wakeup:
             # the timer of an earlier deadline rang: wait on
 
     def _ring(self, loop: asyncio.AbstractEventLoop) -> None:
+        if self._set_at != math.inf:
+            if loop.time() + _EARLY_S >= self._set_at:
+                self._set_at = math.inf
+                self.set()
+                return
+            assert self._alarm is not None
+            self._alarm.arm_by(loop, self._set_at)  # it rang for an earlier deadline
         waiter = self._waiter
         if isinstance(waiter, asyncio.Future):
             _resolve(waiter)

@@ -52,7 +52,13 @@ from anyio.streams.buffered import BufferedByteReceiveStream
 
 from aiokafka_lead.admin import AdminClient
 from aiokafka_lead.bench import java
-from aiokafka_lead.bench.children import BASELINE_CLIENT, add_baseline_option, baseline_env, client_order
+from aiokafka_lead.bench.children import (
+    BASELINE_CLIENT,
+    add_baseline_option,
+    baseline_env,
+    client_order,
+    compile_bytecode,
+)
 from aiokafka_lead.bench.leader_move import BenchConfig, fresh_topic, run_moves, table, warm_cluster
 from aiokafka_lead.bench.plot import NO_PLOT, can_plot, plot_runs
 from aiokafka_lead.bench.scenarios import SCENARIOS, Environment, Scenario, cluster_for
@@ -249,6 +255,7 @@ async def main(args: argparse.Namespace) -> int:
     )
     raw = RESULTS / "raw"
     raw.mkdir(parents=True, exist_ok=True)
+    compile_bytecode(ROOT, args.baseline)
     java_cp = ""
     if "java" in args.clients.split(","):
         java_cp = await anyio.to_thread.run_sync(java.build, JAVA_SOURCE, args.kafka_version)

@@ -285,6 +285,7 @@ def finish(rows: dict[str, Any], args: argparse.Namespace, env: dict[str, Any]) 
 async def main(args: argparse.Namespace) -> int:
     kinds = bench.client_kinds(args, LABELS)
     RESULTS.mkdir(parents=True, exist_ok=True)
+    bench.compile_bytecode(ROOT, args.baseline)
     if "java" in kinds:
         bench.say("compiling the Java client...")
         args.java_classpath = await anyio.to_thread.run_sync(

@@ -11,6 +11,7 @@ median/min/max summaries and the JSON result file.
 from __future__ import annotations
 
 import argparse
+import compileall
 import json
 import os
 import statistics
@@ -174,6 +175,16 @@ def add_baseline_option(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--baseline", type=Path, help=f"a checkout of aiokafka_lead to run as the client {BASELINE_CLIENT}"
     )
+
+
+def compile_bytecode(*checkouts: Path | None) -> None:
+    """Write aiokafka_lead's bytecode in each checkout, as installing the wheel does (pip
+    compiles what it installs). An editable install (or ``PYTHONDONTWRITEBYTECODE``) leaves
+    it out, and each client process would compile the package from source at start (~0.3 s
+    of CPU on the benchmark machine), which the peers, installed from PyPI, do not."""
+    for root in checkouts:
+        if root is not None:
+            compileall.compile_dir(str(root / "aiokafka_lead"), quiet=1)
 
 
 def baseline_env(baseline: Path | None) -> dict[str, str]:

@@ -19,6 +19,7 @@
 from __future__ import annotations
 
 import itertools
+import math
 import time
 from collections import deque
 from collections.abc import Callable, Collection, Mapping, Sequence
@@ -28,7 +29,7 @@ import anyio
 import anyio.lowlevel
 
 from aiokafka_lead.errors import KafkaTimeoutError
-from aiokafka_lead.metadata import MetadataStore
+from aiokafka_lead.metadata import BrokerNode, MetadataStore
 from aiokafka_lead.producer.batch import DeliveryHandle, ProducerBatch
 from aiokafka_lead.producer.config import ProducerConfig
 from aiokafka_lead.producer.retry_policy import NOT_YET, retry_ready_at
@@ -57,6 +58,9 @@ class DrainResult:
     # a partition whose batch was taken has another queued: a drain at once may take it too
     # (one batch per partition per drain); otherwise only a wake-up or next_check_s can
     more: bool = False
+    # nodes a queued batch waits for: it may go once a request to the node ends
+    waits_for_end: set[int] = field(default_factory=set)
+    held_for: set[int] = field(default_factory=set)  # nodes natural batching held a batch for
 
     def wake_in(self, delay: float) -> None:
         delay = max(delay, 0.0)
@@ -92,6 +96,12 @@ class RecordAccumulator:
         self._flushing = 0
         # sticky: a wake between drain() and wait_for_work() is not lost
         self._wakeup = Wakeup(keep_timer=True)
+        # from the sender's last pass: the nodes it holds new batches for, until when (hold()),
+        # and those a queued batch waits for a request of to end (request_ended())
+        self._holds: dict[int, float] = {}
+        self._waits_for_end: set[int] = set()
+        self._held_for: set[int] = set()  # nodes a queued batch is held for (since the pass)
+        self._leader_for: Callable[[TopicPartition], BrokerNode | None] = lambda tp: None
         self.closed = False
 
     @property
@@ -103,6 +113,49 @@ class RecordAccumulator:
 
     # ------------------------------------------------------------------ wake-ups
     def wake(self) -> None:
+        self._wakeup.set()
+
+    def hold(
+        self, holds: dict[int, float], leader_for: Callable[[TopicPartition], BrokerNode | None]
+    ) -> None:
+        """After each pass the sender says which nodes natural batching holds new batches for
+        and until when (monotonic; ``math.inf``: until one of the node's requests ends, whose
+        end wakes the sender). A new batch for such a node then wakes the sender when the
+        hold ends instead of at once: a pass before that would hold it too, and under a
+        steady load most passes would find nothing to send."""
+        self._holds = holds
+        self._leader_for = leader_for
+
+    def request_ended(self, node_id: int, hold_until: float | None) -> None:
+        """A request to ``node_id`` ended, its batches resolved or requeued; the node is held
+        until ``hold_until`` now (None: not held). The sender is woken only when its next pass
+        would send more than its last one did: a queued batch waited for a request of the
+        node to end, or one is held for the node and its hold ended (or ends sooner: then)."""
+        held_until = self._holds.get(node_id)
+        if hold_until is None:
+            self._holds.pop(node_id, None)
+        else:
+            self._holds[node_id] = hold_until
+        if node_id in self._waits_for_end:
+            self._wakeup.set()
+        elif node_id in self._held_for:
+            if hold_until is None or held_until is None:
+                self._wakeup.set()
+            elif hold_until < held_until:
+                self._wakeup.set_at(hold_until)
+
+    def _wake_for(self, tp: TopicPartition) -> None:
+        """Wake the sender for ``tp``'s new batch, the only one queued: at once, or when the
+        hold of its leader ends (drain()'s natural batching holds it until then)."""
+        if self._holds and not self._flushing and not self.closed:
+            leader = self._leader_for(tp)
+            if leader is not None:
+                until = self._holds.get(leader.node_id)
+                if until is not None:
+                    self._held_for.add(leader.node_id)
+                    if until != math.inf:
+                        self._wakeup.set_at(until)
+                    return
         self._wakeup.set()
 
     async def wait_for_work(self, timeout_s: float | None) -> None:
@@ -212,7 +265,10 @@ class RecordAccumulator:
         batch.reserved = size
         queue.append(batch)
         self._incomplete.add(batch)
-        self.wake()  # the sender sends it now (linger 0) or schedules its linger deadline
+        if len(queue) == 1:
+            self._wake_for(tp)  # the sender sends it (linger 0) or schedules its linger deadline
+        else:
+            self.wake()  # an earlier batch is waiting (and full, or a retry): urgent
         return handle, filled
 
     def _report_close(self, tp: TopicPartition) -> None:
@@ -309,6 +365,7 @@ class RecordAccumulator:
             # node waits, whatever its linger says (the request's completion wakes the sender).
             urgent = urgent_all or batch.attempts or len(queue) > 1 or batch.builder.is_closed
             if not urgent and node_id in busy_nodes:
+                result.held_for.add(node_id)
                 continue
             ready_at = self._ready_at(batch, len(queue), store, hints)
             if ready_at == NOT_YET:
@@ -324,8 +381,10 @@ class RecordAccumulator:
                 and tp not in unverified
                 and _may_pipeline(batch, flying, node_id, self._config.partition_in_flight)
             ):
+                result.waits_for_end.add(node_id)
                 continue  # a completion wakes the sender
             if tp in unverified and node_id in lane0_out:
+                result.waits_for_end.add(node_id)
                 continue  # the lane-0 request's completion wakes the sender
             batch_bytes = batch.builder.size_in_bytes()
             used = sizes.get(node_id, 0)
@@ -347,14 +406,19 @@ class RecordAccumulator:
             result.by_node.setdefault(node_id, []).append(batch)
         if expires_in is not None:
             result.wake_in(expires_in)
+        self._waits_for_end = result.waits_for_end
+        self._held_for = result.held_for
         return result
 
-    def _landed(self, batch: ProducerBatch) -> None:
+    def _landed(self, batch: ProducerBatch) -> bool:
+        """The batch is no longer in flight; False if it was not."""
         flying = self._in_flight.get(batch.tp)
-        if flying is not None and batch in flying:
-            flying.remove(batch)
-            if not flying:
-                del self._in_flight[batch.tp]
+        if flying is None or batch not in flying:
+            return False
+        flying.remove(batch)
+        if not flying:
+            del self._in_flight[batch.tp]
+        return True
 
     def earlier_unresolved(self, batch: ProducerBatch) -> bool:
         """Is a batch sent before ``batch`` for its partition still in flight or queued for a
@@ -366,10 +430,11 @@ class RecordAccumulator:
     # ---------------------------------------------------------------- outcomes
     def finished(self, batch: ProducerBatch) -> None:
         """The batch resolved (success or failure): free its memory, count it landed."""
-        self._landed(batch)
+        flew = self._landed(batch)
         self._incomplete.discard(batch)
         self._release(batch)
-        self.wake()
+        if not flew:  # one that flew: the end of its request decides (request_ended())
+            self.wake()
 
     def requeue(self, batch: ProducerBatch) -> None:
         """Put a failed batch back for a retry: before every batch not yet sent, in send order

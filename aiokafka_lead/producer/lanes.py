@@ -44,6 +44,7 @@ from __future__ import annotations
 
 import collections
 import logging
+import math
 from dataclasses import dataclass, field
 
 log = logging.getLogger(__name__)
@@ -107,31 +108,32 @@ class NodeLanes:
         ewma = self._node(node_id).ewma_s
         return floor if ewma is None else max(floor, OVERDUE_FACTOR * ewma)
 
-    def plan(self, now: float) -> tuple[set[int], float | None]:
-        """(nodes natural batching must wait for, seconds until a lane-0 request of one of
-        them turns overdue, or None)."""
-        busy: set[int] = set()
-        next_check: float | None = None
-        for node_id, node in self._nodes.items():
-            first, second = node.lanes
-            if not first.started:
-                continue
-            if self._single:  # pipelining: the newest request decides
-                if not node.far or len(first.started) >= self._max_in_flight:
-                    busy.add(node_id)
-                    continue
-                age = now - first.started[-1]
-            elif second.started:
-                busy.add(node_id)
-                continue
-            else:
-                age = now - first.started[0]
-            threshold = self.overdue_after_s(node_id)
-            if age < threshold:
-                busy.add(node_id)
-                left = threshold - age
-                next_check = left if next_check is None else min(next_check, left)
-        return busy, next_check
+    def holds(self, now: float) -> dict[int, float]:
+        """The nodes natural batching must wait for, each with when the wait ends (monotonic
+        time; ``math.inf``: when one of its requests ends, which wakes the sender)."""
+        holds: dict[int, float] = {}
+        for node_id in self._nodes:
+            until = self.hold_of(node_id, now)
+            if until is not None:
+                holds[node_id] = until
+        return holds
+
+    def hold_of(self, node_id: int, now: float) -> float | None:
+        """:meth:`holds` for one node: None when natural batching need not wait for it."""
+        node = self._node(node_id)
+        first, second = node.lanes
+        if not first.started:
+            return None
+        if self._single:  # pipelining: the newest request decides
+            if not node.far or len(first.started) >= self._max_in_flight:
+                return math.inf
+            started = first.started[-1]
+        elif second.started:
+            return math.inf
+        else:
+            started = first.started[0]
+        until = started + self.overdue_after_s(node_id)
+        return until if now < until else None
 
     def pipelining(self) -> set[int]:
         """Nodes a partition may have several batches in flight to (one connection, a far

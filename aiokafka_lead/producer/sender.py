@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import functools
 import logging
+import math
 import time
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
@@ -120,7 +121,8 @@ class Sender:
                             await self._acc.wait_for_work(self._backoff.delay_s(3))
                             continue
                     now = time.monotonic()
-                    busy, parked_in = self._lanes.plan(now)
+                    busy = self._lanes.holds(now)
+                    released_at = min(busy.values(), default=math.inf)  # the first hold to end
                     txn = self._txn
                     result = self._acc.drain(
                         store,
@@ -150,8 +152,13 @@ class Sender:
                     # wake-up (an answer, an append, an expiry) or for the time it named, so
                     # a drain right away would find nothing (a whole pass per request). A
                     # wake-up during the pass is kept: the wait returns at once.
-                    checks = [t for t in (result.next_check_s, parked_in) if t is not None]
-                    await self._acc.wait_for_work(min(checks, default=None))
+                    if result.by_node:  # the nodes just sent to are held now too
+                        busy = self._lanes.holds(time.monotonic())
+                    self._acc.hold(busy, store.leader_for)
+                    wait_s = released_at - now if released_at != math.inf else None
+                    if result.next_check_s is not None:
+                        wait_s = result.next_check_s if wait_s is None else min(wait_s, result.next_check_s)
+                    await self._acc.wait_for_work(wait_s)
         finally:
             self._ended = True
             store.remove_listener(self._on_metadata_change)
@@ -334,6 +341,7 @@ class Sender:
         except Exception as exc:
             if self._broken is None:
                 self._broken = exc
+            self._acc.wake()  # the sender's loop raises it
         finally:
             self._request_over(sent.node_id, sent.lane, sent.sent_at, latency)
 
@@ -402,7 +410,7 @@ class Sender:
     def _request_over(self, node_id: int, lane: int, sent_at: float, latency: float | None) -> None:
         self._in_flight -= 1
         self._lanes.end(node_id, lane, sent_at, latency)
-        self._acc.wake()
+        self._acc.request_ended(node_id, self._lanes.hold_of(node_id, time.monotonic()))
 
     def _node_failed(self, node_id: int, error: KafkaError) -> None:
         """One WARNING (rate-limited) once a node keeps failing our requests."""

@@ -80,3 +80,42 @@ async def test_keep_timer_arms_one_timer_for_many_waits(
         assert await wakeup.wait(30)  # each deadline later than the one before
         wakeup.clear()
     assert len(armed) == (1 if keep_timer else 20)
+
+
+async def test_set_at_sets_the_flag_at_its_time_through_the_kept_timer(keep_timer: bool) -> None:
+    wakeup = Wakeup(keep_timer=keep_timer)
+    began = time.monotonic()
+    wakeup.set_at(began + 0.1)
+    with anyio.fail_after(5):
+        assert await wakeup.wait(30)
+    took = time.monotonic() - began
+    if keep_timer:
+        assert took >= 0.1 - 0.005
+    else:  # without a kept timer it sets at once
+        assert took < 0.1
+
+
+async def test_set_at_survives_a_ring_for_an_earlier_deadline(keep_timer: bool) -> None:
+    wakeup = Wakeup(keep_timer=keep_timer)
+    began = time.monotonic()
+    wakeup.set_at(began + 0.15)
+    # with a kept timer the wait's 20 ms rings first, not yet set; without, it set at once
+    assert await wakeup.wait(0.02) is not keep_timer
+    if not keep_timer:
+        return
+    with anyio.fail_after(5):
+        assert await wakeup.wait(30)
+    assert time.monotonic() - began >= 0.15 - 0.005
+
+
+async def test_clear_cancels_a_pending_set_at(keep_timer: bool) -> None:
+    wakeup = Wakeup(keep_timer=keep_timer)
+    wakeup.set_at(time.monotonic() + 0.05)
+    wakeup.clear()
+    assert not await wakeup.wait(0.15)
+
+
+async def test_set_at_a_past_time_sets_at_once(keep_timer: bool) -> None:
+    wakeup = Wakeup(keep_timer=keep_timer)
+    wakeup.set_at(time.monotonic() - 1)
+    assert wakeup.is_set()

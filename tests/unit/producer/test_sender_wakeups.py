@@ -1,0 +1,152 @@
+"""The sender is woken only when its next pass can send something.
+
+While natural batching holds a node (a request to it is out, or on a far link its newest
+request is younger than the pipelining threshold: lanes.py), a new batch for that node waits
+anyway: waking the sender for it would only run a pass that sends nothing. Such a batch
+wakes it when the hold ends; the end of a request wakes it only when that changes what it
+can send.
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from typing import Any
+
+import anyio
+import pytest
+
+from aiokafka_lead.metadata import BrokerNode
+from aiokafka_lead.producer import AIOKafkaProducer
+from aiokafka_lead.producer.accumulator import RecordAccumulator
+from aiokafka_lead.producer.config import ProducerConfig
+from aiokafka_lead.structs import TopicPartition
+from aiokafka_lead.testing.fake import FakeCluster
+from aiokafka_lead.testing.fake.intercept import Delay
+
+PRODUCE = 0
+TP = TopicPartition("t", 0)
+NODE = BrokerNode(1, "localhost", 9092)
+
+
+def accumulator() -> RecordAccumulator:
+    acc = RecordAccumulator(ProducerConfig.build({"bootstrap_servers": "localhost:9092"}))
+    acc.hold({}, lambda tp: NODE)
+    return acc
+
+
+def append(acc: RecordAccumulator, tp: TopicPartition = TP) -> None:
+    assert acc.append_now(tp, 0, None, b"v", [], 100) is not None
+
+
+def woken(acc: RecordAccumulator) -> bool:
+    return acc._wakeup.is_set()
+
+
+async def test_a_new_batch_for_a_node_held_until_a_request_ends_does_not_wake() -> None:
+    acc = accumulator()
+    acc.hold({NODE.node_id: math.inf}, lambda tp: NODE)
+    append(acc)
+    assert not woken(acc)
+    acc.request_ended(NODE.node_id, None)  # no longer held: the batch may go
+    assert woken(acc)
+
+
+async def test_a_new_batch_for_a_node_held_for_a_while_wakes_when_the_hold_ends() -> None:
+    acc = accumulator()
+    until = time.monotonic() + 0.1
+    acc.hold({NODE.node_id: until}, lambda tp: NODE)
+    append(acc)
+    assert not woken(acc)
+    with anyio.fail_after(5):
+        await acc.wait_for_work(None)
+    assert time.monotonic() >= until - 0.005
+
+
+@pytest.mark.parametrize("case", ["not held", "queued behind another", "flushing"])
+async def test_a_new_batch_wakes_at_once_when_it_can_go(case: str) -> None:
+    acc = accumulator()
+    acc.hold({} if case == "not held" else {NODE.node_id: math.inf}, lambda tp: NODE)
+    if case == "queued behind another":
+        append(acc)
+        acc._queues[TP][-1].close()  # full: the next record opens a second batch
+        acc._wakeup.clear()
+    if case == "flushing":
+        acc._flushing = 1
+    append(acc)
+    assert woken(acc)
+
+
+async def test_the_end_of_a_request_wakes_only_when_it_changes_what_can_go() -> None:
+    acc = accumulator()
+    until = time.monotonic() + 30
+    acc.hold({NODE.node_id: until}, lambda tp: NODE)
+    append(acc)  # held for the node
+    acc.request_ended(NODE.node_id, until)  # still held as long: a pass would send nothing
+    assert not woken(acc)
+    acc.request_ended(NODE.node_id, until + 1)
+    assert not woken(acc)
+    acc.request_ended(NODE.node_id, time.monotonic() - 1)  # a hold that ends sooner: then
+    assert woken(acc)
+
+
+async def test_the_end_of_a_request_with_nothing_held_for_its_node_does_not_wake() -> None:
+    acc = accumulator()
+    acc.hold({NODE.node_id: math.inf}, lambda tp: NODE)
+    acc.request_ended(NODE.node_id, None)
+    assert not woken(acc)
+    append(acc)  # the node is no longer held: a new batch wakes at once
+    assert woken(acc)
+
+
+async def test_the_end_of_a_request_a_queued_batch_waited_for_wakes() -> None:
+    acc = accumulator()
+    until = time.monotonic() + 30
+    acc._waits_for_end = {NODE.node_id}
+    acc.hold({NODE.node_id: until}, lambda tp: NODE)
+    acc.request_ended(NODE.node_id, until)
+    assert woken(acc)
+
+
+async def test_a_resolved_batch_that_never_flew_wakes_the_sender() -> None:
+    acc = accumulator()
+    append(acc)
+    acc._wakeup.clear()
+    batch = acc._queues[TP].popleft()
+    acc.finished(batch)
+    assert woken(acc)
+
+
+@pytest.mark.parametrize("far", [False, True])
+async def test_a_steady_load_runs_few_sender_passes_that_send_nothing(
+    far: bool, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Records every 2 ms to one partition; each produce takes 20 ms (a far link: pipelined)
+    or is answered at once (near). Passes that sent nothing stay a small share of the passes."""
+    passes = {"sent": 0, "empty": 0}
+    drain = RecordAccumulator.drain
+
+    def counting(self: RecordAccumulator, *args: Any, **kwargs: Any) -> Any:
+        result = drain(self, *args, **kwargs)
+        passes["sent" if result.by_node else "empty"] += 1
+        return result
+
+    with anyio.fail_after(30):
+        async with FakeCluster(brokers=1) as fc:
+            fc.create_topic("t", partitions=1, replication_factor=1)
+            if far:
+                fc.intercept(PRODUCE, lambda *_: Delay(0.02), times=None)
+            async with AIOKafkaProducer(bootstrap_servers=fc.bootstrap, linger_ms=0) as producer:
+                for _ in range(40):  # the link's speed is learnt (far after 32 slow requests)
+                    await producer.send_and_wait("t", b"warm", partition=0)
+                monkeypatch.setattr(RecordAccumulator, "drain", counting)
+                handles = []
+                for _ in range(200):
+                    handles.append(await producer.send("t", b"v", partition=0))
+                    await anyio.sleep(0.002)
+                for handle in handles:
+                    await handle
+    assert passes["sent"] > 0
+    # before the sender was woken only when it could send, every send() during a hold ran a
+    # pass of its own: here over 100 that sent nothing
+    assert passes["empty"] <= max(10, passes["sent"] // 4), passes
