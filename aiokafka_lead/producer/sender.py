@@ -300,6 +300,7 @@ class Sender:
         self, node_id: int, lane: int, sent_at: float, batches: list[ProducerBatch], request: ProduceWire
     ) -> None:
         latency: float | None = None
+        written = False
         try:
             started = time.monotonic()
             try:
@@ -314,7 +315,7 @@ class Sender:
                 self._request_failed(node_id, batches, exc)
                 return
             latency = time.monotonic() - started
-            self._answered(node_id, batches, response, latency)
+            written = self._answered(node_id, batches, response, latency)
         finally:
             key = (node_id, lane)
             left = self._by_task[key] - 1
@@ -322,7 +323,7 @@ class Sender:
                 self._by_task[key] = left
             else:
                 del self._by_task[key]
-            self._request_over(node_id, lane, sent_at, latency)
+            self._request_over(node_id, lane, sent_at, latency, written)
 
     def _on_answer(
         self, sent: _Submitted, response: ProduceAnswer | None, error: KafkaError | None
@@ -330,6 +331,7 @@ class Sender:
         """A submitted request's outcome (called by its connection). It must not raise into
         the connection: a failure here is the producer's, which run() raises."""
         latency: float | None = None
+        written = False
         try:
             if self._ended:
                 return
@@ -337,13 +339,12 @@ class Sender:
                 self._request_failed(sent.node_id, sent.batches, error)
             else:
                 latency = time.monotonic() - sent.started
-                self._answered(sent.node_id, sent.batches, response, latency)
+                written = self._answered(sent.node_id, sent.batches, response, latency)
         except Exception as exc:
             if self._broken is None:
-                self._broken = exc
-            self._acc.wake()  # the sender's loop raises it
+                self._broken = exc  # the sender's loop raises it
         finally:
-            self._request_over(sent.node_id, sent.lane, sent.sent_at, latency)
+            self._request_over(sent.node_id, sent.lane, sent.sent_at, latency, written)
 
     def _request_failed(self, node_id: int, batches: list[ProducerBatch], exc: KafkaError) -> None:
         failure = policy.classify_request_failure(
@@ -361,22 +362,24 @@ class Sender:
 
     def _answered(
         self, node_id: int, batches: list[ProducerBatch], response: ProduceAnswer | None, latency: float
-    ) -> None:
+    ) -> bool:
+        """True when every batch was written (or sent, at acks=0), with nothing else to do."""
         self._metrics.latency(node_id, latency)
         if response is None:  # acks=0: nothing comes back
             for batch in batches:
                 batch.unacknowledged = True
                 batch.complete(-1)
                 self._done(batch)
-            return
+            return True
         if self._node_failures.pop(node_id, 0) >= 2:
             log.info("produce requests to node %d succeed again", node_id)
             self._warn.clear(node_id)
         if isinstance(response, Written):
             if self._all_written(batches, response):
-                return
+                return True
             response = response.response()
         self._handle_response(node_id, batches, response)
+        return False
 
     def _all_written(self, batches: list[ProducerBatch], answer: Written) -> bool:
         """An answer that wrote every partition (the common case, decoded without generated
@@ -407,10 +410,17 @@ class Sender:
             self._ids.acknowledged(batch)
         self._done(batch)
 
-    def _request_over(self, node_id: int, lane: int, sent_at: float, latency: float | None) -> None:
+    def _request_over(
+        self, node_id: int, lane: int, sent_at: float, latency: float | None, written: bool
+    ) -> None:
+        """A request ended. After an answer that wrote every batch the sender is woken only if
+        that frees something to send (RecordAccumulator.request_ended); after anything else
+        (errors, retries, a failure of the request or of its handling) always."""
         self._in_flight -= 1
         self._lanes.end(node_id, lane, sent_at, latency)
         self._acc.request_ended(node_id, self._lanes.hold_of(node_id, time.monotonic()))
+        if not written:
+            self._acc.wake()
 
     def _node_failed(self, node_id: int, error: KafkaError) -> None:
         """One WARNING (rate-limited) once a node keeps failing our requests."""
