@@ -58,9 +58,6 @@ class DrainResult:
     # a partition whose batch was taken has another queued: a drain at once may take it too
     # (one batch per partition per drain); otherwise only a wake-up or next_check_s can
     more: bool = False
-    # nodes a queued batch waits for: it may go once a request to the node ends
-    waits_for_end: set[int] = field(default_factory=set)
-    held_for: set[int] = field(default_factory=set)  # nodes natural batching held a batch for
 
     def wake_in(self, delay: float) -> None:
         delay = max(delay, 0.0)
@@ -96,11 +93,12 @@ class RecordAccumulator:
         self._flushing = 0
         # sticky: a wake between drain() and wait_for_work() is not lost
         self._wakeup = Wakeup(keep_timer=True)
-        # from the sender's last pass: the nodes it holds new batches for, until when (hold()),
-        # and those a queued batch waits for a request of to end (request_ended())
+        # from the sender's last pass: the nodes it holds new batches for, until when (hold())
         self._holds: dict[int, float] = {}
+        # from the last drain(): nodes a queued batch waits for a request of to end (in-flight
+        # limits, lane 0), and nodes natural batching holds a batch for (send() adds to it)
         self._waits_for_end: set[int] = set()
-        self._held_for: set[int] = set()  # nodes a queued batch is held for (since the pass)
+        self._held_for: set[int] = set()
         self._leader_for: Callable[[TopicPartition], BrokerNode | None] = lambda tp: None
         self.closed = False
 
@@ -339,6 +337,8 @@ class RecordAccumulator:
         leader_for = store.leader_for
         far_set = self._far
         expires_in: float | None = None  # the first queued batch's delivery timeout
+        waits_for_end: set[int] = set()
+        held_for: set[int] = set()
         for tp, queue in self._queues.items():
             if not queue or tp in held:
                 continue
@@ -365,7 +365,7 @@ class RecordAccumulator:
             # node waits, whatever its linger says (the request's completion wakes the sender).
             urgent = urgent_all or batch.attempts or len(queue) > 1 or batch.builder.is_closed
             if not urgent and node_id in busy_nodes:
-                result.held_for.add(node_id)
+                held_for.add(node_id)
                 continue
             ready_at = self._ready_at(batch, len(queue), store, hints)
             if ready_at == NOT_YET:
@@ -381,10 +381,10 @@ class RecordAccumulator:
                 and tp not in unverified
                 and _may_pipeline(batch, flying, node_id, self._config.partition_in_flight)
             ):
-                result.waits_for_end.add(node_id)
+                waits_for_end.add(node_id)
                 continue  # a completion wakes the sender
             if tp in unverified and node_id in lane0_out:
-                result.waits_for_end.add(node_id)
+                waits_for_end.add(node_id)
                 continue  # the lane-0 request's completion wakes the sender
             batch_bytes = batch.builder.size_in_bytes()
             used = sizes.get(node_id, 0)
@@ -406,8 +406,7 @@ class RecordAccumulator:
             result.by_node.setdefault(node_id, []).append(batch)
         if expires_in is not None:
             result.wake_in(expires_in)
-        self._waits_for_end = result.waits_for_end
-        self._held_for = result.held_for
+        self._waits_for_end, self._held_for = waits_for_end, held_for
         return result
 
     def _landed(self, batch: ProducerBatch) -> bool:
