@@ -35,9 +35,7 @@ from __future__ import annotations
 
 import argparse
 import json
-import math
 import os
-import resource
 import signal
 import sys
 import tempfile
@@ -56,8 +54,10 @@ from aiokafka_lead.bench.children import (
     BASELINE_CLIENT,
     add_baseline_option,
     baseline_env,
+    children_cpu_s,
     client_order,
     compile_bytecode,
+    process_cpu_s,
 )
 from aiokafka_lead.bench.leader_move import BenchConfig, fresh_topic, run_moves, table, warm_cluster
 from aiokafka_lead.bench.plot import NO_PLOT, can_plot, plot_runs
@@ -102,20 +102,6 @@ async def finish(proc: Process, name: str, errors: Path, within_s: float) -> Non
         raise RuntimeError(f"{name} exited {code}: {detail}")
 
 
-def _children_cpu_s() -> float:
-    usage = resource.getrusage(resource.RUSAGE_CHILDREN)
-    return usage.ru_utime + usage.ru_stime
-
-
-def _process_cpu_s(pid: int) -> float:
-    """A running process's CPU time so far, all its threads (Linux; NaN elsewhere)."""
-    try:
-        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
-    except OSError:
-        return math.nan
-    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")  # utime, stime
-
-
 def producer_command(
     kind: str, bootstrap: str, topic: str, cfg: BenchConfig, *, out: Path, java_cp: str
 ) -> list[str]:
@@ -158,14 +144,14 @@ async def run_one(
             proc = await anyio.open_process(cmd, stderr=err_file, env=producer_env(kind, baseline))
             procs.insert(0, (f"{kind} producer", proc))
             line = await read_line(proc, "GO", cfg.warmup_s + 120)
-            cpu_at_go = _process_cpu_s(proc.pid)
+            cpu_at_go = process_cpu_s(proc.pid)
             started = float(line.split()[1])
             say(f"  {LABELS[kind]}: warmed up, measuring {cfg.duration_s:.0f}s")
             await run_moves(admin, topic, cfg, started=started, moves=moves, say=say)
-            cpu_before = _children_cpu_s()
+            cpu_before = children_cpu_s()
             for name, proc in procs:
                 await finish(proc, name, errors, cfg.duration_s + 300)
-            cpu_s = _children_cpu_s() - cpu_before
+            cpu_s = children_cpu_s() - cpu_before
     finally:
         for _, proc in procs:
             if proc.returncode is None:

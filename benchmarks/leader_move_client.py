@@ -23,6 +23,9 @@ from typing import Any
 from aiokafka_lead.bench.load import TICK_S, Pacer, paced_async
 from aiokafka_lead.bench.stats import Samples
 
+#: the loads with no client behind them: what the load itself costs
+NULL = ("null-asyncio", "null-sync")
+
 
 def go() -> None:
     print(f"GO {time.time():.6f}", flush=True)
@@ -98,6 +101,12 @@ def run_confluent(args: argparse.Namespace, samples: Samples) -> dict[str, Any]:
             "partitioner": "murmur2_random",  # the Java client's key hashing, like the others
         }
     )
+    run_sync(args, samples, producer)
+    return {"version": confluent_kafka.version()[0], "librdkafka": confluent_kafka.libversion()[0]}
+
+
+def run_sync(args: argparse.Namespace, samples: Samples, producer: Any) -> None:
+    """confluent-kafka's load: the schedule driven by ``produce()`` and ``poll()``."""
     payload = os.urandom(args.size)
 
     def paced(target: Samples, duration: float) -> None:
@@ -124,7 +133,62 @@ def run_confluent(args: argparse.Namespace, samples: Samples) -> dict[str, Any]:
     paced(Samples("warm-up"), args.warmup)
     go()
     paced(samples, args.duration)
-    return {"version": confluent_kafka.version()[0], "librdkafka": confluent_kafka.libversion()[0]}
+
+
+class _NullSync:
+    """No client: ``produce()`` keeps the delivery callback, the next ``poll()`` calls it and
+    then sleeps its timeout, as librdkafka's poll does when nothing else arrives."""
+
+    def __init__(self) -> None:
+        self._due: list[Any] = []
+
+    def produce(self, *_args: Any, on_delivery: Any, **_kwargs: Any) -> None:
+        self._due.append(on_delivery)
+
+    def poll(self, timeout: float) -> int:
+        due, self._due = self._due, []
+        for callback in due:
+            callback(None, None)
+        time.sleep(timeout)
+        return len(due)
+
+    def flush(self, _timeout: float) -> int:
+        self.poll(0)
+        return 0
+
+
+class _NullHandle:
+    """A record the null client acknowledged at once."""
+
+    def add_done_callback(self, fn: Any) -> None:
+        fn(self)
+
+    def exception(self) -> None:
+        return None
+
+
+class _NullAsync:
+    """No client: ``await send()`` returns a handle that is already acknowledged."""
+
+    _handle = _NullHandle()
+
+    async def send(self, *_args: Any, **_kwargs: Any) -> _NullHandle:
+        return self._handle
+
+    async def flush(self) -> None:
+        return None
+
+
+async def run_null_asyncio(args: argparse.Namespace, samples: Samples) -> dict[str, Any]:
+    """ours' (and aiokafka's) load on asyncio, with no client behind it."""
+    from aiokafka_lead.bench.load import paced_produce
+
+    producer: Any = _NullAsync()
+    kwargs = {"rate": args.rate, "record_size": args.size}
+    await paced_produce(producer, args.topic, duration_s=args.warmup, samples=Samples("warm-up"), **kwargs)
+    go()
+    await paced_produce(producer, args.topic, duration_s=args.duration, samples=samples, **kwargs)
+    return {}
 
 
 def main() -> int:
@@ -134,7 +198,8 @@ def main() -> int:
     parser.add_argument(
         "--client",
         required=True,
-        choices=["ours", "ours-nohints", "ours-2conn", "ours-1inflight", "aiokafka", "confluent"],
+        choices=["ours", "ours-nohints", "ours-2conn", "ours-1inflight", "aiokafka", "confluent", *NULL],
+        help="null-asyncio / null-sync: the load alone, with no client (benchmarks/load_floor.py)",
     )
     parser.add_argument("--label", required=True)
     parser.add_argument("--bootstrap-server", required=True)
@@ -148,6 +213,11 @@ def main() -> int:
     samples = Samples(args.label)
     if args.client == "confluent":
         extra = run_confluent(args, samples)
+    elif args.client == "null-sync":
+        run_sync(args, samples, _NullSync())
+        extra = {}
+    elif args.client == "null-asyncio":
+        extra = asyncio.run(run_null_asyncio(args, samples))
     elif args.client == "aiokafka":
         extra = asyncio.run(run_aiokafka(args, samples))
     else:

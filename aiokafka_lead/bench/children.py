@@ -13,7 +13,9 @@ from __future__ import annotations
 import argparse
 import compileall
 import json
+import math
 import os
+import resource
 import statistics
 import sys
 import tempfile
@@ -175,6 +177,21 @@ def add_baseline_option(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--baseline", type=Path, help=f"a checkout of aiokafka_lead to run as the client {BASELINE_CLIENT}"
     )
+
+
+def children_cpu_s() -> float:
+    """CPU time (user + system) of every child process waited for so far."""
+    usage = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return usage.ru_utime + usage.ru_stime
+
+
+def process_cpu_s(pid: int) -> float:
+    """A running process's CPU time so far, all its threads (Linux; NaN elsewhere)."""
+    try:
+        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    except OSError:
+        return math.nan
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")  # utime, stime
 
 
 def compile_bytecode(*checkouts: Path | None) -> None:
