@@ -46,7 +46,6 @@ from typing import Any
 import anyio
 import leader_move_report as report
 from anyio.abc import Process
-from anyio.streams.buffered import BufferedByteReceiveStream
 
 from aiokafka_lead.admin import AdminClient
 from aiokafka_lead.bench import java
@@ -58,6 +57,7 @@ from aiokafka_lead.bench.children import (
     client_order,
     compile_bytecode,
     process_cpu_s,
+    read_line,
 )
 from aiokafka_lead.bench.leader_move import BenchConfig, fresh_topic, run_moves, table, warm_cluster
 from aiokafka_lead.bench.plot import NO_PLOT, can_plot, plot_runs
@@ -85,13 +85,6 @@ CONSUMER_LABELS = {"ours": "aiokafka_lead", "aiokafka": "aiokafka", "confluent":
 
 def say(message: str) -> None:
     print(message, flush=True)
-
-
-async def read_line(proc: Process, what: str, within_s: float) -> str:
-    assert proc.stdout is not None
-    with anyio.fail_after(within_s):
-        line = await BufferedByteReceiveStream(proc.stdout).receive_until(b"\n", 4096)
-    return line.decode(errors="replace").strip() or what
 
 
 async def finish(proc: Process, name: str, errors: Path, within_s: float) -> None:

@@ -30,13 +30,13 @@ import time
 from pathlib import Path
 
 import anyio
-from anyio.streams.buffered import BufferedByteReceiveStream
 
 from aiokafka_lead.bench.children import (
     children_cpu_s,
     client_order,
     compile_bytecode,
     process_cpu_s,
+    read_line,
     save_bars,
     say,
     spread_of,
@@ -60,10 +60,7 @@ async def measure(kind: str, args: argparse.Namespace, out: Path) -> float:
            "--warmup", str(args.warmup), "--size", str(args.size), "--out", str(out)]  # fmt: skip
     before = children_cpu_s()
     async with await anyio.open_process(cmd) as proc:
-        assert proc.stdout is not None
-        lines = BufferedByteReceiveStream(proc.stdout)
-        with anyio.fail_after(args.warmup + 60):
-            line = (await lines.receive_until(b"\n", 1 << 16)).decode()
+        line = await read_line(proc, "GO", args.warmup + 60)
         if not line.startswith("GO "):
             raise RuntimeError(f"{kind}: expected GO, got {line!r}")
         at_go = process_cpu_s(proc.pid)

@@ -26,6 +26,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import anyio
+import anyio.abc
 from anyio.streams.buffered import BufferedByteReceiveStream
 
 if TYPE_CHECKING:
@@ -177,6 +178,14 @@ def add_baseline_option(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--baseline", type=Path, help=f"a checkout of aiokafka_lead to run as the client {BASELINE_CLIENT}"
     )
+
+
+async def read_line(proc: anyio.abc.Process, what: str, within_s: float) -> str:
+    """The child's next line on stdout (``what`` if it is empty), waiting up to ``within_s``."""
+    assert proc.stdout is not None
+    with anyio.fail_after(within_s):
+        line = await BufferedByteReceiveStream(proc.stdout).receive_until(b"\n", 4096)
+    return line.decode(errors="replace").strip() or what
 
 
 def children_cpu_s() -> float:
