@@ -177,6 +177,9 @@ class Connection:
         self.api_versions: ApiVersionTable | None = None
         #: finalized feature levels from ApiVersions v3+ (e.g. ``transaction.version``)
         self.finalized_features: dict[str, int] = {}
+        #: how long the ApiVersions exchange took: a round trip the broker answers at once,
+        #: so the network's share of a request's latency (producer/lanes.py); None before it
+        self.handshake_s: float | None = None
         self.last_used = time.monotonic()
         self.stats = stats if stats is not None else ConnectionStats()
         #: re-authentications of this connection (KIP-368)
@@ -272,13 +275,16 @@ class Connection:
         request = ApiVersionsRequest(
             client_software_name=CLIENT_SOFTWARE_NAME, client_software_version=__version__
         )
+        started = time.monotonic()
         response: ApiVersionsResponse = await self.send(request, version=version, negotiate=False)
         if response.error_code == ErrorCode.UNSUPPORTED_VERSION:
             broker_max = next(
                 (k.max_version for k in response.api_keys if k.api_key == ApiVersionsRequest.API_KEY),
                 0,
             )
+            started = time.monotonic()
             response = await self.send(request, version=min(broker_max, version), negotiate=False)
+        self.handshake_s = time.monotonic() - started
         if response.error_code:
             raise error_for_code(response.error_code, f"ApiVersions from {self.broker} failed")
         self.api_versions = negotiate(response)

@@ -12,7 +12,8 @@ stall in 4 of 10 runs where one connection had none in 5; the cause is not found
 
 One connection (the default; DESIGN.md invariant 24): requests to a node are pipelined on
 it, up to ``max_in_flight``, when the link is far: the node's fastest recent request took
-at least ``PIPELINE_FLOOR_S``. Then natural batching (invariant 10) holds new, non-full
+at least ``PIPELINE_FLOOR_S`` and its connection's ApiVersions exchange at least
+``ROUND_TRIP_FLOOR_S``. Then natural batching (invariant 10) holds new, non-full
 batches only while the node's newest request is younger than the overdue threshold below
 (floor ``MIN_PIPELINE_S``), and the next request goes out while the previous one is still
 on the wire or in the broker, instead of leaving the link idle for a round trip. To a near
@@ -63,6 +64,17 @@ MIN_PIPELINE_S = 0.01
 # pipelining at moves) made loopback-defaults worse (p99.9 175 ms against 119, 5 runs
 # each), so the 32 requests stay.
 PIPELINE_FLOOR_S = 0.005
+# A produce request's latency is the network's round trip plus the broker's own wait: at
+# acks=all the followers' next fetches, ~5 ms on loopback with Kafka's default brokers, so a
+# node on loopback looked far under load and got pipelined. Pipelining only overlaps the
+# network's share (the broker reads one request per connection at a time); to a near node it
+# splits the backlog into small batches, each a request of its own (more CPU), which after a
+# leader move are retried one request after another, each waiting for the followers. So a
+# node is far only if its connection's ApiVersions exchange, which a broker answers without
+# waiting, also took at least this long (a node without one yet: the produce latency alone
+# decides). On loopback that first exchange of a connection took 2-5.5 ms on a loaded 2-core
+# machine; through the kip-conditions link (5 +- 1 ms each way) at least 8 ms.
+ROUND_TRIP_FLOOR_S = 0.006
 FLOOR_SAMPLES = 32
 OVERDUE_FACTOR = 0.5
 CLIP_FACTOR = 4.0  # samples above CLIP_FACTOR x EWMA count as that much
@@ -80,10 +92,13 @@ class _Node:
     ewma_s: float | None = None
     recent: collections.deque[float] = field(default_factory=lambda: collections.deque(maxlen=FLOOR_SAMPLES))
     floor_s: float = 0.0  # the fastest of ``recent``
+    round_trip_s: float | None = None  # its connection's ApiVersions exchange
 
     @property
     def far(self) -> bool:
         """A link with a round trip worth overlapping: requests to it are pipelined."""
+        if self.round_trip_s is not None and self.round_trip_s < ROUND_TRIP_FLOOR_S:
+            return False
         return self.floor_s >= PIPELINE_FLOOR_S
 
 
@@ -155,6 +170,31 @@ class NodeLanes:
     def begin(self, node_id: int, lane: int, now: float) -> None:
         self._node(node_id).lanes[lane].started.append(now)
 
+    def round_trip(self, node_id: int, seconds: float | None) -> None:
+        """The node's lane-0 connection's ApiVersions exchange took ``seconds`` (None: not
+        known); a new connection brings a new one."""
+        node = self._node(node_id)
+        if node.round_trip_s != seconds:
+            was_far = node.far
+            node.round_trip_s = seconds
+            self._far_changed(node_id, node, was_far)
+
+    def _far_changed(self, node_id: int, node: _Node, was_far: bool) -> None:
+        if node.far:
+            self._far.add(node_id)
+        else:
+            self._far.discard(node_id)
+        if node.far != was_far:
+            log.debug(
+                "node %d is %s: the fastest of its last %d produce requests took %.1f ms, "
+                "its connection's ApiVersions exchange %s",
+                node_id,
+                "near (no pipelining)" if was_far else "far (pipelining)",
+                len(node.recent),
+                node.floor_s * 1000,
+                "(none yet)" if node.round_trip_s is None else f"{node.round_trip_s * 1000:.1f} ms",
+            )
+
     def end(self, node_id: int, lane: int, started: float, latency_s: float | None) -> None:
         """A request sent at ``started`` finished; ``latency_s`` when it got a response."""
         node = self._node(node_id)
@@ -163,18 +203,7 @@ class NodeLanes:
             was_far = node.far
             node.recent.append(latency_s)
             node.floor_s = min(node.recent)
-            if node.far:
-                self._far.add(node_id)
-            else:
-                self._far.discard(node_id)
-            if node.far != was_far:
-                log.debug(
-                    "node %d is %s: the fastest of its last %d produce requests took %.1f ms",
-                    node_id,
-                    "near (no pipelining)" if was_far else "far (pipelining)",
-                    len(node.recent),
-                    node.floor_s * 1000,
-                )
+            self._far_changed(node_id, node, was_far)
             if node.ewma_s is None:
                 node.ewma_s = latency_s
             else:  # a parked request must not raise the bar for spotting the next one

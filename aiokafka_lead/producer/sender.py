@@ -278,6 +278,8 @@ class Sender:
         self._metrics.produce_requests += 1
         key = (node_id, lane)
         conn = self._core.pool.live(node_id, lane=lane)
+        if conn is not None and lane == 0:
+            self._lanes.round_trip(node_id, conn.handshake_s)
         if conn is not None and key not in self._by_task and self._config.acks_code != 0:
             sent = _Submitted(node_id, lane, sent_at, time.monotonic(), batches)
             answer = functools.partial(self._on_answer, sent)

@@ -197,12 +197,14 @@ def log_step(record: StepRecord) -> None:
 
 @pytest.fixture(params=["one-batch", "pipelined"])
 def pipelining(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> bool:
-    """"pipelined": every broker counts as far (``lanes.PIPELINE_FLOOR_S`` 0), so on this
+    """"pipelined": every broker counts as far (``lanes.PIPELINE_FLOOR_S`` and
+    ``lanes.ROUND_TRIP_FLOOR_S`` 0), so on this
     loopback cluster the producer keeps several batches of a partition in flight, as it
     does across a real network (DESIGN.md invariant 24); "one-batch" is loopback's own
     behaviour (pipelining may still start when a loaded machine slows every request)."""
     if request.param == "pipelined":
         monkeypatch.setattr(lanes, "PIPELINE_FLOOR_S", 0.0)
+        monkeypatch.setattr(lanes, "ROUND_TRIP_FLOOR_S", 0.0)
         return True
     return False
 

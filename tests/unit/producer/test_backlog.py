@@ -12,6 +12,7 @@ from aiokafka_lead.producer import AIOKafkaProducer
 from aiokafka_lead.producer.accumulator import BACKLOG_FACTOR
 from aiokafka_lead.testing.fake import FakeCluster
 from aiokafka_lead.testing.fake.intercept import Delay
+from tests.support.far import far_link
 
 PRODUCE = 0
 BATCH = 16384
@@ -43,6 +44,7 @@ async def far_node_backlog(records: int) -> list[int]:
                 return Delay(1.0 if stalled else 0.02)
 
             fc.intercept(PRODUCE, delay, times=None)
+            far_link(fc)
             async with AIOKafkaProducer(bootstrap_servers=fc.bootstrap, max_batch_size=BATCH) as producer:
                 for _ in range(3):
                     await producer.send_and_wait("t", b"warm", partition=0)

@@ -160,6 +160,29 @@ def test_a_node_counts_as_far_while_its_fastest_recent_request_is_slow() -> None
     assert NodeLanes(lanes=2).pipelining() == set()  # two connections never pipeline
 
 
+def test_a_node_whose_handshake_was_quick_is_near_however_slow_its_produce_answers() -> None:
+    """Slow produce answers and a quick ApiVersions exchange: a slow broker (acks=all waits
+    for the followers) on a near link; a slow exchange too: a far link. A new connection
+    brings its own exchange."""
+    from aiokafka_lead.producer.lanes import PIPELINE_FLOOR_S, ROUND_TRIP_FLOOR_S, NodeLanes
+
+    lanes = NodeLanes()
+    for i in range(3):
+        lanes.begin(1, 0, float(i))
+        lanes.end(1, 0, float(i), PIPELINE_FLOOR_S * 4)
+    assert lanes.pipelining() == {1}  # no exchange known yet: the produce answers decide
+    lanes.round_trip(1, ROUND_TRIP_FLOOR_S / 4)
+    assert lanes.pipelining() == set()
+    lanes.begin(1, 0, 5.0)
+    lanes.end(1, 0, 5.0, PIPELINE_FLOOR_S * 4)
+    assert lanes.pipelining() == set()
+    lanes.round_trip(1, ROUND_TRIP_FLOOR_S * 2)  # reconnected across a far link
+    assert lanes.pipelining() == {1}
+    lanes.begin(1, 0, 6.0)
+    lanes.end(1, 0, 6.0, PIPELINE_FLOOR_S / 5)  # ... to a fast answer: near again
+    assert lanes.pipelining() == set()
+
+
 def test_with_a_zero_floor_every_node_is_far_from_its_first_request(monkeypatch: pytest.MonkeyPatch) -> None:
     from aiokafka_lead.producer import lanes as lanes_module
 

@@ -3,8 +3,9 @@ new batches while earlier ones are still out, on the node's one connection, and 
 across failures and leader moves.
 
 The fake broker, like a real one, reads one request per connection at a time; here every
-produce is delayed, as on a network with a round trip far longer than loopback's, so a
-request is still out (and overdue) when the next records arrive.
+produce is delayed, as on a network with a round trip far longer than loopback's (and so is
+each connection's ApiVersions exchange, ``far_link``), so a request is still out (and
+overdue) when the next records arrive.
 """
 
 from __future__ import annotations
@@ -20,6 +21,7 @@ from aiokafka_lead.producer import AIOKafkaProducer, lanes
 from aiokafka_lead.structs import TopicPartition
 from aiokafka_lead.testing.fake import FakeCluster
 from aiokafka_lead.testing.fake.intercept import Delay, Error
+from tests.support.far import far_link
 from tests.support.txn import read_committed
 
 PRODUCE = 0
@@ -58,6 +60,7 @@ async def test_a_partitions_batches_are_pipelined_in_order() -> None:
     with anyio.fail_after(30):
         async with FakeCluster(brokers=1) as fc:
             fc.create_topic("t", partitions=1, replication_factor=1)
+            far_link(fc)
             async with AIOKafkaProducer(bootstrap_servers=fc.bootstrap) as producer:
                 fc.intercept(PRODUCE, slow(), times=None)
                 await producer.send_and_wait("t", b"warm", partition=0)
@@ -88,10 +91,29 @@ async def test_to_a_near_broker_a_partition_has_one_batch_in_flight(monkeypatch:
                 assert m["pipelined_batches"] == 0 and m["produce_requests"] < 100, m
 
 
+async def test_to_a_slow_broker_on_a_near_link_a_partition_has_one_batch_in_flight() -> None:
+    """Every produce takes 100 ms, as at acks=all while the followers fetch, but the link is
+    near: the ApiVersions exchange was answered at once. That is a slow broker, not a far
+    link, and pipelining would only split the backlog into requests the broker reads one
+    after another: nothing is pipelined, and the records sent meanwhile go in one request."""
+    with anyio.fail_after(30):
+        async with FakeCluster(brokers=1) as fc:
+            fc.create_topic("t", partitions=1, replication_factor=1)
+            async with AIOKafkaProducer(bootstrap_servers=fc.bootstrap) as producer:
+                fc.intercept(PRODUCE, slow(), times=None)
+                await producer.send_and_wait("t", b"warm", partition=0)
+                handles = await paced_sends(producer, 20)
+                assert [(await h).offset for h in handles] == list(range(1, 21))
+                m = producer.metrics()
+                assert m["pipelined_batches"] == 0, m
+                assert m["produce_requests"] <= 1 + 20 * GAP_S / SLOW_S + 2, m  # one per answer
+
+
 async def test_without_idempotence_a_partition_has_one_batch_in_flight() -> None:
     with anyio.fail_after(30):
         async with FakeCluster(brokers=1) as fc:
             fc.create_topic("t", partitions=1, replication_factor=1)
+            far_link(fc)
             async with AIOKafkaProducer(bootstrap_servers=fc.bootstrap, acks=1) as producer:
                 fc.intercept(PRODUCE, slow(), times=None)
                 await producer.send_and_wait("t", b"warm", partition=0)
@@ -108,6 +130,7 @@ async def test_batches_behind_a_failed_one_follow_it_without_backoff_or_epoch_bu
     with anyio.fail_after(30):
         async with FakeCluster(brokers=1) as fc:
             fc.create_topic("t", partitions=1, replication_factor=1)
+            far_link(fc)
             async with AIOKafkaProducer(
                 bootstrap_servers=fc.bootstrap, retry_backoff_ms=3000, retry_backoff_max_ms=3000
             ) as producer:
@@ -137,6 +160,7 @@ async def test_pipelined_batches_follow_a_leader_move_in_order(warm: bool) -> No
     with anyio.fail_after(30):
         async with FakeCluster(brokers=2) as fc:
             fc.create_topic("t", partitions=1, replication_factor=2, leaders=[1])
+            far_link(fc)
             async with AIOKafkaProducer(bootstrap_servers=fc.bootstrap) as producer:
                 fc.intercept(PRODUCE, slow(node=1), times=None)
                 if warm:
@@ -159,6 +183,7 @@ async def test_retried_batches_follow_each_other_to_the_new_leader() -> None:
     with anyio.fail_after(30):
         async with FakeCluster(brokers=2) as fc:
             fc.create_topic("t", partitions=2, replication_factor=2, leaders=[1, 2])
+            far_link(fc)
             async with AIOKafkaProducer(bootstrap_servers=fc.bootstrap) as producer:
                 fc.intercept(PRODUCE, slow(), times=None)
                 await producer.send_and_wait("t", b"warm", partition=0)
@@ -186,6 +211,7 @@ async def test_a_transactional_producer_pipelines_once_a_partition_is_acknowledg
         async with FakeCluster(brokers=1) as fc:
             fc.txns.transaction_version = version
             fc.create_topic("t", partitions=1, replication_factor=1)
+            far_link(fc)
             async with AIOKafkaProducer(
                 bootstrap_servers=fc.bootstrap, transactional_id="tx", retry_backoff_ms=10
             ) as producer:

@@ -23,6 +23,7 @@ from aiokafka_lead.producer.config import ProducerConfig
 from aiokafka_lead.structs import TopicPartition
 from aiokafka_lead.testing.fake import FakeCluster
 from aiokafka_lead.testing.fake.intercept import Delay
+from tests.support.far import far_link
 
 PRODUCE = 0
 TP = TopicPartition("t", 0)
@@ -136,6 +137,7 @@ async def test_a_steady_load_runs_few_sender_passes_that_send_nothing(
             fc.create_topic("t", partitions=1, replication_factor=1)
             if far:
                 fc.intercept(PRODUCE, lambda *_: Delay(0.02), times=None)
+                far_link(fc)
             async with AIOKafkaProducer(bootstrap_servers=fc.bootstrap, linger_ms=0) as producer:
                 for _ in range(40):  # the link's speed is learnt (far after 32 slow requests)
                     await producer.send_and_wait("t", b"warm", partition=0)
