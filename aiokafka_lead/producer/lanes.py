@@ -11,13 +11,14 @@ leader-move benchmark with Kafka's default brokers on loopback, two connections 
 stall in 4 of 10 runs where one connection had none in 5; the cause is not found.
 
 One connection (the default; DESIGN.md invariant 24): requests to a node are pipelined on
-it, up to ``max_in_flight``, when the link is far: the node's fastest recent request took
-at least ``PIPELINE_FLOOR_S`` and its connection's ApiVersions exchange at least
-``ROUND_TRIP_FLOOR_S``. Then natural batching (invariant 10) holds new, non-full
+it, up to ``max_in_flight``, when the node is far: its fastest recent request took at
+least ``PIPELINE_FLOOR_S``. Then natural batching (invariant 10) holds new, non-full
 batches only while the node's newest request is younger than the overdue threshold below
 (floor ``MIN_PIPELINE_S``), and the next request goes out while the previous one is still
-on the wire or in the broker, instead of leaving the link idle for a round trip. To a near
-node (loopback) one request is out at a time, and a partition has one batch out.
+on the wire or in the broker, instead of leaving the link idle for a round trip. A
+partition may have several batches out (``pipelining()``) only if the link is far too: the
+connection's ApiVersions exchange took at least ``ROUND_TRIP_FLOOR_S``. To a near node
+(loopback) one request is out at a time, and a partition has one batch out.
 
 Two connections (``connections_per_broker=2``), rules (DESIGN.md invariant 22):
 - lane 0 is the node's usual connection; a request goes there when lane 0 is idle,
@@ -65,15 +66,16 @@ MIN_PIPELINE_S = 0.01
 # each), so the 32 requests stay.
 PIPELINE_FLOOR_S = 0.005
 # A produce request's latency is the network's round trip plus the broker's own wait: at
-# acks=all the followers' next fetches, ~5 ms on loopback with Kafka's default brokers, so a
-# node on loopback looked far under load and got pipelined. Pipelining only overlaps the
-# network's share (the broker reads one request per connection at a time); to a near node it
-# splits the backlog into small batches, each a request of its own (more CPU), which after a
-# leader move are retried one request after another, each waiting for the followers. So a
-# node is far only if its connection's ApiVersions exchange, which a broker answers without
-# waiting, also took at least this long (a node without one yet: the produce latency alone
-# decides). On loopback that first exchange of a connection took 2-5.5 ms on a loaded 2-core
-# machine; through the kip-conditions link (5 +- 1 ms each way) at least 8 ms.
+# acks=all the followers' next fetches, ~5 ms on loopback with Kafka's default brokers, so
+# under load a node on loopback counts as far. Requests of different partitions pipelined to
+# it keep a saturated broker busy (load A: 1.2x the rate of one request at a time), but a
+# partition's own batches pipelined to it only split its backlog into small batches, each a
+# request of its own (load B: 1.2x the CPU per record), and after a leader move they are
+# retried one request after another, each waiting for the followers. So a partition keeps
+# one batch out unless its leader's connection's ApiVersions exchange, which a broker answers
+# without waiting, also took at least this long (a node without one yet: the produce latency
+# alone decides). On loopback that first exchange of a connection took 2-5.5 ms on a loaded
+# 2-core machine; through the kip-conditions link (5 +- 1 ms each way) at least 8 ms.
 ROUND_TRIP_FLOOR_S = 0.006
 FLOOR_SAMPLES = 32
 OVERDUE_FACTOR = 0.5
@@ -96,10 +98,15 @@ class _Node:
 
     @property
     def far(self) -> bool:
-        """A link with a round trip worth overlapping: requests to it are pipelined."""
+        """A round trip worth overlapping: requests to the node are pipelined."""
+        return self.floor_s >= PIPELINE_FLOOR_S
+
+    @property
+    def pipelines_partitions(self) -> bool:
+        """Far, and across a far link: a partition may have several batches out to it."""
         if self.round_trip_s is not None and self.round_trip_s < ROUND_TRIP_FLOOR_S:
             return False
-        return self.floor_s >= PIPELINE_FLOOR_S
+        return self.far
 
 
 class NodeLanes:
@@ -108,13 +115,14 @@ class NodeLanes:
         self._nodes: dict[int, _Node] = {}
         self._single = lanes == 1
         self._max_in_flight = max_in_flight
-        self._far: set[int] = set()  # the nodes whose ``far`` is true, kept up to date (read every pass)
+        # the nodes whose ``pipelines_partitions`` is true, kept up to date (read every pass)
+        self._far: set[int] = set()
 
     def _node(self, node_id: int) -> _Node:
         node = self._nodes.get(node_id)
         if node is None:
             node = self._nodes[node_id] = _Node()
-            if node.far:  # with a PIPELINE_FLOOR_S of 0 every node is far from the start
+            if node.pipelines_partitions:  # with floors of 0 every node is far from the start
                 self._far.add(node_id)
         return node
 
@@ -175,21 +183,23 @@ class NodeLanes:
         known); a new connection brings a new one."""
         node = self._node(node_id)
         if node.round_trip_s != seconds:
-            was_far = node.far
+            before = (node.far, node.pipelines_partitions)
             node.round_trip_s = seconds
-            self._far_changed(node_id, node, was_far)
+            self._far_changed(node_id, node, before)
 
-    def _far_changed(self, node_id: int, node: _Node, was_far: bool) -> None:
-        if node.far:
+    def _far_changed(self, node_id: int, node: _Node, before: tuple[bool, bool]) -> None:
+        now = (node.far, node.pipelines_partitions)
+        if now[1]:
             self._far.add(node_id)
         else:
             self._far.discard(node_id)
-        if node.far != was_far:
+        if now != before:
             log.debug(
-                "node %d is %s: the fastest of its last %d produce requests took %.1f ms, "
-                "its connection's ApiVersions exchange %s",
+                "node %d: requests %s, a partition's batches %s (the fastest of its last %d "
+                "produce requests took %.1f ms, its connection's ApiVersions exchange %s)",
                 node_id,
-                "near (no pipelining)" if was_far else "far (pipelining)",
+                "pipelined" if now[0] else "one at a time",
+                "pipelined" if now[1] else "one at a time",
                 len(node.recent),
                 node.floor_s * 1000,
                 "(none yet)" if node.round_trip_s is None else f"{node.round_trip_s * 1000:.1f} ms",
@@ -200,10 +210,10 @@ class NodeLanes:
         node = self._node(node_id)
         node.lanes[lane].started.remove(started)
         if latency_s is not None and lane == 0:
-            was_far = node.far
+            before = (node.far, node.pipelines_partitions)
             node.recent.append(latency_s)
             node.floor_s = min(node.recent)
-            self._far_changed(node_id, node, was_far)
+            self._far_changed(node_id, node, before)
             if node.ewma_s is None:
                 node.ewma_s = latency_s
             else:  # a parked request must not raise the bar for spotting the next one

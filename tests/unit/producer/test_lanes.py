@@ -10,6 +10,8 @@ connection (lane 1; aiokafka_lead/producer/lanes.py, DESIGN.md invariant 22) whe
 
 from __future__ import annotations
 
+import math
+
 import time
 from typing import Any
 
@@ -160,10 +162,11 @@ def test_a_node_counts_as_far_while_its_fastest_recent_request_is_slow() -> None
     assert NodeLanes(lanes=2).pipelining() == set()  # two connections never pipeline
 
 
-def test_a_node_whose_handshake_was_quick_is_near_however_slow_its_produce_answers() -> None:
+def test_a_partition_pipelines_only_across_a_link_whose_handshake_was_slow() -> None:
     """Slow produce answers and a quick ApiVersions exchange: a slow broker (acks=all waits
-    for the followers) on a near link; a slow exchange too: a far link. A new connection
-    brings its own exchange."""
+    for the followers) on a near link. Its requests still pipeline (the next one need not
+    wait for the newest), but a partition keeps one batch out; a slow exchange too: a far
+    link, where a partition's batches pipeline. A new connection brings its own exchange."""
     from aiokafka_lead.producer.lanes import PIPELINE_FLOOR_S, ROUND_TRIP_FLOOR_S, NodeLanes
 
     lanes = NodeLanes()
@@ -174,8 +177,12 @@ def test_a_node_whose_handshake_was_quick_is_near_however_slow_its_produce_answe
     lanes.round_trip(1, ROUND_TRIP_FLOOR_S / 4)
     assert lanes.pipelining() == set()
     lanes.begin(1, 0, 5.0)
+    assert lanes.hold_of(1, 5.5) is None  # a request out for 0.5 s holds nothing back
     lanes.end(1, 0, 5.0, PIPELINE_FLOOR_S * 4)
     assert lanes.pipelining() == set()
+    lanes.begin(2, 0, 5.0)  # a near node: its request out holds new batches back
+    assert lanes.hold_of(2, 5.5) == math.inf
+    lanes.end(2, 0, 5.0, None)
     lanes.round_trip(1, ROUND_TRIP_FLOOR_S * 2)  # reconnected across a far link
     assert lanes.pipelining() == {1}
     lanes.begin(1, 0, 6.0)
