@@ -11,7 +11,6 @@ connection (lane 1; aiokafka_lead/producer/lanes.py, DESIGN.md invariant 22) whe
 from __future__ import annotations
 
 import math
-
 import time
 from typing import Any
 
