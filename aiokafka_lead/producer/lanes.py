@@ -68,10 +68,11 @@ PIPELINE_FLOOR_S = 0.005
 # A produce request's latency is the network's round trip plus the broker's own wait: at
 # acks=all the followers' next fetches, ~5 ms on loopback with Kafka's default brokers, so
 # under load a node on loopback counts as far. Requests of different partitions pipelined to
-# it keep a saturated broker busy (load A: 1.2x the rate of one request at a time), but a
+# it keep a saturated broker busy (load A ran at 0.82x the rate without them), but a
 # partition's own batches pipelined to it only split its backlog into small batches, each a
-# request of its own (load B: 1.2x the CPU per record), and after a leader move they are
-# retried one request after another, each waiting for the followers. So a partition keeps
+# request of its own, and after a leader move they are retried one request after another,
+# each waiting for the followers (a traced move: 4 batches of a partition, answered ~10 ms
+# apart). So a partition keeps
 # one batch out unless its leader's connection's ApiVersions exchange, which a broker answers
 # without waiting, also took at least this long (a node without one yet: the produce latency
 # alone decides). On loopback that first exchange of a connection took 2-5.5 ms on a loaded
