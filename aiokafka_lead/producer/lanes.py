@@ -117,14 +117,14 @@ class NodeLanes:
         self._single = lanes == 1
         self._max_in_flight = max_in_flight
         # the nodes whose ``pipelines_partitions`` is true, kept up to date (read every pass)
-        self._far: set[int] = set()
+        self._pipelining: set[int] = set()
 
     def _node(self, node_id: int) -> _Node:
         node = self._nodes.get(node_id)
         if node is None:
             node = self._nodes[node_id] = _Node()
             if node.pipelines_partitions:  # with floors of 0 every node is far from the start
-                self._far.add(node_id)
+                self._pipelining.add(node_id)
         return node
 
     def overdue_after_s(self, node_id: int) -> float:
@@ -164,7 +164,7 @@ class NodeLanes:
         link): the lanes' own set, to read, not to change."""
         if not self._single:
             return set()  # two connections to a node: a later request could be read first
-        return self._far
+        return self._pipelining
 
     def lane0_out(self) -> set[int]:
         """Nodes whose lane 0 has a request out (none with one lane: there the broker
@@ -186,14 +186,14 @@ class NodeLanes:
         if node.round_trip_s != seconds:
             before = (node.far, node.pipelines_partitions)
             node.round_trip_s = seconds
-            self._far_changed(node_id, node, before)
+            self._update_pipelining(node_id, node, before)
 
-    def _far_changed(self, node_id: int, node: _Node, before: tuple[bool, bool]) -> None:
+    def _update_pipelining(self, node_id: int, node: _Node, before: tuple[bool, bool]) -> None:
         now = (node.far, node.pipelines_partitions)
         if now[1]:
-            self._far.add(node_id)
+            self._pipelining.add(node_id)
         else:
-            self._far.discard(node_id)
+            self._pipelining.discard(node_id)
         if now != before:
             log.debug(
                 "node %d: requests %s, a partition's batches %s (the fastest of its last %d "
@@ -214,7 +214,7 @@ class NodeLanes:
             before = (node.far, node.pipelines_partitions)
             node.recent.append(latency_s)
             node.floor_s = min(node.recent)
-            self._far_changed(node_id, node, before)
+            self._update_pipelining(node_id, node, before)
             if node.ewma_s is None:
                 node.ewma_s = latency_s
             else:  # a parked request must not raise the bar for spotting the next one

@@ -6,9 +6,9 @@ near link."""
 from __future__ import annotations
 
 from aiokafka_lead.testing.fake import FakeCluster
+from aiokafka_lead.testing.fake.broker import API_VERSIONS
 from aiokafka_lead.testing.fake.intercept import Delay
 
-API_VERSIONS = 18
 ROUND_TRIP_S = 0.02
 
 
