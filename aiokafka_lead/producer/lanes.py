@@ -72,11 +72,11 @@ PIPELINE_FLOOR_S = 0.005
 # partition's own batches pipelined to it only split its backlog into small batches, each a
 # request of its own, and after a leader move they are retried one request after another,
 # each waiting for the followers (a traced move: 4 batches of a partition, answered ~10 ms
-# apart). So a partition keeps
-# one batch out unless its leader's connection's ApiVersions exchange, which a broker answers
-# without waiting, also took at least this long (a node without one yet: the produce latency
-# alone decides). On loopback that first exchange of a connection took 2-5.5 ms on a loaded
-# 2-core machine; through the kip-conditions link (5 +- 1 ms each way) at least 8 ms.
+# apart). So a partition keeps one batch out unless its leader's connection's ApiVersions
+# exchange, which a broker answers without waiting, also took at least this long (a node
+# without one yet: the produce latency alone decides). On loopback that first exchange of a
+# connection took 2-5.5 ms on a loaded 2-core machine; through the kip-conditions link
+# (5 +- 1 ms each way) at least 8 ms.
 ROUND_TRIP_FLOOR_S = 0.006
 FLOOR_SAMPLES = 32
 OVERDUE_FACTOR = 0.5
