@@ -73,13 +73,14 @@ class Wakeup:
     a wait it rings for too early waits on. Without it each wait's timer is cancelled when
     the wait ends (a one-off wait must not leave its timer in the loop's heap)."""
 
-    __slots__ = ("_alarm", "_set", "_set_at", "_waiter")
+    __slots__ = ("_alarm", "_deadline", "_set", "_set_at", "_waiter")
 
     def __init__(self, *, keep_timer: bool = False) -> None:
         self._set = False
         self._set_at = math.inf  # set_at()'s time, until it comes or clear()
         self._waiter: asyncio.Future[None] | anyio.Event | None = None
         self._alarm = Alarm(self._ring) if keep_timer else None
+        self._deadline = math.inf  # keep_timer: when the wait under way times out
 
     def set(self) -> None:
         self._set = True
@@ -141,9 +142,9 @@ class Wakeup:
                 if timer is not None:
                     timer.cancel()
             return self._set
-        deadline = math.inf if timeout_s is None else loop.time() + max(timeout_s, 0.0)
+        self._deadline = math.inf if timeout_s is None else loop.time() + max(timeout_s, 0.0)
         while True:
-            alarm.arm_by(loop, deadline)
+            alarm.arm_by(loop, self._deadline)
             future = loop.create_future()
             self._waiter = future
             try:
@@ -151,9 +152,23 @@ class Wakeup:
             finally:
                 if self._waiter is future:
                     self._waiter = None
-            if self._set or loop.time() >= deadline:
+            if self._set or loop.time() >= self._deadline:
                 return self._set
-            # the timer of an earlier deadline rang: wait on
+            # the timer of an earlier deadline rang (or retime() moved this one): wait on
+
+    def retime(self, when: float) -> None:
+        """The wait under way times out at ``when`` (``time.monotonic()``; inf: never)
+        instead of its own timeout, and a :meth:`set_at` still to come is dropped: the
+        waiter's work was done for it meanwhile, and decided when it is due next.
+        ``keep_timer`` waits on asyncio only; else nothing."""
+        alarm = self._alarm
+        if alarm is None or not isinstance(self._waiter, asyncio.Future):
+            return
+        self._deadline = when
+        self._set_at = math.inf
+        loop = asyncio_loop()
+        if loop is not None and when != math.inf:
+            alarm.arm_by(loop, when)
 
     def _ring(self, loop: asyncio.AbstractEventLoop) -> None:
         if self._set_at != math.inf:

@@ -124,23 +124,31 @@ class RecordAccumulator:
         self._holds = holds
         self._leader_for = leader_for
 
-    def request_ended(self, node_id: int, hold_until: float | None) -> None:
+    def request_ended(self, node_id: int, hold_until: float | None) -> bool:
         """A request to ``node_id`` ended, its batches resolved or requeued; the node is held
-        until ``hold_until`` now (None: not held). The sender is woken only when its next pass
-        would send more than its last one did: a queued batch waited for a request of the
-        node to end, or one is held for the node and its hold ended (or ends sooner: then)."""
+        until ``hold_until`` now (None: not held). True when the sender's next pass would
+        send more than its last one did: a queued batch waited for a request of the node to
+        end, or one is held for the node and its hold ended; the caller then passes (or
+        wakes the sender). A hold that now ends sooner wakes the sender then."""
         held_until = self._holds.get(node_id)
         if hold_until is None:
             self._holds.pop(node_id, None)
         else:
             self._holds[node_id] = hold_until
         if node_id in self._waits_for_end:
-            self._wakeup.set()
-        elif node_id in self._held_for:
+            return True
+        if node_id in self._held_for:
             if hold_until is None or held_until is None:
-                self._wakeup.set()
-            elif hold_until < held_until:
+                return True
+            if hold_until < held_until:
                 self._wakeup.set_at(hold_until)
+        return False
+
+    def next_pass_at(self, when: float) -> None:
+        """A pass ran outside the sender's loop (Sender._pass_now): the loop, asleep, is due
+        to pass again at ``when`` (``time.monotonic()``; inf: only when woken), not when its
+        own last pass said."""
+        self._wakeup.retime(when)
 
     def _wake_for(self, tp: TopicPartition) -> None:
         """Wake the sender for ``tp``'s new batch, the only one queued: at once, or when the

@@ -92,6 +92,7 @@ class Sender:
         # run() has ended (the producer stopped or failed, and its close fails whatever is
         # left): an outcome that arrives later is not handled, as a cancelled task's was not
         self._ended = False
+        self._tg: anyio.abc.TaskGroup | None = None  # run()'s, while it runs
         self._warn = RateLimitedLog(log)
 
     def _on_metadata_change(self, change: MetadataChange) -> None:
@@ -103,6 +104,7 @@ class Sender:
         store.add_listener(self._on_metadata_change)
         try:
             async with anyio.create_task_group() as tg:
+                self._tg = tg
                 task_status.started()
                 while True:
                     if self._broken is not None:
@@ -120,48 +122,79 @@ class Sender:
                             self._acc.fail_all(exc)
                             await self._acc.wait_for_work(self._backoff.delay_s(3))
                             continue
-                    now = time.monotonic()
-                    busy = self._lanes.holds(now)
-                    released_at = min(busy.values(), default=math.inf)  # the first hold to end
-                    txn = self._txn
-                    result = self._acc.drain(
-                        store,
-                        self._config.max_request_size,
-                        hints=self._config.enable_leader_hints,
-                        busy_nodes=busy,
-                        held=txn.held if txn is not None else (),
-                        unverified=txn.unverified if txn is not None else (),
-                        lane0_out=self._lanes.lane0_out() if txn is not None and txn.unverified else (),
-                        pipelining=self._lanes.pipelining(),
-                        confirmed=self._ids.confirmed if self._ids is not None else (),
-                    )
-                    self._metrics.pipelined_batches += result.pipelined
-                    for batch in result.expired:
-                        message = self._expiry_message(batch, batch.last_error)
-                        self._fail(batch, KafkaTimeoutError(message), expired=True)
-                    for node_id, batches in result.by_node.items():
-                        self._stamp(batches)  # here, in drain order: a partition's sequences ascend
-                        self._in_flight += 1
-                        lane = self._lanes.lane_for(node_id)
-                        self._lanes.begin(node_id, lane, now)
-                        self._metrics.express_requests += lane
-                        self._start(tg, node_id, lane, now, batches)
-                    if result.more:
-                        continue  # the next batch of a partition just taken may go at once
-                    # Otherwise sleep, after a pass that sent too: what it left waits for a
-                    # wake-up (an answer, an append, an expiry) or for the time it named, so
-                    # a drain right away would find nothing (a whole pass per request). A
-                    # wake-up during the pass is kept: the wait returns at once.
-                    if result.by_node:  # the nodes just sent to are held now too
-                        busy = self._lanes.holds(time.monotonic())
-                    self._acc.hold(busy, store.leader_for)
-                    wait_s = released_at - now if released_at != math.inf else None
-                    if result.next_check_s is not None:
-                        wait_s = result.next_check_s if wait_s is None else min(wait_s, result.next_check_s)
-                    await self._acc.wait_for_work(wait_s)
+                    more, wait_s = self._pass()
+                    if not more:
+                        await self._acc.wait_for_work(wait_s)
         finally:
             self._ended = True
+            self._tg = None
             store.remove_listener(self._on_metadata_change)
+
+    def _pass(self) -> tuple[bool, float | None]:
+        """One pass: drain what may go now and send it. (True, None): a partition's next
+        batch may go at once, pass again; else (False, the seconds until a pass is due
+        again, None: only when woken)."""
+        tg = self._tg
+        assert tg is not None
+        store = self._core.store
+        now = time.monotonic()
+        busy = self._lanes.holds(now)
+        released_at = min(busy.values(), default=math.inf)  # the first hold to end
+        txn = self._txn
+        result = self._acc.drain(
+            store,
+            self._config.max_request_size,
+            hints=self._config.enable_leader_hints,
+            busy_nodes=busy,
+            held=txn.held if txn is not None else (),
+            unverified=txn.unverified if txn is not None else (),
+            lane0_out=self._lanes.lane0_out() if txn is not None and txn.unverified else (),
+            pipelining=self._lanes.pipelining(),
+            confirmed=self._ids.confirmed if self._ids is not None else (),
+        )
+        self._metrics.pipelined_batches += result.pipelined
+        for batch in result.expired:
+            message = self._expiry_message(batch, batch.last_error)
+            self._fail(batch, KafkaTimeoutError(message), expired=True)
+        for node_id, batches in result.by_node.items():
+            self._stamp(batches)  # here, in drain order: a partition's sequences ascend
+            self._in_flight += 1
+            lane = self._lanes.lane_for(node_id)
+            self._lanes.begin(node_id, lane, now)
+            self._metrics.express_requests += lane
+            self._start(tg, node_id, lane, now, batches)
+        if result.more:
+            return True, None  # the next batch of a partition just taken may go at once
+        # Otherwise sleep, after a pass that sent too: what it left waits for a wake-up (an
+        # answer, an append, an expiry) or for the time it named, so a drain right away
+        # would find nothing (a whole pass per request). A wake-up during the pass is kept:
+        # the wait returns at once.
+        if result.by_node:  # the nodes just sent to are held now too
+            busy = self._lanes.holds(time.monotonic())
+        self._acc.hold(busy, store.leader_for)
+        wait_s = released_at - now if released_at != math.inf else None
+        if result.next_check_s is not None:
+            wait_s = result.next_check_s if wait_s is None else min(wait_s, result.next_check_s)
+        return False, wait_s
+
+    def _pass_now(self) -> None:
+        """A pass where an answer was just handled, instead of waking run() for it: the
+        event loop then takes no extra turn (a poll of its selector and a task step) before
+        the batches that waited for the answer go. run() is woken instead while it has
+        something to await first (an epoch bump), a failure to raise or is not running; a
+        pass that fails is run()'s failure, raised there."""
+        if self._tg is None or self._broken is not None or (self._ids is not None and self._ids.needs_bump):
+            self._acc.wake()
+            return
+        try:
+            more, wait_s = True, None
+            while more:
+                more, wait_s = self._pass()
+        except Exception as exc:
+            self._broken = exc
+            self._acc.wake()
+            return
+        self._acc.next_pass_at(math.inf if wait_s is None else time.monotonic() + wait_s)
 
     def _expiry_message(self, batch: ProducerBatch, last: BaseException | None) -> str:
         age = (time.monotonic() - batch.created_at) * 1000
@@ -415,14 +448,16 @@ class Sender:
     def _request_over(
         self, node_id: int, lane: int, sent_at: float, latency: float | None, written: bool
     ) -> None:
-        """A request ended. After an answer that wrote every batch the sender is woken only if
+        """A request ended. After an answer that wrote every batch a pass runs here only if
         that frees something to send (RecordAccumulator.request_ended); after anything else
-        (errors, retries, a failure of the request or of its handling) always."""
+        (errors, retries, a failure of the request or of its handling) the sender is woken."""
         self._in_flight -= 1
         self._lanes.end(node_id, lane, sent_at, latency)
-        self._acc.request_ended(node_id, self._lanes.hold_of(node_id, time.monotonic()))
+        more = self._acc.request_ended(node_id, self._lanes.hold_of(node_id, time.monotonic()))
         if not written:
             self._acc.wake()
+        elif more:
+            self._pass_now()
 
     def _node_failed(self, node_id: int, error: KafkaError) -> None:
         """One WARNING (rate-limited) once a node keeps failing our requests."""

@@ -17,9 +17,10 @@ import anyio
 import pytest
 
 from aiokafka_lead.metadata import BrokerNode
-from aiokafka_lead.producer import AIOKafkaProducer
+from aiokafka_lead.producer import AIOKafkaProducer, DeliveryHandle
 from aiokafka_lead.producer.accumulator import RecordAccumulator
 from aiokafka_lead.producer.config import ProducerConfig
+from aiokafka_lead.producer.sender import Sender
 from aiokafka_lead.structs import TopicPartition
 from aiokafka_lead.testing.fake import FakeCluster
 from aiokafka_lead.testing.fake.intercept import Delay
@@ -49,8 +50,8 @@ async def test_a_new_batch_for_a_node_held_until_a_request_ends_does_not_wake() 
     acc.hold({NODE.node_id: math.inf}, lambda tp: NODE)
     append(acc)
     assert not woken(acc)
-    acc.request_ended(NODE.node_id, None)  # no longer held: the batch may go
-    assert woken(acc)
+    assert acc.request_ended(NODE.node_id, None)  # no longer held: the batch may go
+    assert not woken(acc)  # the caller passes at once (Sender._pass_now)
 
 
 async def test_a_new_batch_for_a_node_held_for_a_while_wakes_when_the_hold_ends() -> None:
@@ -83,18 +84,18 @@ async def test_the_end_of_a_request_wakes_only_when_it_changes_what_can_go() -> 
     until = time.monotonic() + 30
     acc.hold({NODE.node_id: until}, lambda tp: NODE)
     append(acc)  # held for the node
-    acc.request_ended(NODE.node_id, until)  # still held as long: a pass would send nothing
+    assert not acc.request_ended(NODE.node_id, until)  # still held as long: a pass would send nothing
     assert not woken(acc)
-    acc.request_ended(NODE.node_id, until + 1)
+    assert not acc.request_ended(NODE.node_id, until + 1)
     assert not woken(acc)
-    acc.request_ended(NODE.node_id, time.monotonic() - 1)  # a hold that ends sooner: then
+    assert not acc.request_ended(NODE.node_id, time.monotonic() - 1)  # a hold that ends sooner: then
     assert woken(acc)
 
 
 async def test_the_end_of_a_request_with_nothing_held_for_its_node_does_not_wake() -> None:
     acc = accumulator()
     acc.hold({NODE.node_id: math.inf}, lambda tp: NODE)
-    acc.request_ended(NODE.node_id, None)
+    assert not acc.request_ended(NODE.node_id, None)
     assert not woken(acc)
     append(acc)  # the node is no longer held: a new batch wakes at once
     assert woken(acc)
@@ -105,8 +106,7 @@ async def test_the_end_of_a_request_a_queued_batch_waited_for_wakes() -> None:
     until = time.monotonic() + 30
     acc._waits_for_end = {NODE.node_id}
     acc.hold({NODE.node_id: until}, lambda tp: NODE)
-    acc.request_ended(NODE.node_id, until)
-    assert woken(acc)
+    assert acc.request_ended(NODE.node_id, until)
 
 
 async def test_a_resolved_batch_that_never_flew_wakes_the_sender() -> None:
@@ -152,3 +152,40 @@ async def test_a_steady_load_runs_few_sender_passes_that_send_nothing(
     # before the sender was woken only when it could send, every send() during a hold ran a
     # pass of its own: here over 100 that sent nothing
     assert passes["empty"] <= max(10, passes["sent"] // 4), passes
+
+
+async def test_batches_held_for_a_request_go_where_its_answer_is_handled(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A batch held while its node had a request out is sent by the handling of that
+    request's answer, not one event-loop turn later by a woken sender."""
+    sent_when_answered: list[bool] = []
+    on_answer = Sender._on_answer
+
+    with anyio.fail_after(30):
+        async with FakeCluster(brokers=1) as fc:
+            fc.create_topic("t", partitions=2, replication_factor=1)
+            async with AIOKafkaProducer(bootstrap_servers=fc.bootstrap, linger_ms=0) as producer:
+                await producer.send_and_wait("t", b"warm", partition=0)
+                arrived = anyio.Event()
+
+                def slow(*_: Any) -> Delay:
+                    arrived.set()
+                    return Delay(0.2)
+
+                fc.intercept(PRODUCE, slow)
+                held: DeliveryHandle | None = None
+
+                def answered(self: Sender, *args: Any) -> None:
+                    on_answer(self, *args)
+                    sent_when_answered.append(held is not None and held._target().sent)
+
+                monkeypatch.setattr(Sender, "_on_answer", answered)
+                first = await producer.send("t", b"a", partition=0)
+                await arrived.wait()  # the first request is out
+                held = await producer.send("t", b"b", partition=1)  # its node is busy: held
+                await anyio.sleep(0.01)
+                assert not held._target().sent
+                await first
+                await held
+    assert sent_when_answered[0] is True
