@@ -206,7 +206,7 @@ class Connection:
 
     @property
     def closed(self) -> bool:
-        return self._closed.is_set()
+        return self._close_reason is not None  # set with _closed (_mark_closed)
 
     @property
     def in_flight(self) -> int:
@@ -515,7 +515,7 @@ class Connection:
             self._window.release()
             raise
         self._active += 1
-        self.last_used = time.monotonic()
+        self.last_used = now = time.monotonic()
         deadline = loop.time() + timeout_ms / 1000
         pending = _Pending(
             request.RESPONSE_CLASS,
@@ -525,8 +525,9 @@ class Connection:
             deadline=deadline,
             timeout_ms=timeout_ms,
             decode=decode,
+            sent_at=now,
         )
-        self._expect(correlation_id, pending)
+        self._pending[correlation_id] = pending  # as _expect() does
         self._count_out(frame_size(frame))
         self._alarm.arm_by(loop, deadline)
         return True
@@ -558,7 +559,7 @@ class Connection:
     def _free_stream(self) -> FrameStream | None:
         """The stream, if open and no write waits for the socket (a frame written now does
         not overtake one)."""
-        if self._closed.is_set() or self._send_lock.locked():
+        if self._close_reason is not None or self._send_lock.locked():
             return None
         return self._stream
 
@@ -662,7 +663,7 @@ class Connection:
     def _take_frame(self, frame: memoryview | bytes) -> bool:
         """A frame offered where it was read (``handle_frames_directly``): handled as the read
         loop does, except the big ones (decoded in a worker thread) and after the close."""
-        if len(frame) >= THREAD_DECODE_BYTES or self._closed.is_set():
+        if len(frame) >= THREAD_DECODE_BYTES or self._close_reason is not None:
             return False
         stream = self._stream
         assert stream is not None

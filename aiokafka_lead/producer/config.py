@@ -130,12 +130,12 @@ class ProducerConfig(ConnectionConfig):
             )
         require_codec(self.compression)
 
-    @property
+    @functools.cached_property
     def acks_code(self) -> int:
         """``acks`` as sent: -1 (all), 0 or 1."""
         return ACKS[self.acks]
 
-    @property
+    @functools.cached_property
     def compression(self) -> CompressionType:
         return COMPRESSION[self.compression_type]
 

@@ -211,10 +211,18 @@ class NodeLanes:
         node = self._node(node_id)
         node.lanes[lane].started.remove(started)
         if latency_s is not None and lane == 0:
-            before = (node.far, node.pipelines_partitions)
-            node.recent.append(latency_s)
-            node.floor_s = min(node.recent)
-            self._update_pipelining(node_id, node, before)
+            recent = node.recent
+            evicted = recent[0] if len(recent) == FLOOR_SAMPLES else math.inf
+            recent.append(latency_s)
+            floor = node.floor_s
+            if len(recent) == 1 or latency_s < floor:
+                floor = latency_s
+            elif evicted <= floor:  # the fastest left the window
+                floor = min(recent)
+            if floor != node.floor_s:
+                before = (node.far, node.pipelines_partitions)
+                node.floor_s = floor
+                self._update_pipelining(node_id, node, before)
             if node.ewma_s is None:
                 node.ewma_s = latency_s
             else:  # a parked request must not raise the bar for spotting the next one

@@ -170,7 +170,13 @@ class Sender:
         # would find nothing (a whole pass per request). A wake-up during the pass is kept:
         # the wait returns at once.
         if result.by_node:  # the nodes just sent to are held now too
-            busy = self._lanes.holds(time.monotonic())
+            at = time.monotonic()
+            for node_id in result.by_node:
+                until = self._lanes.hold_of(node_id, at)
+                if until is None:
+                    busy.pop(node_id, None)
+                else:
+                    busy[node_id] = until
         self._acc.hold(busy, store.leader_for)
         wait_s = released_at - now if released_at != math.inf else None
         if result.next_check_s is not None:
@@ -420,17 +426,18 @@ class Sender:
         """An answer that wrote every partition (the common case, decoded without generated
         objects): each batch completes as in :meth:`_handle_response`. False, with nothing
         done, when it does not name every batch's partition."""
-        offsets = {(topic, partition): row for topic, partition, *row in answer.rows}
-        if len(offsets) != len(batches):
+        # keyed by (topic, partition): a TopicPartition (a named tuple) finds its row
+        rows = {(row[0], row[1]): row for row in answer.rows}
+        if len(rows) != len(batches):
             return False
         done = []
         for batch in batches:
-            row = offsets.get((batch.tp.topic, batch.tp.partition))
+            row = rows.get(batch.tp)
             if row is None:
                 return False
-            done.append((batch, row))
+            done.append(row)
         self._metrics.throttled(answer.throttle_time_ms)
-        for batch, (base_offset, append_time, start_offset) in done:
+        for batch, (_, _, base_offset, append_time, start_offset) in zip(batches, done, strict=True):
             self._written(batch, base_offset, append_time, start_offset)
         return True
 
