@@ -93,6 +93,9 @@ class Sender:
         # left): an outcome that arrives later is not handled, as a cancelled task's was not
         self._ended = False
         self._tg: anyio.abc.TaskGroup | None = None  # run()'s, while it runs
+        # _pass_now() is passing: a request that must wait is handed to run() to start
+        self._answer_pass = False
+        self._deferred: list[tuple[int, int, float, list[ProducerBatch], ProduceWire]] = []
         self._warn = RateLimitedLog(log)
 
     def _on_metadata_change(self, change: MetadataChange) -> None:
@@ -107,6 +110,10 @@ class Sender:
                 self._tg = tg
                 task_status.started()
                 while True:
+                    if self._deferred:  # in order, before this pass's: a node's requests keep theirs
+                        deferred, self._deferred = self._deferred, []
+                        for args in deferred:
+                            tg.start_soon(self._produce, *args)
                     if self._broken is not None:
                         raise self._broken
                     if self._ids is not None and self._ids.needs_bump:
@@ -188,10 +195,12 @@ class Sender:
         event loop then takes no extra turn (a poll of its selector and a task step) before
         the batches that waited for the answer go. run() is woken instead while it has
         something to await first (an epoch bump), a failure to raise or is not running; a
-        pass that fails is run()'s failure, raised there."""
+        pass that fails is run()'s failure, raised there. A request that must wait for its
+        connection needs a task, which a loop callback cannot start: run() starts it."""
         if self._tg is None or self._broken is not None or (self._ids is not None and self._ids.needs_bump):
             self._acc.wake()
             return
+        self._answer_pass = True
         try:
             more, wait_s = True, None
             while more:
@@ -200,6 +209,8 @@ class Sender:
             self._broken = exc
             self._acc.wake()
             return
+        finally:
+            self._answer_pass = False
         self._acc.next_pass_at(math.inf if wait_s is None else time.monotonic() + wait_s)
 
     def _expiry_message(self, batch: ProducerBatch, last: BaseException | None) -> str:
@@ -330,6 +341,10 @@ class Sender:
                 if conn.submit(request, version=version, timeout_ms=self._wait_ms(batches), on_answer=answer):
                     return
         self._by_task[key] = self._by_task.get(key, 0) + 1
+        if self._answer_pass:  # a loop callback has no task to start one from: run() starts it
+            self._deferred.append((node_id, lane, sent_at, batches, request))
+            self._acc.wake()
+            return
         tg.start_soon(self._produce, node_id, lane, sent_at, batches, request)
 
     def _version(self, conn: Connection) -> int:

@@ -9,6 +9,7 @@ can send.
 
 from __future__ import annotations
 
+import asyncio
 import math
 import time
 from typing import Any
@@ -189,3 +190,41 @@ async def test_batches_held_for_a_request_go_where_its_answer_is_handled(
                 await first
                 await held
     assert sent_when_answered[0] is True
+
+
+async def test_a_pass_run_by_an_answer_hands_a_request_that_needs_a_task_to_the_sender(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """The pass that an answer runs is a loop callback, where no task can be started: a
+    request that must wait (here for a connection to its node, not opened yet) is started by
+    the sender's loop instead, and its record is delivered."""
+    senders: list[Sender] = []
+    run = Sender.run
+
+    async def recording(self: Sender, **kwargs: Any) -> None:
+        senders.append(self)
+        await run(self, **kwargs)
+
+    monkeypatch.setattr(Sender, "run", recording)
+    with anyio.fail_after(30):
+        async with FakeCluster(brokers=3) as fc:
+            fc.create_topic("t", partitions=3, replication_factor=1, leaders=[1, 2, 3])
+            async with AIOKafkaProducer(bootstrap_servers=fc.bootstrap, linger_ms=0) as producer:
+                await producer.send_and_wait("t", b"warm", partition=0)
+                pool = producer._core.pool
+                cold = [p for p in (1, 2) if pool.live(p + 1) is None]  # leaders of 1 and 2
+                assert cold, "every node already has a connection"
+                tp = TopicPartition("t", cold[0])
+                placed: list[Any] = []
+                passed = anyio.Event()
+
+                def answer_handled() -> None:  # as an answer's pass runs: a loop callback
+                    placed.append(producer._acc.append_now(tp, 0, None, b"v", [], 100))
+                    senders[0]._pass_now()
+                    passed.set()
+
+                asyncio.get_running_loop().call_soon(answer_handled)
+                await passed.wait()
+                handle, _ = placed[0]
+                metadata = await handle
+    assert metadata.topic_partition == tp
