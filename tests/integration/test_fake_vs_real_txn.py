@@ -213,7 +213,12 @@ async def test_fake_transactions_answer_like_a_real_broker(kafka_cluster_1: Any)
     topic = f"fake-vs-real-txn-{uuid.uuid4().hex[:8]}"
     bootstrap = kafka_cluster_1.bootstrap()
     async with AdminClient(bootstrap_servers=bootstrap) as admin:
-        await admin.create_topics([NewTopic(topic, num_partitions=1, replication_factor=1)])
+        # retention.ms=-1: the scenario writes fixed 2023 timestamps, which the broker's
+        # retention check (every 5 minutes) could delete mid-scenario; a fetch from offset 0
+        # then answers OFFSET_OUT_OF_RANGE for good
+        await admin.create_topics(
+            [NewTopic(topic, num_partitions=1, replication_factor=1, topic_configs={"retention.ms": "-1"})]
+        )
     host, port = bootstrap.split(",")[0].rsplit(":", 1)
     real = await run_against(host, int(port), topic, scenario)
     async with FakeCluster(brokers=1) as fc:
