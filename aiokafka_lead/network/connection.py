@@ -193,7 +193,6 @@ class Connection:
         # of: a timer per request would be created and cancelled at every answer
         self._alarm = Alarm(self._on_alarm)
         self._counted = 0  # of the stream's received bytes, in stats.bytes_in
-        self._loop: asyncio.AbstractEventLoop | None = None  # the stream's, once open
 
     def __repr__(self) -> str:
         return f"<Connection node={self.node_id} {self.host}:{self.port}>"
@@ -223,7 +222,6 @@ class Connection:
         try:
             with anyio.fail_after(self._config.connect_timeout_ms / 1000):
                 self._stream = await self._open_stream()
-            self._loop = asyncio_loop()  # submit() writes on it (None off asyncio)
             self.stats.created += 1
         except Exception as exc:  # of any kind (an OverflowError for a bad port): this node only
             if isinstance(exc, TLSHandshakeFailed):
@@ -500,7 +498,7 @@ class Connection:
         :meth:`send`. A request and its answer so cost no task and no cancel scope. A
         :class:`WireRequest` writes its own frame and decodes its own answer."""
         stream = self._free_stream()
-        loop = self._loop
+        loop = asyncio_loop()
         if stream is None or self._gate is not None or loop is None:
             return False
         try:

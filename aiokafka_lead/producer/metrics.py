@@ -61,16 +61,12 @@ class ProducerMetrics:
         self.latency_peak.record(seconds)
 
     def drained(self, queue_s: float, size: int, ratio: float) -> None:
-        """One batch put into a Produce request (per batch: the peaks' record() inlined)."""
+        """One batch put into a Produce request."""
         self.batches_drained += 1
         self.queue_time_s += queue_s
-        peak = self.queue_peak
-        if queue_s > peak.current:  # noqa: PLR1730 - cheaper than max()
-            peak.current = queue_s
+        self.queue_peak.record(queue_s)
         self.batch_bytes += size
-        peak = self.batch_peak
-        if size > peak.current:  # noqa: PLR1730 - cheaper than max()
-            peak.current = size
+        self.batch_peak.record(size)
         self.compression_ratios += ratio
 
     def throttled(self, throttle_time_ms: int) -> None:
