@@ -515,7 +515,7 @@ class Connection:
             self._window.release()
             raise
         self._active += 1
-        self.last_used = now = time.monotonic()
+        self.last_used = time.monotonic()
         deadline = loop.time() + timeout_ms / 1000
         pending = _Pending(
             request.RESPONSE_CLASS,
@@ -525,9 +525,8 @@ class Connection:
             deadline=deadline,
             timeout_ms=timeout_ms,
             decode=decode,
-            sent_at=now,
         )
-        self._pending[correlation_id] = pending  # as _expect() does
+        self._expect(correlation_id, pending)
         self._count_out(frame_size(frame))
         self._alarm.arm_by(loop, deadline)
         return True
