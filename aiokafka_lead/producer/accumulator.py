@@ -24,6 +24,7 @@ import time
 from collections import deque
 from collections.abc import Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass, field
+from types import MappingProxyType
 
 import anyio
 import anyio.lowlevel
@@ -63,6 +64,8 @@ class DrainResult:
         delay = max(delay, 0.0)
         self.next_check_s = delay if self.next_check_s is None else min(self.next_check_s, delay)
 
+
+_NO_HOLDS: Mapping[int, float] = MappingProxyType({})
 
 #: a backlogged partition's batch may grow to this many times max_batch_size (DESIGN.md 23)
 BACKLOG_FACTOR = 64
@@ -316,7 +319,7 @@ class RecordAccumulator:
         max_request_size: int,
         *,
         hints: bool,
-        busy_nodes: Collection[int] = (),
+        busy_nodes: Mapping[int, float] = _NO_HOLDS,
         held: Collection[TopicPartition] = (),
         unverified: Collection[TopicPartition] = (),
         lane0_out: Collection[int] = (),
@@ -325,10 +328,16 @@ class RecordAccumulator:
     ) -> DrainResult:
         """Pick the batches to send now, grouped by leader node (synchronous decision step).
 
-        Natural batching: while a request to a node is in flight, that node's new batches wait
-        for it unless they are full, retries (KIP-951 retries go at once) or being flushed.
-        A broker handles one request per connection at a time, so a second small request would
-        only queue behind the first; waiting lets the next request carry everything at once.
+        Natural batching: while a request to a node is in flight (``busy_nodes``: until when,
+        ``math.inf``: until a request of it ends), that node's new batches wait for it unless
+        they are full, backlogged or being flushed. A broker handles one request per
+        connection at a time, so a second small request would only queue behind the first;
+        waiting lets the next request carry everything at once. Retries (the KIP-951
+        immediate ones too) wait the same way for a node held until a request ends (one
+        request at a time: near, one connection), and go at once to any other: after a
+        leader move the partitions fail at their old leader at different moments, and
+        sent one by one to the new leader each request would wait behind the one before
+        for its own round of the followers' fetches.
         ``held`` partitions are not sent yet (not yet added to the producer's transaction);
         ``unverified`` ones (in the transaction, nothing acknowledged yet) wait while their
         leader has a request out on lane 0 (``lane0_out``), so they go on lane 0 (lanes.py).
@@ -371,10 +380,14 @@ class RecordAccumulator:
                 far_set.discard(tp)
             # Natural batching first, the cheapest test: a new, non-full batch for a busy
             # node waits, whatever its linger says (the request's completion wakes the sender).
-            urgent = urgent_all or batch.attempts or len(queue) > 1 or batch.builder.is_closed
-            if not urgent and node_id in busy_nodes:
-                held_for.add(node_id)
-                continue
+            if node_id in busy_nodes:
+                if batch.attempts:  # a resend waits only for a node taking one request at a time
+                    urgent = urgent_all or busy_nodes[node_id] != math.inf
+                else:
+                    urgent = urgent_all or len(queue) > 1 or batch.builder.is_closed
+                if not urgent:
+                    held_for.add(node_id)
+                    continue
             ready_at = self._ready_at(batch, len(queue), store, hints)
             if ready_at == NOT_YET:
                 result.wake_in(0.02)

@@ -31,8 +31,9 @@ Two connections (``connections_per_broker=2``), rules (DESIGN.md invariant 22):
   real network (round trips of milliseconds) it lets the next request overlap the first
   one's round trip instead of leaving the link idle; on loopback a request is answered
   within the minimum and nothing changes;
-- retries (the KIP-951 immediate ones included) never wait for natural batching, so with
-  lane 0 out they go on lane 1 at once;
+- retries (the KIP-951 immediate ones included) wait for natural batching only while both
+  lanes are out, so with lane 0 out they go on lane 1 at once (with one connection they
+  wait for a near node's request: accumulator.drain);
 - in a transaction, a partition's first batch (until one is acknowledged) goes on lane 0
   only: the broker checks that partition with the transaction coordinator before writing
   it, one check per transactional id at a time, and a second request needing a check for

@@ -22,6 +22,7 @@ from aiokafka_lead.producer import AIOKafkaProducer
 from aiokafka_lead.structs import TopicPartition
 from aiokafka_lead.testing.fake import FakeCluster
 from aiokafka_lead.testing.fake.intercept import Delay, Drop, Error
+from tests.support.waiting import eventually
 
 PRODUCE, METADATA = 0, 3
 TP0, TP1 = ("t", 0), ("t", 1)
@@ -252,3 +253,34 @@ async def test_10_hints_off_waits_for_backoff_and_metadata() -> None:
             assert produce_nodes(fc, mark)[-1] == 2
             m = producer.metrics()
             assert m["leader_hints_applied"] == 0 and m["immediate_retries"] == 0
+
+
+async def test_11_retries_to_a_new_leader_busy_with_a_request_go_together_after_it() -> None:
+    """Partitions that fail at their old leader at different moments while their new leader
+    (one request at a time) holds a request of ours are retried there in one request once it
+    is answered: sent one by one, each would wait behind the one before."""
+    tp2 = ("t", 2)
+    with anyio.fail_after(20):
+        async with setup(partitions=3) as (fc, producer):
+            fc.move_leader(tp2, 2)
+            await (await producer.send("t", b"p2", partition=2))  # node 2 leads p2 for us now
+            hints = producer.metrics()["leader_hints_applied"]
+            fc.intercept(PRODUCE, lambda node, *_: Delay(1.0) if node == 2 else None, times=1)
+            mark = fc.now()
+            parked = await producer.send("t", b"parked", partition=2)
+            with anyio.fail_after(5):
+                await eventually(lambda: fc.count(PRODUCE, node_id=2, since=mark) == 1)
+            handles = []
+            for n, tp in enumerate((TP0, TP1), start=1):
+                fc.move_leader(tp, 2)
+                handles.append(await producer.send("t", b"moved", partition=tp[1]))
+                with anyio.fail_after(5):  # its old leader answered: it waits to be retried
+                    await eventually(lambda n=n: producer.metrics()["leader_hints_applied"] == hints + n)
+            await parked
+            for handle in handles:
+                await handle
+            to_node_2 = fc.requests.select(PRODUCE, 2, mark)
+            assert len(to_node_2) == 2  # the parked request, then one with both retries
+            retried = [(t.name, p.index) for t in to_node_2[1].request.topic_data for p in t.partition_data]
+            assert sorted(retried) == [TP0, TP1]
+            assert values(fc, TP0)[-1] == values(fc, TP1)[-1] == b"moved"
