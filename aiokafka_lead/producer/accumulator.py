@@ -333,11 +333,13 @@ class RecordAccumulator:
         they are full, backlogged or being flushed. A broker handles one request per
         connection at a time, so a second small request would only queue behind the first;
         waiting lets the next request carry everything at once. Retries (the KIP-951
-        immediate ones too) wait the same way for a node held until a request ends (one
-        request at a time: near, one connection), and go at once to any other: after a
-        leader move the partitions fail at their old leader at different moments, and
-        sent one by one to the new leader each request would wait behind the one before
-        for its own round of the followers' fetches.
+        immediate ones too) to a node held until a request ends (one request at a time:
+        near, one connection) go in the next request to it: with the batches this drain
+        sends it, or once its request ends; to any other node at once. After a leader move
+        the partitions fail at their old leader at different moments, and sent one by one
+        to the new leader each request would wait behind the one before for its own round
+        of the followers' fetches; joining a request that goes anyway, a retry never waits
+        behind full batches pipelined to a busy node.
         ``held`` partitions are not sent yet (not yet added to the producer's transaction);
         ``unverified`` ones (in the transaction, nothing acknowledged yet) wait while their
         leader has a request out on lane 0 (``lane0_out``), so they go on lane 0 (lanes.py).
@@ -356,6 +358,9 @@ class RecordAccumulator:
         expires_in: float | None = None  # the first queued batch's delivery timeout
         waits_for_end: set[int] = set()
         held_for: set[int] = set()
+        # resends held for a node taking one request at a time: they join its request if
+        # this drain sends it one
+        riders: dict[int, list[tuple[deque[ProducerBatch], ProducerBatch, list[ProducerBatch] | None]]] = {}
         for tp, queue in self._queues.items():
             if not queue or tp in held:
                 continue
@@ -380,12 +385,11 @@ class RecordAccumulator:
                 far_set.discard(tp)
             # Natural batching first, the cheapest test: a new, non-full batch for a busy
             # node waits, whatever its linger says (the request's completion wakes the sender).
+            rides = False
             if node_id in busy_nodes:
                 if batch.attempts:  # a resend waits only for a node taking one request at a time
-                    urgent = urgent_all or busy_nodes[node_id] != math.inf
-                else:
-                    urgent = urgent_all or len(queue) > 1 or batch.builder.is_closed
-                if not urgent:
+                    rides = not urgent_all and busy_nodes[node_id] == math.inf
+                elif not (urgent_all or len(queue) > 1 or batch.builder.is_closed):
                     held_for.add(node_id)
                     continue
             ready_at = self._ready_at(batch, len(queue), store, hints)
@@ -407,28 +411,52 @@ class RecordAccumulator:
             if tp in unverified and node_id in lane0_out:
                 waits_for_end.add(node_id)
                 continue  # the lane-0 request's completion wakes the sender
-            batch_bytes = batch.builder.size_in_bytes()
-            used = sizes.get(node_id, 0)
-            if used and used + batch_bytes > max_request_size:
-                result.wake_in(0)
+            if rides:  # it goes with whatever else goes to the node now, or waits
+                riders.setdefault(node_id, []).append((queue, batch, flying))
                 continue
-            sizes[node_id] = used + batch_bytes
-            queue.popleft()
-            if queue:
-                result.more = True
-            if not batch.closed:
-                batch.close()
-                self._report_close(tp)
-            batch.sent = True
-            batch.sent_to = node_id
-            if flying:
-                result.pipelined += 1
-            self._in_flight.setdefault(tp, []).append(batch)
-            result.by_node.setdefault(node_id, []).append(batch)
+            self._take(result, sizes, max_request_size, node_id, queue, batch, flying)
+        for node_id, waiting in riders.items():
+            if node_id not in result.by_node:
+                held_for.add(node_id)
+                continue
+            for queue, batch, flying in waiting:
+                self._take(result, sizes, max_request_size, node_id, queue, batch, flying)
         if expires_in is not None:
             result.wake_in(expires_in)
         self._waits_for_end, self._held_for = waits_for_end, held_for
         return result
+
+    def _take(  # noqa: PLR0917 - drain()'s state, positional on the hot path
+        self,
+        result: DrainResult,
+        sizes: dict[int, int],
+        max_request_size: int,
+        node_id: int,
+        queue: deque[ProducerBatch],
+        batch: ProducerBatch,
+        flying: list[ProducerBatch] | None,
+    ) -> None:
+        """Move ``batch``, the head of ``queue``, into the request drain() builds for
+        ``node_id``, unless that would make the request larger than ``max_request_size``
+        (then the next pass takes it)."""
+        batch_bytes = batch.builder.size_in_bytes()
+        used = sizes.get(node_id, 0)
+        if used and used + batch_bytes > max_request_size:
+            result.wake_in(0)
+            return
+        sizes[node_id] = used + batch_bytes
+        queue.popleft()
+        if queue:
+            result.more = True
+        if not batch.closed:
+            batch.close()
+            self._report_close(batch.tp)
+        batch.sent = True
+        batch.sent_to = node_id
+        if flying:
+            result.pipelined += 1
+        self._in_flight.setdefault(batch.tp, []).append(batch)
+        result.by_node.setdefault(node_id, []).append(batch)
 
     def _landed(self, batch: ProducerBatch) -> bool:
         """The batch is no longer in flight; False if it was not."""

@@ -228,3 +228,44 @@ async def test_a_pass_run_by_an_answer_hands_a_request_that_needs_a_task_to_the_
                 handle, _ = placed[0]
                 metadata = await handle
     assert metadata.topic_partition == tp
+
+
+class _OneLeaderStore:
+    """The part of the metadata store drain() reads: every partition led by NODE."""
+
+    last_refresh = 0.0
+
+    def leader_for(self, tp: tuple[str, int]) -> BrokerNode:
+        return NODE
+
+    def leader_epoch(self, tp: TopicPartition) -> int:
+        return 1
+
+    def request_refresh(self, reason: str) -> None:
+        raise AssertionError(reason)
+
+
+def test_a_retry_to_a_node_taking_one_request_at_a_time_goes_in_its_next_request() -> None:
+    acc = accumulator()
+    store: Any = _OneLeaderStore()
+    append(acc, TP)
+    (retry,) = acc.drain(store, 1 << 20, hints=True).by_node[NODE.node_id]
+    retry.attempts, retry.retry_at = 1, time.monotonic() + 60  # backed off, leader unmoved
+    acc.requeue(retry)
+    one_at_a_time = {NODE.node_id: math.inf}
+    ahead = {NODE.node_id: time.monotonic() + 60}  # a far node: requests pipeline after that
+    assert not acc.drain(store, 1 << 20, hints=True, busy_nodes=one_at_a_time).by_node  # backoff
+    retry.retry_at = 0.0
+    assert not acc.drain(store, 1 << 20, hints=True, busy_nodes=one_at_a_time).by_node
+    assert NODE.node_id in acc._held_for  # the end of the node's request runs a pass for it
+    full = TopicPartition("t", 1)
+    append(acc, full)
+    acc._queues[full][0].close()  # full: it goes to the busy node at once
+    sent = acc.drain(store, 1 << 20, hints=True, busy_nodes=one_at_a_time).by_node[NODE.node_id]
+    assert [b.tp for b in sent] == [full, TP]  # the retry joins the request that goes anyway
+    again = TopicPartition("t", 2)
+    append(acc, again)
+    (retry_2,) = acc.drain(store, 1 << 20, hints=True).by_node[NODE.node_id]
+    retry_2.attempts = 1
+    acc.requeue(retry_2)
+    assert acc.drain(store, 1 << 20, hints=True, busy_nodes=ahead).by_node[NODE.node_id] == [retry_2]
