@@ -333,8 +333,8 @@ class RecordAccumulator:
         they are full, backlogged or being flushed. A broker handles one request per
         connection at a time, so a second small request would only queue behind the first;
         waiting lets the next request carry everything at once. Retries (the KIP-951
-        immediate ones too) to a node held until a request ends (one request at a time:
-        near, one connection) go in the next request to it: with the batches this drain
+        immediate ones too) to a node held until a request ends (near, on one connection,
+        or with as many requests out as it may have) go in the next request to it: with the batches this drain
         sends it, or once its request ends; to any other node at once. After a leader move
         the partitions fail at their old leader at different moments, and sent one by one
         to the new leader each request would wait behind the one before for its own round
@@ -358,8 +358,8 @@ class RecordAccumulator:
         expires_in: float | None = None  # the first queued batch's delivery timeout
         waits_for_end: set[int] = set()
         held_for: set[int] = set()
-        # resends held for a node taking one request at a time: they join its request if
-        # this drain sends it one
+        # resends held for a node until a request of it ends: they join the request this
+        # drain sends it, if any
         riders: dict[int, list[tuple[deque[ProducerBatch], ProducerBatch, list[ProducerBatch] | None]]] = {}
         for tp, queue in self._queues.items():
             if not queue or tp in held:
@@ -387,7 +387,7 @@ class RecordAccumulator:
             # node waits, whatever its linger says (the request's completion wakes the sender).
             rides = False
             if node_id in busy_nodes:
-                if batch.attempts:  # a resend waits only for a node taking one request at a time
+                if batch.attempts:  # a resend waits only for a node held until a request ends
                     rides = not urgent_all and busy_nodes[node_id] == math.inf
                 elif not (urgent_all or len(queue) > 1 or batch.builder.is_closed):
                     held_for.add(node_id)
