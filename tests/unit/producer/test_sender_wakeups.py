@@ -207,12 +207,14 @@ async def test_a_pass_run_by_an_answer_hands_a_request_that_needs_a_task_to_the_
 
     monkeypatch.setattr(Sender, "run", recording)
     with anyio.fail_after(30):
-        async with FakeCluster(brokers=3) as fc:
-            fc.create_topic("t", partitions=3, replication_factor=1, leaders=[1, 2, 3])
+        # four nodes: the bootstrap's, InitProducerId's and partition 0's leader leave one
+        # without a connection at least
+        async with FakeCluster(brokers=4) as fc:
+            fc.create_topic("t", partitions=4, replication_factor=1, leaders=[1, 2, 3, 4])
             async with AIOKafkaProducer(bootstrap_servers=fc.bootstrap, linger_ms=0) as producer:
                 await producer.send_and_wait("t", b"warm", partition=0)
                 pool = producer._core.pool
-                cold = [p for p in (1, 2) if pool.live(p + 1) is None]  # leaders of 1 and 2
+                cold = [p for p in (1, 2, 3) if pool.live(p + 1) is None]  # leaders of 1 to 3
                 assert cold, "every node already has a connection"
                 tp = TopicPartition("t", cold[0])
                 placed: list[Any] = []
