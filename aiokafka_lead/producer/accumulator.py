@@ -89,8 +89,6 @@ class RecordAccumulator:
         self._on_batch_closed = on_batch_closed
         self._sticky = sticky
         self._queues: dict[TopicPartition, deque[ProducerBatch]] = {}
-        # the node each partition's last drained batch went to (a change: a new leader)
-        self._sent_to: dict[TopicPartition, int] = {}
         self._in_flight: dict[TopicPartition, list[ProducerBatch]] = {}
         self._incomplete: set[ProducerBatch] = set()
         self._buffer_used = 0
@@ -291,12 +289,11 @@ class RecordAccumulator:
         """May the partition's next batch grow to ``backlog_batch_size`` (DESIGN.md 23)?
 
         Toward a near node: when a batch of it is already waiting or in flight, unless the
-        batch just ahead is a retry or went to the partition's new leader. After a leader
-        move the backlog then drains oldest first: the request after the new leader's first
-        answer carries each partition's next max_batch_size of records (acknowledged sooner
-        than the whole backlog would be), the batch behind grows with the rest. A batch that
-        opened grown before that is capped when the one ahead fails (``requeue()``) or goes
-        to a new leader (``_take()``). Toward a far
+        batch just ahead is a retry. After a leader move the backlog then drains oldest first:
+        the request after the new leader's first answer carries each partition's next
+        max_batch_size of records (acknowledged sooner than the whole backlog would be), the
+        batch behind grows with the rest (``requeue()`` caps a batch opened grown before its
+        predecessor failed). Toward a far
         (pipelining) node only once its pipeline window is full (``partition_in_flight``
         batches waiting or in flight): the window's batches keep ``max_batch_size``, so
         after a leader move each request carries every partition's oldest records, while a
@@ -304,8 +301,9 @@ class RecordAccumulator:
         flying = self._in_flight.get(tp)
         if tp in self._far:
             return len(queue) + (len(flying) if flying else 0) >= self._config.partition_in_flight
-        just_ahead = queue[-1] if queue else flying[-1] if flying else None
-        return just_ahead is not None and not (just_ahead.attempts or just_ahead.moved)
+        if queue:  # the batch just ahead of the new one decides
+            return not queue[-1].attempts
+        return flying is not None and not flying[-1].attempts
 
     # -------------------------------------------------------------------- drain
     def _ready_at(self, batch: ProducerBatch, queue_len: int, store: MetadataStore, hints: bool) -> float:
@@ -455,14 +453,6 @@ class RecordAccumulator:
             return
         sizes[node_id] = used + batch_bytes
         queue.popleft()
-        tp = batch.tp
-        last = self._sent_to.get(tp)
-        if last != node_id:
-            self._sent_to[tp] = node_id
-            if last is not None:  # a new leader: the batch behind keeps max_batch_size
-                batch.moved = True
-                if queue:
-                    queue[0].builder.cap(self._config.max_batch_size)
         if queue:
             result.more = True
         if not batch.closed:
@@ -472,7 +462,7 @@ class RecordAccumulator:
         batch.sent_to = node_id
         if flying:
             result.pipelined += 1
-        self._in_flight.setdefault(tp, []).append(batch)
+        self._in_flight.setdefault(batch.tp, []).append(batch)
         result.by_node.setdefault(node_id, []).append(batch)
 
     def _landed(self, batch: ProducerBatch) -> bool:

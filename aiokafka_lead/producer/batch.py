@@ -196,7 +196,6 @@ class ProducerBatch:
     reserved = 0  # buffer_memory bytes held until the batch resolves
     sent = False  # drained at least once (split parts inherit it): a resend
     sent_to = -1  # the node it was last sent to
-    moved = False  # sent to another node than its partition's batch before it (a new leader)
     attempts = 0  # failed sends so far
     sent_epoch = -2  # leader epoch the store knew when the batch was last sent
     last_failure = 0.0

@@ -9,12 +9,8 @@ import anyio
 import pytest
 
 from aiokafka_lead.error_code import ErrorCode as E
-from aiokafka_lead.metadata import BrokerNode
 from aiokafka_lead.producer import AIOKafkaProducer
-from aiokafka_lead.producer.accumulator import BACKLOG_FACTOR, RecordAccumulator
-from aiokafka_lead.producer.batch import ProducerBatch
-from aiokafka_lead.producer.config import ProducerConfig
-from aiokafka_lead.structs import TopicPartition
+from aiokafka_lead.producer.accumulator import BACKLOG_FACTOR
 from aiokafka_lead.testing.fake import FakeCluster
 from aiokafka_lead.testing.fake.intercept import Delay, Error
 from tests.support.far import far_link
@@ -128,56 +124,3 @@ async def test_behind_a_retry_the_next_batch_keeps_max_batch_size(before_failure
     assert sizes[1] == sizes[2] < BATCH  # the failed batch and its retry (the warm-up first)
     assert sizes[3] <= BATCH < sizes[4]  # behind the retry: max_batch_size, then the rest grown
     assert len(sizes) == 5
-
-
-class _Leader:
-    """The part of the metadata store drain() reads: every partition led by ``node``."""
-
-    last_refresh = 0.0
-
-    def __init__(self) -> None:
-        self.node = BrokerNode(1, "localhost", 9092)
-
-    def leader_for(self, tp: TopicPartition) -> BrokerNode:
-        return self.node
-
-    def leader_epoch(self, tp: TopicPartition) -> int:
-        return self.node.node_id
-
-    def request_refresh(self, reason: str) -> None:
-        raise AssertionError(reason)
-
-
-@pytest.mark.parametrize("opened", ["before", "after"])
-def test_behind_a_batch_sent_to_a_new_leader_the_next_batch_keeps_max_batch_size(opened: str) -> None:
-    """A partition's leader moves and its next batch goes to the new leader, which may hold
-    it until its followers fetch: the batch behind it keeps max_batch_size, so the request
-    after carries every partition's oldest records and the rest grows in the batch after.
-    The batch behind opened (grown) before the move's send, or after it."""
-    config = ProducerConfig.build({"bootstrap_servers": "localhost:9092", "max_batch_size": BATCH})
-    acc = RecordAccumulator(config)
-    store: Any = _Leader()
-    tp = TopicPartition("t", 0)
-
-    def append(records: int) -> None:
-        for _ in range(records):
-            assert acc.append_now(tp, 0, None, VALUE, [], len(VALUE)) is not None
-
-    def drain() -> list[ProducerBatch]:
-        return acc.drain(store, 1 << 20, hints=True).by_node[store.node.node_id]
-
-    append(1)
-    (first,) = drain()
-    append(20)  # behind a batch in flight: this one grows
-    acc.finished(first)
-    (grown,) = acc.queued(tp)
-    assert grown.builder.size_in_bytes() > BATCH
-    if opened == "before":
-        grown.close()
-        append(5)  # a batch behind it, opened grown
-    store.node = BrokerNode(2, "localhost", 9093)  # the leader moved
-    assert drain() == [grown]
-    append(40)
-    sizes = [b.builder.size_in_bytes() for b in acc.queued(tp)]
-    assert sizes[0] <= BATCH < sizes[-1]  # the batch behind, then the rest grown
-    assert sum(b.record_count for b in acc.queued(tp)) == (45 if opened == "before" else 40)
