@@ -288,22 +288,15 @@ class RecordAccumulator:
     def _backlogged(self, tp: TopicPartition, queue: deque[ProducerBatch]) -> bool:
         """May the partition's next batch grow to ``backlog_batch_size`` (DESIGN.md 23)?
 
-        Toward a near node: when a batch of it is already waiting or in flight, unless the
-        batch just ahead is a retry. After a leader move the backlog then drains oldest first:
-        the request after the new leader's first answer carries each partition's next
-        max_batch_size of records (acknowledged sooner than the whole backlog would be), the
-        batch behind grows with the rest (``requeue()`` caps a batch opened grown before its
-        predecessor failed). Toward a far
+        Toward a near node: when a batch of it is already waiting or in flight. Toward a far
         (pipelining) node only once its pipeline window is full (``partition_in_flight``
         batches waiting or in flight): the window's batches keep ``max_batch_size``, so
         after a leader move each request carries every partition's oldest records, while a
         backlog deeper than the window (a send() loop faster than the brokers) still grows."""
-        flying = self._in_flight.get(tp)
+        ahead = len(queue) + len(self._in_flight.get(tp, ()))
         if tp in self._far:
-            return len(queue) + (len(flying) if flying else 0) >= self._config.partition_in_flight
-        if queue:  # the batch just ahead of the new one decides
-            return not queue[-1].attempts
-        return flying is not None and not flying[-1].attempts
+            return ahead >= self._config.partition_in_flight
+        return ahead > 0
 
     # -------------------------------------------------------------------- drain
     def _ready_at(self, batch: ProducerBatch, queue_len: int, store: MetadataStore, hints: bool) -> float:
@@ -496,12 +489,7 @@ class RecordAccumulator:
         among the other resends (pipelined batches of a partition may fail in any order)."""
         self._landed(batch)
         queue = self._queues.setdefault(batch.tp, deque())
-        at = _resend_position(queue, batch)
-        queue.insert(at, batch)
-        if at + 1 < len(queue) and not queue[at + 1].sent:
-            # the first batch behind a retry keeps max_batch_size (_backlogged): it may have
-            # opened grown, while the failed batch was still out
-            queue[at + 1].builder.cap(self._config.max_batch_size)
+        queue.insert(_resend_position(queue, batch), batch)
         self.wake()
 
     def split_and_requeue(self, batch: ProducerBatch) -> list[ProducerBatch]:

@@ -262,14 +262,6 @@ class _Builder(_BuilderBase):
         self._records_limit = (batch_size - HEADER_SIZE) / self._estimate_factor
         self._payload = None
 
-    def cap(self, batch_size: int) -> None:
-        """Lower the batch's limit to ``batch_size`` (never raise it): once that full, it
-        takes no more records (the records it holds already stay)."""
-        limit = (batch_size - HEADER_SIZE) / self._estimate_factor
-        if limit < self._records_limit:
-            self._records_limit = limit
-            self.batch_size = batch_size
-
     @property
     def record_count(self) -> int:
         return self._count

@@ -8,13 +8,11 @@ from typing import Any
 import anyio
 import pytest
 
-from aiokafka_lead.error_code import ErrorCode as E
 from aiokafka_lead.producer import AIOKafkaProducer
 from aiokafka_lead.producer.accumulator import BACKLOG_FACTOR
 from aiokafka_lead.testing.fake import FakeCluster
-from aiokafka_lead.testing.fake.intercept import Delay, Error
+from aiokafka_lead.testing.fake.intercept import Delay
 from tests.support.far import far_link
-from tests.support.waiting import eventually
 
 PRODUCE = 0
 BATCH = 16384
@@ -92,35 +90,3 @@ async def test_toward_a_far_node_a_backlog_deeper_than_the_window_grows() -> Non
     assert max(backlog[:window]) <= BATCH
     assert max(backlog) > BATCH * 3
     assert len(backlog) <= 20
-
-
-@pytest.mark.parametrize("before_failure", [5, 0])
-async def test_behind_a_retry_the_next_batch_keeps_max_batch_size(before_failure: int) -> None:
-    """A produce fails (NOT_LEADER_OR_FOLLOWER, 0.2 s after it went out) and its retry waits
-    0.5 s (a new leader's followers not yet fetching): the records sent meanwhile go out
-    oldest first, the batch just behind the retry at most max_batch_size and the rest grown,
-    instead of one grown batch acknowledged only once all of it is replicated. The batch
-    behind opens before the failure (``before_failure`` records: capped then) or after it."""
-    with anyio.fail_after(30):
-        async with FakeCluster(brokers=1) as fc:
-            fc.create_topic("t", partitions=1, replication_factor=1)
-            produced = [0]
-
-            def fail_then_park(*_: Any) -> Error | Delay | None:
-                produced[0] += 1
-                return {2: Error(E.NOT_LEADER_OR_FOLLOWER, after_s=0.2), 3: Delay(0.5)}.get(produced[0])
-
-            fc.intercept(PRODUCE, fail_then_park, times=None)
-            async with AIOKafkaProducer(bootstrap_servers=fc.bootstrap, max_batch_size=BATCH) as producer:
-                await producer.send_and_wait("t", b"warm", partition=0)
-                handles = [await producer.send("t", VALUE, partition=0) for _ in range(5)]
-                await eventually(lambda: produced[0] == 2)  # out, to fail
-                handles += [await producer.send("t", VALUE, partition=0) for _ in range(before_failure)]
-                await eventually(lambda: produced[0] == 3)  # failed, the retry out
-                handles += [await producer.send("t", VALUE, partition=0) for _ in range(100)]
-                offsets = [(await h).offset for h in handles]
-            sizes = [n for r in fc.requests.select(PRODUCE, None, 0) for n in batch_bytes(r.request)]
-    assert offsets == list(range(1, len(handles) + 1))  # all of them, in order
-    assert sizes[1] == sizes[2] < BATCH  # the failed batch and its retry (the warm-up first)
-    assert sizes[3] <= BATCH < sizes[4]  # behind the retry: max_batch_size, then the rest grown
-    assert len(sizes) == 5
