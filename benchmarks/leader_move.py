@@ -26,7 +26,9 @@ partitions make every move wait up to replica.fetch.wait.max.ms longer (docs/kip
 ``--baseline DIR`` adds the client ``ours-base``: aiokafka_lead imported from DIR, another
 checkout (e.g. ``git worktree add /tmp/old REV``, with its C extension built).
 
-Writes benchmarks/results/leader_move_<scenario>.json and .md, raw samples under
+Reports per client the median (min-max) over runs, ours' ratios to each peer taken within
+each run, and p99 / p99.9 pooled over every record of every run (and of the runs without a
+record of 1 s or more). Writes benchmarks/results/leader_move_<scenario>.json and .md, raw samples under
 benchmarks/results/raw/, and (with matplotlib: pip install 'aiokafka_lead[plot]') plots
 under docs/img/.
 """
@@ -62,7 +64,7 @@ from aiokafka_lead.bench.children import (
 from aiokafka_lead.bench.leader_move import BenchConfig, fresh_topic, run_moves, table, warm_cluster
 from aiokafka_lead.bench.plot import NO_PLOT, can_plot, plot_runs
 from aiokafka_lead.bench.scenarios import SCENARIOS, Environment, Scenario, cluster_for
-from aiokafka_lead.bench.stats import Samples, Summary, summarize
+from aiokafka_lead.bench.stats import Samples, Summary, record_tails, summarize
 from aiokafka_lead.testing.cluster.jars import DEFAULT_KAFKA_VERSION
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -187,6 +189,7 @@ async def run_scenario(
             per_run: list[list[Summary]] = []
             consumer_runs: list[list[dict[str, Any]]] = []
             last: list[Samples] = []
+            every_run: list[Samples] = []
             async with AdminClient(bootstrap_servers=env.control_bootstrap) as admin:
                 if args.cluster_warmup > 0:
                     await warm_cluster(env.bootstrap, admin, cfg, args.cluster_warmup, say=say)
@@ -209,6 +212,7 @@ async def run_scenario(
                         say(table([summarize(samples)]).splitlines()[-1])
                     last = sorted(samples_this_run, key=lambda s: list(LABELS.values()).index(s.client))
                     per_run.append([summarize(s) for s in last])
+                    every_run.extend(last)
                 # after every producer run: confluent-kafka's consumer looks up a group
                 # coordinator, which creates __consumer_offsets and changes the cluster's state
                 for run in range(args.runs) if consumers else ():
@@ -219,12 +223,15 @@ async def run_scenario(
                     )
                     consumer_runs.append(read)
     rows, ratio_rows = report.aggregate(per_run), report.ratios(per_run)
+    tails = record_tails(every_run)
     text = report.scenario_markdown(rows, ratio_rows, consumer_runs)
+    text += "\n\n" + report.record_tails_markdown(tails)
     say("\n" + "\n".join(conditions) + "\n\n" + text)
     title = f"{scenario.name}: produce latency from the schedule, last run"
     say(plot(last, f"{result_stem(scenario.name, args)}.png", title))
     return {"scenario": scenario.name, "conditions": conditions, "rows": rows, "ratios": ratio_rows,
             "runs": [[s.row() for s in r] for r in per_run], "consumers": consumer_runs,
+            "record_tails": [t.row() for t in tails],
             "markdown": text}  # fmt: skip
 
 

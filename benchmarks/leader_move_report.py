@@ -17,7 +17,7 @@ import statistics
 from pathlib import Path
 from typing import Any
 
-from aiokafka_lead.bench.stats import Summary, percentile
+from aiokafka_lead.bench.stats import STALL_MS, RecordTails, Summary, percentile
 
 OURS = "aiokafka_lead hints on"
 OURS_OFF = "aiokafka_lead hints off"
@@ -160,6 +160,25 @@ def scenario_markdown(
             "creates it):\n\n" + consumer_markdown(consumer_runs)
         )
     return text
+
+
+def record_tails_markdown(tails: list[RecordTails]) -> str:
+    """Every record of every run, then of the runs without a stall, per client."""
+    stall_s = f"{STALL_MS / 1000:g} s"
+    lines = [
+        "Every acknowledged record of every run, pooled; then only the runs in which none "
+        f"waited {stall_s} or more:",
+        "",
+        f"| client | p99 ms | p99.9 ms | runs with a record of {stall_s} or more "
+        "| without those runs: p99 ms | p99.9 ms |",
+        "|---|---|---|---|---|---|",
+    ]
+    for t in tails:
+        lines.append(
+            f"| {t.client} | {t.p99_ms:.0f} | {t.p999_ms:.0f} | {t.stalled_runs} of {t.runs} "
+            f"| {t.calm_p99_ms:.0f} | {t.calm_p999_ms:.0f} |"
+        )
+    return "\n".join(lines)
 
 
 def pooled_markdown(paths: list[Path]) -> str:
