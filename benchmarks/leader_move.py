@@ -28,9 +28,9 @@ checkout (e.g. ``git worktree add /tmp/old REV``, with its C extension built).
 
 Reports per client the median (min-max) over runs, ours' ratios to each peer taken within
 each run, and p99 / p99.9 pooled over every record of every run (and of the runs without a
-record of 1 s or more). Writes benchmarks/results/leader_move_<scenario>.json and .md, raw samples under
-benchmarks/results/raw/, and (with matplotlib: pip install 'aiokafka_lead[plot]') plots
-under docs/img/.
+record of 1 s or more). Writes benchmarks/results/leader_move_<scenario>.json and .md, raw
+samples under benchmarks/results/raw/, and (with matplotlib: pip install
+'aiokafka_lead[plot]') plots under docs/img/.
 """
 
 from __future__ import annotations

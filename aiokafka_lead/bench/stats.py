@@ -137,7 +137,7 @@ def record_tails(runs: Sequence[Samples]) -> list[RecordTails]:
     for client, latencies in by_client.items():
         calm_runs = [run for run in latencies if max(run, default=0.0) < STALL_MS]
         every = sorted(v for run in latencies for v in run)
-        calm = sorted(v for run in calm_runs for v in run)
+        calm = every if len(calm_runs) == len(latencies) else sorted(v for run in calm_runs for v in run)
         tails.append(
             RecordTails(
                 client=client,

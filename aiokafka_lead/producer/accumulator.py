@@ -334,8 +334,9 @@ class RecordAccumulator:
         connection at a time, so a second small request would only queue behind the first;
         waiting lets the next request carry everything at once. Retries (the KIP-951
         immediate ones too) to a node held until a request ends (near, on one connection,
-        or with as many requests out as it may have) go in the next request to it: with the batches this drain
-        sends it, or once its request ends; to any other node at once. After a leader move
+        or with as many requests out as it may have) go in the next request to it: with the
+        batches this drain sends it, or once its request ends; to any other node at once.
+        After a leader move
         the partitions fail at their old leader at different moments, and sent one by one
         to the new leader each request would wait behind the one before for its own round
         of the followers' fetches; joining a request that goes anyway, a retry never waits
