@@ -7,8 +7,10 @@ partitions it carries. Around a leader move that request can be parked for hundr
 partitions that just moved to the broker, or that are unaffected, would queue behind it.
 
 Two connections are opt-in (``connections_per_broker=2``; the default is 1): in the
-leader-move benchmark with Kafka's default brokers on loopback, two connections had a ~2 s
-stall in 4 of 10 runs where one connection had none in 5; the cause is not found.
+leader-move benchmark with Kafka's default brokers on loopback, two connections stall for
+1-2 s in more runs than one connection does. A traced stall was the followers' (a follower
+re-pointing its fetcher in 0.5 s waves, docs/kip-951.md); why two connections meet it more
+often is not known.
 
 One connection (the default; DESIGN.md invariant 24): requests to a node are pipelined on
 it, up to ``max_in_flight``, when the node is far: its fastest recent request took at
