@@ -27,8 +27,8 @@ from aiokafka_lead.error_code import ErrorCode
 from aiokafka_lead.errors import KafkaConnectionError, KafkaError, KafkaTimeoutError, UnsupportedVersionError
 from aiokafka_lead.metadata import MetadataStore
 from aiokafka_lead.network.config import ConnectionConfig
-from aiokafka_lead.network.connection import Connection, ConnectionStats
-from aiokafka_lead.network.metrics import ConnectionMetrics
+from aiokafka_lead.network.connection import Connection
+from aiokafka_lead.network.metrics import ConnectionMetrics, ConnectionStats
 from aiokafka_lead.network.pool import BrokerPool
 from aiokafka_lead.runtime import ClientFailedError, TaskGroupHost
 from aiokafka_lead.telemetry.otlp import Attribute

@@ -26,7 +26,7 @@ import math
 import time
 from collections.abc import Callable
 from contextvars import ContextVar
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 import anyio
@@ -50,6 +50,8 @@ from aiokafka_lead.network.authenticate import (
     reauth_delay_s,
 )
 from aiokafka_lead.network.config import ConnectionConfig
+from aiokafka_lead.network.diagnose import early_close_hint
+from aiokafka_lead.network.metrics import ConnectionStats
 from aiokafka_lead.network.sasl import SaslMechanism
 from aiokafka_lead.network.stream import FrameStream, TLSHandshakeFailed, open_frame_stream
 from aiokafka_lead.protocol.framing import (
@@ -67,7 +69,6 @@ from aiokafka_lead.protocol.messages import (
 )
 from aiokafka_lead.protocol.versions import ApiVersionTable, negotiate
 from aiokafka_lead.runtime import unwrap_group
-from aiokafka_lead.telemetry.window import Peak
 from aiokafka_lead.wakeup import Alarm, Wakeup, asyncio_loop
 
 log = logging.getLogger(__name__)
@@ -108,41 +109,6 @@ class _Pending:
     fallback_version: int | None = None
     # the caller's own decoder of the frame (e.g. Metadata keeping only the topics asked for)
     decode: Callable[[memoryview | bytes], Any] | None = None
-
-
-@dataclass(slots=True)
-class ConnectionStats:
-    """Counters shared by a client's connections (its pool's), for metrics and tests."""
-
-    #: SASL authentications when a connection opened
-    authentications: int = 0
-    #: KIP-368 re-authentications on live connections
-    reauthentications: int = 0
-    #: connections the broker closed (end of stream) while we still used them
-    closed_by_broker: int = 0
-    #: connections whose stream opened, and those of them closed since
-    created: int = 0
-    closed: int = 0
-    failed_authentications: int = 0
-    failed_reauthentications: int = 0
-    requests: int = 0
-    responses: int = 0
-    #: per node id (-1 and below: bootstrap addresses): bytes sent, bytes received
-    bytes_out: dict[int, int] = field(default_factory=dict)
-    bytes_in: dict[int, int] = field(default_factory=dict)
-    #: per node id: answered requests' round trips (sum, count and window peak, seconds)
-    latency_sum: dict[int, float] = field(default_factory=dict)
-    latency_count: dict[int, int] = field(default_factory=dict)
-    latency_peak: dict[int, Peak] = field(default_factory=dict)
-
-    def answered(self, node_id: int, seconds: float) -> None:
-        self.responses += 1
-        self.latency_sum[node_id] = self.latency_sum.get(node_id, 0.0) + seconds
-        self.latency_count[node_id] = self.latency_count.get(node_id, 0) + 1
-        peak = self.latency_peak.get(node_id)
-        if peak is None:
-            peak = self.latency_peak[node_id] = Peak()
-        peak.record(seconds)
 
 
 class Connection:
@@ -646,12 +612,12 @@ class Connection:
                         self._dispatch(frame)
         except anyio.EndOfStream:
             self.stats.closed_by_broker += 1
-            reason = f"the broker closed the connection{self._hint(stream, closed=True)}"
+            reason = f"the broker closed the connection{self._close_hint(stream, closed=True)}"
             self._mark_closed(KafkaConnectionError(reason))
         except (OSError, anyio.BrokenResourceError, anyio.ClosedResourceError) as exc:
             self._mark_closed(KafkaConnectionError(f"read from {self.broker} failed: {exc!r}"))
         except DecodeError as exc:
-            reason = f"malformed frame from {self.broker}: {exc}{self._hint(stream, closed=False)}"
+            reason = f"malformed frame from {self.broker}: {exc}{self._close_hint(stream, closed=False)}"
             self._mark_closed(KafkaConnectionError(reason))
 
     def _count_in(self, stream: FrameStream) -> None:
@@ -670,30 +636,11 @@ class Connection:
         self._dispatch(frame)
         return True
 
-    def _hint(self, stream: FrameStream, *, closed: bool) -> str:
-        """Why a connection may have failed this early: the listener expects something else."""
-        first, unanswered = stream.first_bytes, stream.buffered
-        protocol = self._config.security_protocol
-        if len(first) >= 2 and first[0] in (0x15, 0x16) and first[1] == 3:
-            return f" (it answered with TLS: use security_protocol 'SSL' or 'SASL_SSL', not {protocol})"
-        if first and self._answered == 0 and all(32 <= b < 127 for b in first[:4]):
-            return f" (it answered {first.decode('ascii', 'replace')!r}...: not a Kafka listener)"
-        if closed and unanswered:
-            # it had begun an answer: a broker that failed or a cut network, not a listener
-            # that refused our request (that one closes without a byte)
-            return f" in the middle of a response ({unanswered} bytes of it received)"
-        if closed and self._answered == 1:  # a SASL listener answers ApiVersions, then closes
-            return (
-                f" before answering a request after ApiVersions; a listener that expects SASL "
-                f"does this: check security_protocol (now {protocol})"
-            )
-        if closed and self._answered == 0:
-            return (
-                " before answering ApiVersions, without a byte: a broker shutting down or a proxy "
-                "whose broker is down does this, and so does a listener that expects TLS: check "
-                f"security_protocol (now {protocol}) if it keeps happening"
-            )
-        return ""
+    def _close_hint(self, stream: FrameStream, *, closed: bool) -> str:
+        """Why the listener may have ended it this early (network/diagnose.py)."""
+        return early_close_hint(
+            stream.first_bytes, stream.buffered, self._answered, self._config.security_protocol, closed=closed
+        )
 
     def _waiter_for(self, frame: bytes | memoryview) -> _Pending:
         self._answered += 1

@@ -1,11 +1,12 @@
-"""The connections' Java-named metrics (the ``{type}-metrics`` and ``{type}-node-metrics``
-groups every client has), from a pool's :class:`~aiokafka_lead.network.connection.ConnectionStats`."""
+"""The connections' counters (:class:`ConnectionStats`, shared by a pool's connections) and
+their Java-named metrics (the ``{type}-metrics`` and ``{type}-node-metrics`` groups every
+client has)."""
 
 from __future__ import annotations
 
 from collections.abc import Hashable, Iterable
+from dataclasses import dataclass, field
 
-from aiokafka_lead.network.connection import ConnectionStats
 from aiokafka_lead.telemetry.names import MetricSet
 from aiokafka_lead.telemetry.window import Peak
 
@@ -19,6 +20,41 @@ _METERS = (
     ("successful-reauthentication", "reauthentications"),
     ("failed-reauthentication", "failed_reauthentications"),
 )
+
+
+@dataclass(slots=True)
+class ConnectionStats:
+    """Counters shared by a client's connections (its pool's), for metrics and tests."""
+
+    #: SASL authentications when a connection opened
+    authentications: int = 0
+    #: KIP-368 re-authentications on live connections
+    reauthentications: int = 0
+    #: connections the broker closed (end of stream) while we still used them
+    closed_by_broker: int = 0
+    #: connections whose stream opened, and those of them closed since
+    created: int = 0
+    closed: int = 0
+    failed_authentications: int = 0
+    failed_reauthentications: int = 0
+    requests: int = 0
+    responses: int = 0
+    #: per node id (-1 and below: bootstrap addresses): bytes sent, bytes received
+    bytes_out: dict[int, int] = field(default_factory=dict)
+    bytes_in: dict[int, int] = field(default_factory=dict)
+    #: per node id: answered requests' round trips (sum, count and window peak, seconds)
+    latency_sum: dict[int, float] = field(default_factory=dict)
+    latency_count: dict[int, int] = field(default_factory=dict)
+    latency_peak: dict[int, Peak] = field(default_factory=dict)
+
+    def answered(self, node_id: int, seconds: float) -> None:
+        self.responses += 1
+        self.latency_sum[node_id] = self.latency_sum.get(node_id, 0.0) + seconds
+        self.latency_count[node_id] = self.latency_count.get(node_id, 0) + 1
+        peak = self.latency_peak.get(node_id)
+        if peak is None:
+            peak = self.latency_peak[node_id] = Peak()
+        peak.record(seconds)
 
 
 class ConnectionMetrics:

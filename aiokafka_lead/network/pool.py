@@ -30,7 +30,8 @@ import anyio.abc
 from aiokafka_lead.backoff import ExponentialBackoff
 from aiokafka_lead.errors import KafkaConnectionError, KafkaError
 from aiokafka_lead.network.config import ConnectionConfig
-from aiokafka_lead.network.connection import Connection, ConnectionStats
+from aiokafka_lead.network.connection import Connection
+from aiokafka_lead.network.metrics import ConnectionStats
 from aiokafka_lead.ratelog import RateLimitedLog
 
 log = logging.getLogger(__name__)
