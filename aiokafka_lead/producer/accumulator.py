@@ -336,11 +336,10 @@ class RecordAccumulator:
         immediate ones too) to a node held until a request ends (near, on one connection,
         or with as many requests out as it may have) go in the next request to it: with the
         batches this drain sends it, or once its request ends; to any other node at once.
-        After a leader move
-        the partitions fail at their old leader at different moments, and sent one by one
-        to the new leader each request would wait behind the one before for its own round
-        of the followers' fetches; joining a request that goes anyway, a retry never waits
-        behind full batches pipelined to a busy node.
+        After a leader move the partitions fail at their old leader at different moments,
+        and sent one by one to the new leader each request would wait behind the one before
+        for its own round of the followers' fetches; joining a request that goes anyway, a
+        retry never waits behind full batches pipelined to a busy node.
         ``held`` partitions are not sent yet (not yet added to the producer's transaction);
         ``unverified`` ones (in the transaction, nothing acknowledged yet) wait while their
         leader has a request out on lane 0 (``lane0_out``), so they go on lane 0 (lanes.py).
